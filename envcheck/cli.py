@@ -1,0 +1,97 @@
+"""Command-line entry point: parse arguments, dispatch, map errors to exit codes.
+
+Each command lives in its own module exposing ``configure(parser)`` and ``run(args) -> int``.
+Command modules are imported lazily so ``envcheck --version`` and ``doctor --quick`` stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from envcheck import __version__
+from envcheck.errors import EXIT_INTERNAL, EXIT_USAGE, EnvcheckError
+
+# name -> (module, one-line help). Order is the order shown in --help.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "doctor": ("envcheck.commands.doctor", "check this machine (or a saved snapshot) and give a verdict"),
+    "plan": ("envcheck.commands.plan", "which TensorFlow/CUDA/cuDNN/Python to install, with commands"),
+    "explain": ("envcheck.commands.explain", "explain a TensorFlow/CUDA error message or log"),
+    "matrix": ("envcheck.commands.matrix", "query the compatibility matrix"),
+    "validate": ("envcheck.commands.validate", "check that TensorFlow computes and trains on the GPUs"),
+    "train": ("envcheck.commands.train", "the reference multi-GPU CIFAR-10 trainer (MiniGoogLeNet)"),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so every usage error is one line and exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _ArgparseUsage(f"{self.prog}: {message}")
+
+
+class _ArgparseUsage(EnvcheckError):
+    pass
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="envcheck",
+        description="Will TensorFlow use your NVIDIA GPU? If not, what exactly to do.",
+    )
+    parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
+    parser.add_argument(
+        "--traceback", action="store_true", help="show the full traceback on errors (for bug reports)"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (module_name, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        if only is None or only == name:
+            module = importlib.import_module(module_name)
+            module.configure(p)
+    return parser
+
+
+def _command_in(argv: Sequence[str]) -> str | None:
+    for arg in argv:
+        if arg in COMMANDS:
+            return arg
+        if not arg.startswith("-"):
+            return None
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    want_traceback = "--traceback" in argv
+    try:
+        # Only the chosen command's module is imported: startup cost stays with that command.
+        parser = build_parser(only=_command_in(argv) or "")
+        args = parser.parse_args(argv)
+        if not args.command:
+            parser.print_help()
+            return EXIT_USAGE
+        module = importlib.import_module(COMMANDS[args.command][0])
+        return int(module.run(args))
+    except EnvcheckError as exc:
+        if want_traceback:
+            raise
+        print(f"envcheck: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("envcheck: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the last line of defence
+        if want_traceback:
+            raise
+        print(
+            f"envcheck: internal error: {type(exc).__name__}: {exc}\n"
+            "This is a bug in envcheck. Rerun with --traceback and include the output in a report.",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL

@@ -1,0 +1,464 @@
+"""The facts snapshot: everything the probes saw, as frozen, typed records.
+
+Facts are the only input to the rules. A snapshot written with ``doctor --json`` and read back with
+``--facts FILE`` gives the same findings on any machine, so the reader is strict: unknown keys,
+wrong types and future schema versions are errors (``FactsError``), never silently dropped.
+
+Every section carries ``status`` (``ok`` / ``missing`` / ``error`` / ``skipped``), the error text
+when there is one, and the seconds the probe took.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from envcheck.errors import FactsError
+
+SCHEMA_VERSION = 1
+
+OK = "ok"
+MISSING = "missing"
+ERROR = "error"
+SKIPPED = "skipped"
+STATUSES = (OK, MISSING, ERROR, SKIPPED)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Section:
+    """Common to every probe's part of the snapshot."""
+
+    status: str = OK
+    error: Optional[str] = None
+    seconds: float = 0.0
+
+
+# --- interpreter and operating system ------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class PythonFacts(Section):
+    executable: str = ""
+    version: str = ""  # "3.11.7"
+    implementation: str = ""  # "CPython"
+    bits: int = 0  # 64 or 32, from the pointer size
+    machine: str = ""  # the interpreter's own machine, e.g. "x86_64", "AMD64", "arm64"
+    prefix: str = ""
+    base_prefix: str = ""
+    in_virtualenv: bool = False
+    in_conda: bool = False
+    conda_prefix: Optional[str] = None
+    pip_version: Optional[str] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlatformFacts(Section):
+    system: str = ""  # platform.system(): "Linux", "Windows", "Darwin"
+    os: str = ""  # "linux", "windows", "macos", "wsl"
+    release: str = ""
+    version: str = ""
+    machine: str = ""
+    distro: Optional[str] = None  # PRETTY_NAME from /etc/os-release, or "Windows 10"
+    glibc: Optional[str] = None
+    wsl: Optional[int] = None  # 1 or 2 under WSL, else None
+    hostname: Optional[str] = None  # recorded so reports can redact it
+    user: Optional[str] = None
+    home: Optional[str] = None
+    cpu: Optional[str] = None
+    cpu_flags: tuple[str, ...] = ()  # only the flags that matter to TF wheels (avx, avx2, avx512f, fma)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvFacts(Section):
+    """Only allow-listed variables are recorded (see probes.environment)."""
+
+    variables: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Distribution:
+    name: str  # normalised, e.g. "tensorflow", "nvidia-cudnn-cu12"
+    version: str
+    location: Optional[str] = None
+    requires: tuple[str, ...] = ()  # the distribution's own requirement strings
+
+
+@dataclass(frozen=True, kw_only=True)
+class PackagesFacts(Section):
+    distributions: tuple[Distribution, ...] = ()
+
+
+# --- hardware and driver -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class PciDevice:
+    address: str  # "0000:01:00.0"
+    vendor_id: str  # "0x10de"
+    device_id: str  # "0x1c03"
+    class_code: str  # "0x030000"
+    driver: Optional[str] = None  # the kernel driver bound to it: "nvidia", "nouveau", "vfio-pci", None
+    name: Optional[str] = None  # from pci.ids
+    subsystem: Optional[str] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PciFacts(Section):
+    devices: tuple[PciDevice, ...] = ()  # NVIDIA display/3D devices only
+
+
+@dataclass(frozen=True, kw_only=True)
+class DriverFacts(Section):
+    """The kernel module (Linux) as the kernel reports it."""
+
+    loaded: bool = False
+    version: Optional[str] = None  # "550.54.14" from /proc/driver/nvidia/version
+    module_version: Optional[str] = None  # /sys/module/nvidia/version
+    text: Optional[str] = None  # the first line of /proc/driver/nvidia/version
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuProcess:
+    pid: int
+    name: Optional[str] = None
+    used_memory_mb: Optional[int] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NvmlGpu:
+    index: int
+    name: Optional[str] = None
+    uuid: Optional[str] = None
+    serial: Optional[str] = None
+    pci_bus_id: Optional[str] = None
+    compute_capability: Optional[str] = None  # "8.6"
+    memory_total_mb: Optional[int] = None
+    memory_used_mb: Optional[int] = None
+    mig_mode: Optional[bool] = None
+    processes: tuple[GpuProcess, ...] = ()
+    status: str = OK
+    error_kind: Optional[str] = None  # see NVML_ERROR_KINDS
+    error: Optional[str] = None
+
+
+# NVML failures the probe tells apart; each has a rule and a hint.
+NVML_ERROR_KINDS = (
+    "library_not_found",
+    "driver_not_loaded",
+    "version_mismatch",
+    "gpu_lost",
+    "no_permission",
+    "function_not_found",
+    "unknown",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NvmlFacts(Section):
+    error_kind: Optional[str] = None  # one of NVML_ERROR_KINDS when status is error/missing
+    library: Optional[str] = None  # path of the libnvidia-ml / nvml.dll that loaded
+    driver_version: Optional[str] = None  # "550.54.14" or "417.35"
+    cuda_driver_version: Optional[str] = None  # highest CUDA the driver supports, "12.4"
+    nvml_version: Optional[str] = None
+    gpus: tuple[NvmlGpu, ...] = ()
+
+
+# --- CUDA libraries ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class LibraryCopy:
+    path: str
+    directory: str
+    origin: str  # where the search found it: "PATH", "LD_LIBRARY_PATH", "ldconfig", "CUDA_PATH",
+    # "CUDA_HOME", "cuda-dir", "conda", "pip", "system"
+    file_version: Optional[str] = None  # from the file name: "10.0" for cudart64_100.dll, "12" for .so.12
+    reported_version: Optional[str] = None  # from the library itself (cudaRuntimeGetVersion ...)
+    loads: Optional[bool] = None  # None when not tried (Windows-shaped inputs, --quick)
+    load_error: Optional[str] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LibraryFacts:
+    """All copies of one library family (cudart, cudnn, cublas, ...) in search order."""
+
+    family: str  # "cudart", "cudnn", "cublas", "cufft", "curand", "cusolver", "cusparse", "nvcuda", ...
+    copies: tuple[LibraryCopy, ...] = ()
+    winner: Optional[str] = None  # path of the copy the loader would take
+
+
+@dataclass(frozen=True, kw_only=True)
+class CudaToolkit:
+    path: str
+    version: Optional[str] = None  # "13.0" from version.json / version.txt / nvcc
+    origin: str = ""  # "CUDA_PATH", "CUDA_HOME", "cuda-dir", "conda"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LibrariesFacts(Section):
+    search_path: tuple[str, ...] = ()  # the directories searched, in order
+    libraries: tuple[LibraryFacts, ...] = ()
+    toolkits: tuple[CudaToolkit, ...] = ()
+
+
+# --- TensorFlow ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class TfDevice:
+    name: str  # "/physical_device:GPU:0"
+    device_type: str  # "GPU" / "CPU"
+    details: dict[str, str] = field(default_factory=dict)  # device_name, compute_capability, ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlacementResult:
+    op: str  # "matmul" / "conv2d"
+    requested: str  # "/GPU:0"
+    device: Optional[str] = None  # where it actually ran
+    ok: bool = False  # the numeric result was checked and right
+    error: Optional[str] = None
+    seconds: Optional[float] = None
+
+
+# Why a TF probe did not give a normal result.
+TF_ERROR_KINDS = ("not_installed", "import_failed", "timeout", "crashed", "bad_output", "worker_failed")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TensorflowFacts(Section):
+    error_kind: Optional[str] = None  # one of TF_ERROR_KINDS
+    version: Optional[str] = None
+    distribution: Optional[str] = None  # which installed distribution provides the module
+    location: Optional[str] = None
+    is_cuda_build: Optional[bool] = None
+    is_rocm_build: Optional[bool] = None
+    cuda_version: Optional[str] = None  # from build info, "12.5.1"
+    cudnn_version: Optional[str] = None  # "9"
+    compute_capabilities: tuple[str, ...] = ()  # ("sm_60", "sm_70", "compute_90")
+    build_info: dict[str, str] = field(default_factory=dict)  # the rest of get_build_info()
+    physical_devices: tuple[TfDevice, ...] = ()
+    logical_devices: tuple[TfDevice, ...] = ()
+    placement: tuple[PlacementResult, ...] = ()
+    log_lines: tuple[str, ...] = ()  # the stderr lines that matter
+    mapped_libraries: tuple[str, ...] = ()  # CUDA libraries mapped into the worker after TF init
+    returncode: Optional[int] = None
+    import_seconds: Optional[float] = None
+
+
+# --- the whole snapshot --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Facts:
+    schema_version: int = SCHEMA_VERSION
+    envcheck_version: str = ""
+    created: str = ""  # ISO 8601, UTC
+    quick: bool = False  # True when TensorFlow was not probed
+    python: PythonFacts = field(default_factory=PythonFacts)
+    platform: PlatformFacts = field(default_factory=PlatformFacts)
+    env: EnvFacts = field(default_factory=EnvFacts)
+    packages: PackagesFacts = field(default_factory=PackagesFacts)
+    pci: PciFacts = field(default_factory=lambda: PciFacts(status=SKIPPED))
+    driver: DriverFacts = field(default_factory=lambda: DriverFacts(status=SKIPPED))
+    nvml: NvmlFacts = field(default_factory=lambda: NvmlFacts(status=SKIPPED))
+    libraries: LibrariesFacts = field(default_factory=lambda: LibrariesFacts(status=SKIPPED))
+    tensorflow: TensorflowFacts = field(default_factory=lambda: TensorflowFacts(status=SKIPPED))
+
+    # Convenience queries used by rules and renderers; they read, never judge.
+
+    def distribution(self, name: str) -> Optional[Distribution]:
+        wanted = normalize_name(name)
+        for dist in self.packages.distributions:
+            if dist.name == wanted:
+                return dist
+        return None
+
+    def env_var(self, name: str) -> Optional[str]:
+        return self.env.variables.get(name)
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503 normalisation, so "TensorFlow_GPU" and "tensorflow-gpu" are one distribution."""
+    out = []
+    prev_sep = False
+    for ch in name.lower():
+        if ch in "-_.":
+            if not prev_sep:
+                out.append("-")
+            prev_sep = True
+        else:
+            out.append(ch)
+            prev_sep = False
+    return "".join(out)
+
+
+# --- JSON round trip -----------------------------------------------------------------------------
+
+
+def to_dict(obj: Any) -> Any:
+    """A plain JSON-ready structure; tuples become lists, dicts keep their keys."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(item) for item in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_dict(v) for k, v in obj.items()}
+    return obj
+
+
+def to_json(facts: Facts, indent: int | None = 2) -> str:
+    return json.dumps(to_dict(facts), indent=indent, sort_keys=False)
+
+
+_HINTS_CACHE: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    hints = _HINTS_CACHE.get(cls)
+    if hints is None:
+        hints = typing.get_type_hints(cls)
+        _HINTS_CACHE[cls] = hints
+    return hints
+
+
+def _type_name(tp: Any) -> str:
+    if tp is type(None):
+        return "null"
+    if isinstance(tp, type):
+        return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(
+            tp, f"an object ({tp.__name__})"
+        )
+    return str(tp)
+
+
+def _convert(value: Any, tp: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin is Union or origin is types.UnionType:
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        non_none = [a for a in args if a is not type(None)]
+        if len(non_none) == 1:
+            return _convert(value, non_none[0], where)
+        raise FactsError(f"{where}: unsupported type {tp}")  # pragma: no cover - schema bug
+    if origin is tuple:
+        (item_type, _ellipsis) = typing.get_args(tp)
+        if not isinstance(value, list):
+            raise FactsError(f"{where}: expected a list, got {_json_kind(value)}")
+        return tuple(_convert(item, item_type, f"{where}[{i}]") for i, item in enumerate(value))
+    if origin is dict:
+        key_type, value_type = typing.get_args(tp)
+        if not isinstance(value, dict):
+            raise FactsError(f"{where}: expected an object, got {_json_kind(value)}")
+        return {str(k): _convert(v, value_type, f"{where}.{k}") for k, v in value.items()}
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value, where)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise FactsError(f"{where}: expected true or false, got {_json_kind(value)}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise FactsError(f"{where}: expected an integer, got {_json_kind(value)}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise FactsError(f"{where}: expected a number, got {_json_kind(value)}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise FactsError(f"{where}: expected a string, got {_json_kind(value)}")
+        return value
+    raise FactsError(f"{where}: unsupported type {tp}")  # pragma: no cover - schema bug
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def from_dict(cls: type, data: Any, where: str = "facts") -> Any:
+    """Build dataclass ``cls`` from ``data``, strictly: unknown keys and wrong types are errors."""
+    if not isinstance(data, dict):
+        raise FactsError(f"{where}: expected an object, got {_json_kind(data)}")
+    hints = _hints(cls)
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        raise FactsError(f"{where}: unknown key {unknown[0]!r}")
+    kwargs = {}
+    for name, f in names.items():
+        if name in data:
+            kwargs[name] = _convert(data[name], hints[name], f"{where}.{name}")
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise FactsError(f"{where}: missing key {name!r}")
+    return cls(**kwargs)
+
+
+def facts_from_dict(data: Any) -> Facts:
+    """Read a snapshot (the ``facts`` object, or a whole ``doctor --json`` report)."""
+    if isinstance(data, dict) and "facts" in data and "schema_version" in data and "verdict" in data:
+        data = data["facts"]
+    if not isinstance(data, dict):
+        raise FactsError(f"expected a JSON object with the facts, got {_json_kind(data)}")
+    version = data.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise FactsError("not an envcheck facts snapshot: no integer 'schema_version'")
+    if version > SCHEMA_VERSION:
+        raise FactsError(
+            f"snapshot has schema_version {version}, newer than this envcheck understands "
+            f"({SCHEMA_VERSION}); upgrade envcheck (pip install -U envcheck)"
+        )
+    if version < 1:
+        raise FactsError(f"snapshot has an invalid schema_version {version}")
+    return from_dict(Facts, data)
+
+
+def load_facts(path: str | Path) -> Facts:
+    """Read a snapshot file; every failure is a FactsError with one readable line."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise FactsError(f"{path}: is a directory, not a facts file")
+        raw = p.read_bytes()
+    except FactsError:
+        raise
+    except FileNotFoundError:
+        raise FactsError(f"{path}: no such file") from None
+    except PermissionError:
+        raise FactsError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise FactsError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise FactsError(f"{path}: not a text file (not UTF-8)") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FactsError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise FactsError(f"{path}: JSON nested too deeply") from None
+    try:
+        return facts_from_dict(data)
+    except FactsError as exc:
+        raise FactsError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise FactsError(f"{path}: JSON nested too deeply") from None

@@ -1,0 +1,202 @@
+"""Findings, fixes, verdicts and the report the renderers draw.
+
+A fix is data (text, commands per shell, a link), so every renderer can show it and ``--apply`` can
+run the pip steps of it; nothing here runs anything.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from envcheck.facts import Facts, to_dict
+
+
+class Severity(str, enum.Enum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+    @property
+    def rank(self) -> int:
+        return {"info": 0, "warning": 1, "error": 2}[self.value]
+
+
+# The causal chain, in dependency order (DESIGN.md). Each finding belongs to one link.
+CHAIN: tuple[tuple[str, str], ...] = (
+    ("python", "Python interpreter"),
+    ("gpu", "NVIDIA GPU present"),
+    ("driver", "NVIDIA driver"),
+    ("compute", "GPU compute capability"),
+    ("libraries", "CUDA and cuDNN libraries"),
+    ("tensorflow", "TensorFlow installation"),
+    ("placement", "Ops placed on the GPU"),
+    ("environment", "Environment variables"),
+)
+LINK_NAMES = tuple(name for name, _ in CHAIN)
+LINK_TITLES = dict(CHAIN)
+
+# Link statuses shown one per line by the terminal renderer.
+LINK_OK = "ok"
+LINK_WARNING = "warning"
+LINK_ERROR = "error"
+LINK_SKIPPED = "skipped"
+
+# Verdict statuses.
+GPU_READY = "gpu-ready"
+CPU_ONLY = "cpu-only"
+BROKEN = "broken"
+VERDICT_STATUSES = (GPU_READY, CPU_ONLY, BROKEN)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command line. ``shell`` is "bash", "powershell", or "any" when both read it the same."""
+
+    line: str
+    shell: str = "any"
+    # pip steps are the only ones --apply runs: their arguments after "python -m pip".
+    pip_args: Optional[tuple[str, ...]] = None
+
+
+@dataclass(frozen=True)
+class Fix:
+    text: str
+    commands: tuple[Command, ...] = ()
+    link: Optional[str] = None  # the download or documentation page for the exact version
+
+    def commands_for(self, shell: str) -> tuple[Command, ...]:
+        return tuple(c for c in self.commands if c.shell in ("any", shell))
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str  # stable, e.g. "EC-DRV-001", never reused
+    severity: Severity
+    title: str  # one line, specific to this machine
+    link: str  # which link of the chain (LINK_NAMES)
+    detail: str = ""  # why, in a sentence or two
+    evidence: tuple[tuple[str, str], ...] = ()  # (fact or matrix row, value) pairs
+    fix: Optional[Fix] = None
+    caused_by: Optional[str] = None  # id of the finding this one is a consequence of
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "severity": self.severity.value,
+            "title": self.title,
+            "link": self.link,
+            "detail": self.detail,
+            "evidence": [{"what": k, "value": v} for k, v in self.evidence],
+            "fix": fix_to_dict(self.fix),
+            "caused_by": self.caused_by,
+        }
+
+
+def fix_to_dict(fix: Optional[Fix]) -> Optional[dict[str, Any]]:
+    if fix is None:
+        return None
+    return {
+        "text": fix.text,
+        "commands": [
+            {"shell": c.shell, "line": c.line, **({"pip_args": list(c.pip_args)} if c.pip_args else {})}
+            for c in fix.commands
+        ],
+        "link": fix.link,
+    }
+
+
+@dataclass(frozen=True)
+class PathStep:
+    """A step of a way forward (the GPU path or the CPU path)."""
+
+    text: str
+    commands: tuple[Command, ...] = ()
+    link: Optional[str] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return fix_to_dict(Fix(self.text, self.commands, self.link)) or {}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str  # GPU_READY / CPU_ONLY / BROKEN
+    reason: str  # one line
+    first_broken_link: Optional[str] = None
+    finding_id: Optional[str] = None  # the finding that is the first broken link
+    gpus: int = 0  # GPUs TensorFlow can use
+    gpu_path: tuple[PathStep, ...] = ()  # how to make the GPU work, in order
+    cpu_path: tuple[PathStep, ...] = ()  # how to run on the CPU today
+
+    @property
+    def line(self) -> str:
+        if self.status == GPU_READY:
+            return self.reason or f"GPU ready ({self.gpus} GPU{'s' if self.gpus != 1 else ''})"
+        if self.status == CPU_ONLY:
+            return f"CPU only: {self.reason}"
+        return f"broken: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "line": self.line,
+            "first_broken_link": self.first_broken_link,
+            "finding_id": self.finding_id,
+            "gpus": self.gpus,
+            "gpu_path": [s.to_dict() for s in self.gpu_path],
+            "cpu_path": [s.to_dict() for s in self.cpu_path],
+        }
+
+
+@dataclass(frozen=True)
+class LinkStatus:
+    name: str
+    status: str  # LINK_OK / LINK_WARNING / LINK_ERROR / LINK_SKIPPED
+    summary: str  # one line: what was seen
+    seconds: Optional[float] = None  # the probe time behind this link
+
+    @property
+    def title(self) -> str:
+        return LINK_TITLES.get(self.name, self.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "status": self.status,
+            "summary": self.summary,
+            "seconds": self.seconds,
+        }
+
+
+@dataclass(frozen=True)
+class Report:
+    facts: Facts
+    findings: tuple[Finding, ...]
+    verdict: Verdict
+    links: tuple[LinkStatus, ...]
+    exit_code: int = 0
+    envcheck_version: str = ""
+    notes: tuple[str, ...] = field(default=())  # e.g. "judged from a saved snapshot: FILE"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.facts.schema_version,
+            "envcheck_version": self.envcheck_version,
+            "verdict": self.verdict.to_dict(),
+            "exit_code": self.exit_code,
+            "links": [link.to_dict() for link in self.links],
+            "findings": [f.to_dict() for f in self.findings],
+            "notes": list(self.notes),
+            "facts": to_dict(self.facts),
+        }
+
+
+def exit_code_for(findings: tuple[Finding, ...] | list[Finding], fail_on: str = "error") -> int:
+    """0, or 1 when a finding reaches the --fail-on threshold ("error", "warning", "never")."""
+    if fail_on == "never":
+        return 0
+    threshold = Severity.ERROR.rank if fail_on == "error" else Severity.WARNING.rank
+    return 1 if any(f.severity.rank >= threshold for f in findings) else 0
