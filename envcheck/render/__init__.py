@@ -1,0 +1,1 @@
+"""Renderers: ``render(report, ...) -> str`` for the terminal, JSON and Markdown."""

@@ -1,0 +1,115 @@
+"""A paste-ready bug report in Markdown, redacted by default.
+
+Redaction replaces the home folder, the user name, the host name, GPU UUIDs and serial numbers
+everywhere in the report, including the facts attached in ``<details>``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from envcheck.facts import to_dict
+from envcheck.findings import Report
+
+_UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")
+_STATUS_WORD = {"ok": "ok", "warning": "warning", "error": "**error**", "skipped": "skipped"}
+
+
+def render(report: Report, redact: bool = True, verbose: bool = False) -> str:
+    del verbose
+    text = _markdown(report)
+    return redact_text(text, report) if redact else text
+
+
+def _markdown(report: Report) -> str:
+    facts = report.facts
+    v = report.verdict
+    lines = [
+        "## envcheck report",
+        "",
+        f"**Verdict:** {v.line}",
+        "",
+        f"envcheck {report.envcheck_version}, snapshot taken {facts.created or 'unknown'}"
+        + (" (TensorFlow not probed: --quick)" if facts.quick else ""),
+        "",
+        "| Link | Status | Seen |",
+        "| --- | --- | --- |",
+    ]
+    for link in report.links:
+        lines.append(f"| {link.title} | {_STATUS_WORD.get(link.status, link.status)} | {_cell(link.summary)} |")
+    lines.append("")
+
+    lines.append("### Findings")
+    lines.append("")
+    if not report.findings:
+        lines.append("None.")
+    for f in report.findings:
+        cause = f" (because of {f.caused_by})" if f.caused_by else ""
+        lines.append(f"- **{f.id}** ({f.severity.value}) {f.title}{cause}")
+        if f.detail:
+            lines.append(f"  - {f.detail}")
+        if f.fix is not None:
+            lines.append(f"  - Fix: {f.fix.text}")
+            if f.fix.commands:
+                lines.append("")
+                lines.append("    ```")
+                lines.extend(f"    {c.line}" + (f"   # {c.shell}" if c.shell != "any" else "") for c in f.fix.commands)
+                lines.append("    ```")
+            if f.fix.link:
+                lines.append(f"  - See <{f.fix.link}>")
+    lines.append("")
+
+    lines.append("### Environment")
+    lines.append("")
+    py, pf = facts.python, facts.platform
+    rows = [
+        ("OS", " ".join(x for x in (pf.distro or pf.system, f"({pf.os})" if pf.os else "", pf.machine) if x)),
+        ("Python", f"{py.implementation} {py.version} {py.bits}-bit at `{py.executable}`"),
+        ("NVIDIA driver", facts.nvml.driver_version or facts.driver.version or "none found"),
+        ("GPUs", ", ".join(f"{g.name} (cc {g.compute_capability})" for g in facts.nvml.gpus) or "none seen by NVML"),
+        ("TensorFlow", facts.tensorflow.version or facts.tensorflow.status),
+    ]
+    for name, value in rows:
+        lines.append(f"- **{name}:** {value}")
+    dists = facts.packages.distributions
+    if dists:
+        lines.append(f"- **Packages:** " + ", ".join(f"{d.name} {d.version}" for d in dists))
+    lines.append("")
+
+    if facts.tensorflow.log_lines:
+        lines.extend(_details("TensorFlow log lines", "\n".join(facts.tensorflow.log_lines), "text"))
+    lines.extend(_details("Facts snapshot (JSON)", json.dumps(to_dict(facts), indent=2), "json"))
+    return "\n".join(lines) + "\n"
+
+
+def _details(summary: str, body: str, lang: str) -> list[str]:
+    fence = "````" if "```" in body else "```"
+    return ["<details>", f"<summary>{summary}</summary>", "", fence + lang, body, fence, "", "</details>", ""]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def redact_text(text: str, report: Report) -> str:
+    """Replace what identifies the person or the machine."""
+    facts = report.facts
+    pf = facts.platform
+    replacements: list[tuple[str, str]] = []
+    if pf.home and len(pf.home) > 1:
+        replacements.append((pf.home, "~"))
+    for gpu in facts.nvml.gpus:
+        if gpu.serial:
+            replacements.append((gpu.serial, "<serial>"))
+        if gpu.uuid:
+            replacements.append((gpu.uuid, "<gpu-uuid>"))
+    # Longest first, so a home folder inside another path is replaced whole.
+    for old, new in sorted(replacements, key=lambda r: -len(r[0])):
+        text = text.replace(old, new)
+        text = text.replace(json.dumps(old)[1:-1], new)  # the JSON-escaped form (Windows backslashes)
+    text = _UUID.sub("<gpu-uuid>", text)
+    for value, marker in ((pf.hostname, "<host>"), (pf.user, "<user>")):
+        if value and len(value) >= 2:
+            text = re.sub(rf"(?<![\w.-]){re.escape(value)}(?![\w-])", marker, text)
+    return text
