@@ -356,7 +356,7 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
         key_type, value_type = typing.get_args(tp)
         if not isinstance(value, dict):
             raise FactsError(f"{where}: expected an object, got {_json_kind(value)}")
-        return {str(k): _convert(v, value_type, f"{where}.{k}") for k, v in value.items()}
+        return {str(k): _convert(v, value_type, f"{where}[{str(k)!r}]") for k, v in value.items()}
     if dataclasses.is_dataclass(tp):
         return from_dict(tp, value, where)
     if tp is bool:

@@ -1,0 +1,61 @@
+"""Shared test helpers: run the CLI in-process or as a subprocess, build snapshots."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    def json(self):
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run ``envcheck ARGS`` in-process; returns exit code, stdout, stderr."""
+    from envcheck.cli import main
+
+    def run(*args: str) -> CliResult:
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+def run_envcheck(*args: str, env: dict | None = None, input: str | None = None, timeout: float = 300) -> CliResult:
+    """Run ``python -m envcheck ARGS`` as a real subprocess (for exit codes and stdout/stderr)."""
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
+    if env:
+        full_env.update(env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "envcheck", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        input=input,
+        timeout=timeout,
+        cwd=str(REPO),
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def envcheck_proc():
+    return run_envcheck

@@ -1,0 +1,163 @@
+"""The CLI contract: exit codes, one-line errors without tracebacks, the entry points."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+
+import pytest
+
+from envcheck import __version__
+from envcheck.facts import Facts, PythonFacts, to_dict
+from tests.conftest import REPO, run_envcheck
+
+
+def write_snapshot(path, facts: Facts) -> str:
+    path.write_text(json.dumps(to_dict(facts)))
+    return str(path)
+
+
+def test_version_and_module_entry_point():
+    result = run_envcheck("--version")
+    assert result.code == 0
+    assert result.out.strip() == f"envcheck {__version__}"
+
+
+def test_no_command_prints_help_and_exits_2(cli):
+    result = cli()
+    assert result.code == 2
+    assert "doctor" in result.out and "plan" in result.out
+
+
+def test_help_lists_every_command(capsys):
+    from envcheck.cli import COMMANDS, main
+
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in COMMANDS)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("doctor", "--no-such-flag"), "unrecognized arguments: --no-such-flag"),
+        (("frobnicate",), "invalid choice: 'frobnicate'"),
+        (("doctor", "--fail-on", "sometimes"), "invalid choice: 'sometimes'"),
+        (("doctor", "--tf-timeout", "-3"), "must be positive"),
+        (("doctor", "--no-redact"), "--no-redact only applies to --markdown"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(cli, args, message):
+    result = cli(*args)
+    assert result.code == 2
+    assert message in result.err
+    assert result.err.count("\n") == 1
+    assert "Traceback" not in result.err
+
+
+def test_bad_facts_files_exit_2(cli, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    wrong_shape = tmp_path / "list.json"
+    wrong_shape.write_text("[1, 2]")
+    future = tmp_path / "future.json"
+    future.write_text(json.dumps({**to_dict(Facts()), "schema_version": 99}))
+    for path, message in [
+        (bad, "not valid JSON"),
+        (wrong_shape, "expected a JSON object"),
+        (future, "newer than this envcheck"),
+        (tmp_path / "missing.json", "no such file"),
+        (tmp_path, "is a directory"),
+    ]:
+        result = cli("doctor", "--facts", str(path))
+        assert result.code == 2, (path, result)
+        assert message in result.err
+        assert result.err.startswith("envcheck: error: ")
+        assert result.err.count("\n") == 1
+
+
+def test_python_that_is_not_python_exits_2(cli, tmp_path):
+    not_exec = tmp_path / "python"
+    not_exec.write_text("hello")
+    script = tmp_path / "fake-python"
+    script.write_text("#!/bin/sh\necho not python\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    failing = tmp_path / "failing-python"
+    failing.write_text("#!/bin/sh\necho boom >&2\nexit 3\n")
+    failing.chmod(failing.stat().st_mode | stat.S_IXUSR)
+    for path, message in [
+        (tmp_path / "nope", "no such file"),
+        (not_exec, "not executable"),
+        (script, "not a Python interpreter"),
+        (failing, "not a working Python 3 interpreter (boom)"),
+        (tmp_path, "is a directory with no bin/python"),
+    ]:
+        result = cli("doctor", "--quick", "--python", str(path))
+        assert result.code == 2, (path, result)
+        assert message in result.err
+
+
+def test_facts_and_python_together_is_a_usage_error(cli, tmp_path):
+    snapshot = write_snapshot(tmp_path / "f.json", Facts())
+    result = cli("doctor", "--facts", snapshot, "--python", sys.executable)
+    assert result.code == 2
+    assert "cannot be used together" in result.err
+
+
+def test_error_finding_gives_exit_1_and_fail_on_changes_it(cli, tmp_path):
+    snapshot = write_snapshot(tmp_path / "f.json", Facts(python=PythonFacts(version="3.7.9", bits=32)))
+    assert cli("doctor", "--facts", snapshot).code == 1
+    assert cli("doctor", "--facts", snapshot, "--fail-on", "never").code == 0
+    report = cli("doctor", "--facts", snapshot, "--json").json()
+    assert report["exit_code"] == 1
+    assert "EC-PY-001" in [f["id"] for f in report["findings"]]
+    ignored = cli("doctor", "--facts", snapshot, "--json", "--ignore", "ec-py-001").json()
+    assert "EC-PY-001" not in [f["id"] for f in ignored["findings"]]
+
+
+def test_internal_crash_exit_3_with_hint(cli, monkeypatch):
+    import envcheck.commands.doctor as doctor
+
+    def boom(args):
+        raise ZeroDivisionError("simulated bug")
+
+    monkeypatch.setattr(doctor, "build_report", boom)
+    result = cli("doctor", "--quick")
+    assert result.code == 3
+    assert "internal error: ZeroDivisionError: simulated bug" in result.err
+    assert "--traceback" in result.err
+    with pytest.raises(ZeroDivisionError):
+        cli("doctor", "--quick", "--traceback")
+
+
+def test_save_facts_writes_a_snapshot_that_replays(cli, tmp_path):
+    target = tmp_path / "snap.json"
+    first = cli("doctor", "--quick", "--json", "--save-facts", str(target))
+    assert target.exists()
+    replay = cli("doctor", "--json", "--facts", str(target))
+    a, b = first.json(), replay.json()
+    assert a["findings"] == b["findings"]
+    assert a["verdict"] == b["verdict"]
+    assert a["facts"] == b["facts"]
+
+
+def test_console_script_is_declared():
+    text = (REPO / "pyproject.toml").read_text()
+    assert 'envcheck = "envcheck.cli:main"' in text
+
+
+def test_quick_doctor_does_not_import_tensorflow():
+    code = (
+        "import sys; from envcheck.cli import main; import io, contextlib\n"
+        "with contextlib.redirect_stdout(io.StringIO()): main(['doctor', '--quick', '--json'])\n"
+        "print('tensorflow' in sys.modules)"
+    )
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(REPO))
+    assert out.stdout.strip().splitlines()[-1] == "False", out.stderr
