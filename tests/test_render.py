@@ -1,0 +1,149 @@
+"""Each renderer: what a person sees in the terminal, the JSON schema, the redacted Markdown."""
+
+from __future__ import annotations
+
+import json
+
+from envcheck.facts import EnvFacts, Facts, NvmlFacts, NvmlGpu, PlatformFacts, PythonFacts
+from envcheck.findings import (
+    CPU_ONLY,
+    LINK_ERROR,
+    LINK_OK,
+    Command,
+    Finding,
+    Fix,
+    LinkStatus,
+    PathStep,
+    Report,
+    Severity,
+    Verdict,
+)
+from envcheck.render import json as json_render
+from envcheck.render import markdown, terminal
+
+HOME = "/home/alice"
+UUID = "GPU-12345678-abcd-ef01-2345-6789abcdef01"
+
+
+def sample_report() -> Report:
+    facts = Facts(
+        envcheck_version="0.1.0",
+        python=PythonFacts(executable=f"{HOME}/venv/bin/python", version="3.11.7", implementation="CPython", bits=64),
+        platform=PlatformFacts(system="Linux", os="linux", hostname="gpu-box-7", user="alice", home=HOME),
+        env=EnvFacts(variables={"PATH": f"{HOME}/bin:/usr/bin"}),
+        nvml=NvmlFacts(
+            driver_version="470.57",
+            gpus=(NvmlGpu(index=0, name="NVIDIA GeForce GTX 1060", uuid=UUID, serial="0324118012345", compute_capability="6.1"),),
+        ),
+    )
+    root = Finding(
+        id="EC-DRV-001",
+        severity=Severity.ERROR,
+        title="driver 470.57 is too old for CUDA 12.2",
+        link="driver",
+        detail="TensorFlow 2.15 was built with CUDA 12.2, which needs driver 525.60.13 or newer.",
+        evidence=(("nvml.driver_version", "470.57"),),
+        fix=Fix(
+            text="Install NVIDIA driver 525.60.13 or newer, then reboot.",
+            commands=(Command("sudo ubuntu-drivers install", shell="bash"),),
+            link="https://www.nvidia.com/Download/index.aspx",
+        ),
+    )
+    child = Finding(
+        id="EC-PLC-002", severity=Severity.ERROR, title="the placement test ran on the CPU", link="placement", caused_by="EC-DRV-001"
+    )
+    warning = Finding(id="EC-ENV-004", severity=Severity.WARNING, title="CUDA_DEVICE_ORDER is unset", link="environment")
+    verdict = Verdict(
+        status=CPU_ONLY,
+        reason=root.title,
+        first_broken_link="driver",
+        finding_id=root.id,
+        gpu_path=(PathStep(text=root.fix.text, commands=root.fix.commands, link=root.fix.link),),
+        cpu_path=(PathStep(text="Hide the GPU.", commands=(Command('export CUDA_VISIBLE_DEVICES=""', shell="bash"),)),),
+    )
+    links = (
+        LinkStatus(name="python", status=LINK_OK, summary="CPython 3.11.7, 64-bit", seconds=0.002),
+        LinkStatus(name="driver", status=LINK_ERROR, summary="driver 470.57"),
+    )
+    return Report(facts=facts, findings=(root, child, warning), verdict=verdict, links=links, exit_code=1, envcheck_version="0.1.0")
+
+
+def test_terminal_plain_ascii_when_not_a_tty():
+    text = terminal.render(sample_report(), color=False)
+    assert text.isascii()
+    assert "\033[" not in text
+    assert "[ok]   Python interpreter  CPython 3.11.7, 64-bit" in text
+    assert "[FAIL] NVIDIA driver       driver 470.57" in text
+    assert "EC-DRV-001  driver 470.57 is too old for CUDA 12.2" in text
+    assert "$ sudo ubuntu-drivers install" in text
+    # Consequences are grouped under their cause, not repeated as separate errors.
+    assert "Because of this:" in text
+    assert text.index("Because of this:") < text.index("EC-PLC-002")
+    assert "To use the GPU, in this order:" in text and "To run on the CPU today:" in text
+    assert text.rstrip().endswith("Verdict: CPU only: driver 470.57 is too old for CUDA 12.2")
+
+
+def test_terminal_colour_and_verbose():
+    text = terminal.render(sample_report(), verbose=True, color=True)
+    assert "\033[" in text
+    assert "evidence:" in text and "nvml.driver_version: 470.57" in text
+    assert "(2 ms)" in text
+    plain = terminal.render(sample_report(), verbose=False, color=False)
+    assert "evidence:" not in plain
+
+
+def test_terminal_respects_no_color(monkeypatch):
+    class FakeTty:
+        def isatty(self):
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("TERM", raising=False)
+    assert terminal.use_color(FakeTty()) is True
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert terminal.use_color(FakeTty()) is False
+
+
+def test_json_has_the_documented_keys():
+    data = json.loads(json_render.render(sample_report()))
+    for key in ("schema_version", "envcheck_version", "facts", "findings", "verdict", "exit_code", "links"):
+        assert key in data
+    assert data["verdict"]["status"] == "cpu-only"
+    assert data["verdict"]["reason"]
+    assert data["facts"]["python"]["bits"] == 64
+    assert data["facts"]["python"]["version"] == "3.11.7"
+    finding = data["findings"][0]
+    assert {"id", "severity", "title", "fix"} <= set(finding)
+    assert finding["fix"]["commands"][0] == {"shell": "bash", "line": "sudo ubuntu-drivers install"}
+    assert data["findings"][1]["caused_by"] == "EC-DRV-001"
+
+
+def test_markdown_is_redacted_by_default():
+    text = markdown.render(sample_report())
+    for secret in (HOME, "alice", "gpu-box-7", UUID, "0324118012345"):
+        assert secret not in text, secret
+    assert "~/venv/bin/python" in text
+    assert "<details>" in text and "</details>" in text
+    assert "**Verdict:** CPU only" in text
+    assert "| NVIDIA driver | **error** | driver 470.57 |" in text
+
+
+def test_markdown_no_redact_keeps_everything():
+    text = markdown.render(sample_report(), redact=False)
+    for value in (HOME, "gpu-box-7", UUID, "0324118012345"):
+        assert value in text
+
+
+def test_redaction_handles_windows_paths_in_json():
+    report = sample_report()
+    facts = report.facts
+    win = Facts(
+        python=PythonFacts(executable="C:\\Users\\bob\\py\\python.exe"),
+        platform=PlatformFacts(system="Windows", os="windows", user="bob", home="C:\\Users\\bob", hostname="DESKTOP-1"),
+        nvml=facts.nvml,
+    )
+    from dataclasses import replace
+
+    text = markdown.render(replace(report, facts=win))
+    assert "Users\\\\bob" not in text and "Users\\bob" not in text
+    assert "DESKTOP-1" not in text
