@@ -1,0 +1,65 @@
+"""CLI start-up: `envcheck --version`, `envcheck doctor --quick` and `python -c pass`, side by side.
+
+The three commands run interleaved (round robin), so machine noise hits them alike; the script
+prints each one's median and spread and the ratios to a bare interpreter start.
+
+    python benchmarks/cli_startup.py [--runs 21]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def envcheck_command() -> list[str]:
+    script = shutil.which("envcheck", path=str(Path(sys.executable).parent))
+    return [script] if script else [sys.executable, "-m", "envcheck"]
+
+
+def time_once(cmd: list[str], env: dict) -> float:
+    started = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=21)
+    args = parser.parse_args()
+    env = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
+    base = envcheck_command()
+    commands = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "envcheck --version": base + ["--version"],
+        "envcheck doctor --quick": base + ["doctor", "--quick"],
+    }
+    for cmd in commands.values():  # warm the file cache
+        time_once(cmd, env)
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(args.runs):
+        for name, cmd in commands.items():
+            samples[name].append(time_once(cmd, env))
+
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}")
+    print(f"runs per command: {args.runs} (interleaved)")
+    bare = statistics.median(samples["python -c pass"])
+    print(f"{'command':<28}{'median':>10}{'min':>10}{'max':>10}{'x bare':>9}")
+    for name, values in samples.items():
+        med = statistics.median(values)
+        print(f"{name:<28}{med * 1000:>8.1f}ms{min(values) * 1000:>8.1f}ms{max(values) * 1000:>8.1f}ms{med / bare:>9.2f}")
+    quick = statistics.median(samples["envcheck doctor --quick"])
+    print(f"target: doctor --quick under 400 ms median -> {'met' if quick < 0.4 else 'NOT met'} ({quick * 1000:.0f} ms)")
+
+
+if __name__ == "__main__":
+    main()
