@@ -120,6 +120,8 @@ class DriverFacts(Section):
     version: Optional[str] = None  # "550.54.14" from /proc/driver/nvidia/version
     module_version: Optional[str] = None  # /sys/module/nvidia/version
     text: Optional[str] = None  # the first line of /proc/driver/nvidia/version
+    open_module: Optional[bool] = None  # True for the open GPU kernel modules (Turing and newer only)
+    nouveau_loaded: Optional[bool] = None  # the open-source nouveau module holds the GPU instead
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,6 +146,10 @@ class NvmlGpu:
     status: str = OK
     error_kind: Optional[str] = None  # see NVML_ERROR_KINDS
     error: Optional[str] = None
+    error_code: Optional[int] = None  # the raw NVML return code
+    # Queries that failed without making the GPU unusable: field name -> "kind: message".
+    # "Not Supported" answers (serial or MIG on GeForce cards) are absent, the field is just None.
+    query_errors: dict[str, str] = field(default_factory=dict)
 
 
 # NVML failures the probe tells apart; each has a rule and a hint.
@@ -166,6 +172,8 @@ class NvmlFacts(Section):
     cuda_driver_version: Optional[str] = None  # highest CUDA the driver supports, "12.4"
     nvml_version: Optional[str] = None
     gpus: tuple[NvmlGpu, ...] = ()
+    error_code: Optional[int] = None  # the raw NVML return code of the failure
+    query_errors: dict[str, str] = field(default_factory=dict)  # system-wide queries, as on NvmlGpu
 
 
 # --- CUDA libraries ------------------------------------------------------------------------------
@@ -181,6 +189,9 @@ class LibraryCopy:
     reported_version: Optional[str] = None  # from the library itself (cudaRuntimeGetVersion ...)
     loads: Optional[bool] = None  # None when not tried (Windows-shaped inputs, --quick)
     load_error: Optional[str] = None
+    realpath: Optional[str] = None  # the file behind the symlinks; two copies never share one
+    names: tuple[str, ...] = ()  # every name of this file in its directory (libcudart.so, .so.12, ...)
+    on_loader_path: bool = True  # False when found (CUDA_HOME, conda, CUDA_PATH) where no loader looks
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -189,7 +200,11 @@ class LibraryFacts:
 
     family: str  # "cudart", "cudnn", "cublas", "cufft", "curand", "cusolver", "cusparse", "nvcuda", ...
     copies: tuple[LibraryCopy, ...] = ()
-    winner: Optional[str] = None  # path of the copy the loader would take
+    # Path of the copy the loader takes for the newest name found (cudart64_110.dll over
+    # cudart64_100.dll, libcudart.so.12 over .so.11). Rules that know which name TF asks for
+    # use ``winners`` instead.
+    winner: Optional[str] = None
+    winners: dict[str, str] = field(default_factory=dict)  # loader name ("libcudnn.so.9") -> path
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,6 +212,7 @@ class CudaToolkit:
     path: str
     version: Optional[str] = None  # "13.0" from version.json / version.txt / nvcc
     origin: str = ""  # "CUDA_PATH", "CUDA_HOME", "cuda-dir", "conda"
+    version_source: Optional[str] = None  # "version.json", "version.txt", "cuda.h", "CUDA_PATH_V10_0", ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,6 +220,7 @@ class LibrariesFacts(Section):
     search_path: tuple[str, ...] = ()  # the directories searched, in order
     libraries: tuple[LibraryFacts, ...] = ()
     toolkits: tuple[CudaToolkit, ...] = ()
+    search_errors: tuple[str, ...] = ()  # parts of the search that failed (ldconfig, a load test)
 
 
 # --- TensorFlow ----------------------------------------------------------------------------------
@@ -249,6 +266,11 @@ class TensorflowFacts(Section):
     mapped_libraries: tuple[str, ...] = ()  # CUDA libraries mapped into the worker after TF init
     returncode: Optional[int] = None
     import_seconds: Optional[float] = None
+    # Every installed distribution that ships the ``tensorflow`` module (more than one is a
+    # mixed install: tensorflow + tensorflow-gpu, or tensorflow + tensorflow-cpu).
+    distributions: tuple[str, ...] = ()
+    failed_stage: Optional[str] = None  # "import", "build_info", "devices", "placement", ...
+    signal: Optional[str] = None  # "SIGSEGV" when the worker was killed by a signal
 
 
 # --- the whole snapshot --------------------------------------------------------------------------
