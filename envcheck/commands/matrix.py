@@ -1,0 +1,226 @@
+"""`envcheck matrix`: ask the compatibility matrix about a TensorFlow release, a CUDA release or a GPU."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from envcheck.errors import NotFoundError, UsageError
+from envcheck.matrix import BUILD_OSES, Matrix, TfBuild, as_version, load_matrix
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--matrix", metavar="FILE", help="use this compatibility matrix instead of the bundled one")
+    sub = parser.add_subparsers(dest="query", metavar="QUERY", required=True, parser_class=type(parser))
+
+    tf = sub.add_parser("tf", help="what a TensorFlow release was built with and needs")
+    tf.add_argument("version", metavar="VERSION", help="a TensorFlow release, e.g. 2.15 or 1.13.1")
+    tf.add_argument("--os", choices=("linux", "windows", "macos", "wsl"), default="linux", help="the platform (default: linux; wsl means the Linux build)")
+
+    cuda = sub.add_parser("cuda", help="the minimum driver and GPU architectures of a CUDA release")
+    cuda.add_argument("version", metavar="VERSION", help="a CUDA release, e.g. 11.2 or 12.5.1")
+
+    gpu = sub.add_parser("gpu", help="a GPU's compute capability and which TensorFlow releases run on it")
+    gpu.add_argument("name", metavar="NAME", nargs="+", help='the product name, e.g. "GTX 1060" or "A100"')
+
+    for p in (tf, cuda, gpu):
+        p.add_argument("--json", action="store_true", help="print JSON for scripts")
+        p.add_argument("--matrix", metavar="FILE", default=argparse.SUPPRESS, help="use this compatibility matrix instead of the bundled one")
+
+
+def run(args: argparse.Namespace) -> int:
+    matrix = load_matrix(args.matrix) if getattr(args, "matrix", None) else load_matrix()
+    if args.query == "tf":
+        answer = tf_answer(matrix, args.version, args.os)
+        text = _tf_text(answer)
+    elif args.query == "cuda":
+        answer = cuda_answer(matrix, args.version)
+        text = _cuda_text(answer)
+    else:
+        answer = gpu_answer(matrix, " ".join(args.name))
+        text = _gpu_text(answer)
+    print(json.dumps(answer, indent=2) if args.json else text)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Answers as plain data (the JSON output); the text renderers below only format them.
+
+
+def tf_answer(matrix: Matrix, version: str, os: str) -> dict[str, Any]:
+    wanted = _parse_version(version, "TensorFlow")
+    build = matrix.tf_build(wanted, os)
+    if build is None:
+        first, last = matrix.tf_range()
+        if first <= _minor_of(wanted) <= last:
+            oses = [o for o in BUILD_OSES if matrix.tf_build(wanted, o) is not None]
+            if oses:
+                raise NotFoundError(f"TensorFlow {version} has no {_build_os(os)} build in the matrix (it has: {', '.join(oses)})")
+        raise NotFoundError(f"TensorFlow {version} is not in the matrix (it covers TensorFlow {first} to {last})")
+    return {
+        "tf": str(build.tf),
+        "os": build.os,
+        "gpu": build.gpu,
+        "distribution": build.distribution,
+        "python": list(build.python),
+        "cuda": _str(build.cuda),
+        "cudnn": _str(build.cudnn),
+        "compute_capabilities": list(build.compute_capabilities),
+        "min_compute_capability": _str(build.min_compute_capability),
+        "libraries": list(build.libraries),
+        "compiler": build.compiler,
+        "build_tool": build.build_tool,
+        "pip_cuda": None if build.pip_cuda is None else {"extra": build.pip_cuda.extra, "packages": dict(build.pip_cuda.packages)},
+        "min_driver": _min_drivers(matrix, build),
+        "notes": list(build.notes),
+        "history": [{"field": c.field, "was": c.was, "note": c.note, "sources": list(c.sources)} for c in build.history],
+        "sources": list(build.sources),
+    }
+
+
+def cuda_answer(matrix: Matrix, version: str) -> dict[str, Any]:
+    wanted = _parse_version(version, "CUDA")
+    release = matrix.cuda(wanted)
+    if release is None:
+        known = matrix.cuda_releases()
+        hint = " (give major.minor, e.g. 12.2)" if len(wanted.release) < 2 else ""
+        raise NotFoundError(f"CUDA {version} is not in the matrix{hint}; it covers CUDA {known[0].version} to {known[-1].version}")
+    major = release.version.release[0]
+    return {
+        "cuda": str(release.version),
+        "min_driver": {"linux": _str(release.min_driver_linux), "windows": _str(release.min_driver_windows)},
+        "minor_compat_floor": {"linux": _str(matrix.minor_compat_floor(major, "linux")), "windows": _str(matrix.minor_compat_floor(major, "windows"))},
+        "supported_architectures": list(release.architectures),
+        "download_url": release.download_url,
+        "notes": list(release.notes),
+        "sources": list(release.sources),
+    }
+
+
+def gpu_answer(matrix: Matrix, name: str) -> dict[str, Any]:
+    if not name.strip():
+        raise UsageError("give a GPU name, e.g. \"GTX 1060\" or \"A100\"")
+    gpu = matrix.gpu(name)
+    if gpu is None:
+        candidates = matrix.gpu_candidates(name)
+        if candidates:
+            names = "; ".join(f"{g.name} ({g.architecture}, {g.compute_capability})" for g in candidates)
+            raise NotFoundError(f"no GPU named {name!r} in the matrix; did you mean: {names}")
+        raise NotFoundError(f"no GPU named {name!r} in the matrix ({len(matrix.gpus())} products, GeForce GTX 600 series to RTX 50 series, Tesla K10 to B300)")
+    support: dict[str, dict[str, list[str]]] = {"native": {}, "ptx": {}}
+    for build in matrix.tf_releases():
+        kind = matrix.support(build, gpu.compute_capability)
+        if kind in support:
+            support[kind].setdefault(build.os, []).append(str(build.tf))
+    return {
+        "name": gpu.name,
+        "compute_capability": str(gpu.compute_capability),
+        "architecture": gpu.architecture,
+        "native": support["native"],
+        "ptx": support["ptx"],
+        "sources": list(gpu.sources),
+    }
+
+
+def _parse_version(text: str, what: str):
+    try:
+        return as_version(text)
+    except UsageError:
+        raise UsageError(f"{text!r} is not a {what} version (expected something like {'2.15' if what == 'TensorFlow' else '12.2'})") from None
+
+
+def _minor_of(version):
+    release = (version.release + (0,))[:2]
+    return as_version(".".join(str(p) for p in release))
+
+
+def _build_os(os: str) -> str:
+    return "linux" if os == "wsl" else os
+
+
+def _str(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _min_drivers(matrix: Matrix, build: TfBuild) -> str | None:
+    if build.cuda is None or build.os == "macos":
+        return None
+    driver = matrix.min_driver(build.cuda, build.os)
+    return _str(driver)
+
+
+# --------------------------------------------------------------------------------------------
+# Text output
+
+
+def _lines(pairs: list[tuple[str, object]]) -> str:
+    width = max(len(k) for k, _ in pairs)
+    out = []
+    for key, value in pairs:
+        if value in (None, [], {}, ""):
+            continue
+        if isinstance(value, list):
+            value = ", ".join(str(v) for v in value)
+        out.append(f"{key.ljust(width)}  {value}")
+    return "\n".join(out)
+
+
+def _tf_text(a: dict[str, Any]) -> str:
+    head = f"TensorFlow {a['tf']} on {a['os']}: " + (
+        f"GPU build (CUDA {a['cuda']}, cuDNN {a['cudnn']})" if a["gpu"] else "CPU only (no CUDA build for this platform)"
+    )
+    pip_cuda = None
+    if a["pip_cuda"]:
+        pip_cuda = f"pip install {a['distribution']}[{a['pip_cuda']['extra']}]  ({len(a['pip_cuda']['packages'])} nvidia-* wheels pinned)"
+    body = _lines([
+        ("package", a["distribution"]),
+        ("python", a["python"]),
+        ("cuda", a["cuda"]),
+        ("cudnn", a["cudnn"]),
+        ("min driver", a["min_driver"]),
+        ("built for", a["compute_capabilities"]),
+        ("min compute", a["min_compute_capability"]),
+        ("loads", a["libraries"]),
+        ("pip CUDA", pip_cuda),
+        ("compiler", a["compiler"]),
+        ("build tool", a["build_tool"]),
+    ])
+    return "\n".join([head, body, *_notes(a), *_history(a), *_sources(a)])
+
+
+def _cuda_text(a: dict[str, Any]) -> str:
+    floor = a["minor_compat_floor"]
+    body = _lines([
+        ("min driver", f"Linux {a['min_driver']['linux'] or 'unknown'}, Windows {a['min_driver']['windows'] or 'unknown'}"),
+        ("minor compat", f"Linux {floor['linux'] or 'unknown'}, Windows {floor['windows'] or 'unknown'}" if floor["linux"] or floor["windows"] else None),
+        ("builds for", a["supported_architectures"]),
+        ("download", a["download_url"]),
+    ])
+    return "\n".join([f"CUDA {a['cuda']}", body, *_notes(a), *_sources(a)])
+
+
+def _gpu_text(a: dict[str, Any]) -> str:
+    lines = [f"{a['name']}: compute capability {a['compute_capability']} ({a['architecture']})"]
+    for kind, label in (("native", "native code"), ("ptx", "PTX only (JIT-compiled on first use)")):
+        for os, releases in a[kind].items():
+            lines.append(f"  {label} on {os}: TensorFlow {_ranges(releases)}")
+    if not a["native"] and not a["ptx"]:
+        lines.append("  no TensorFlow release in the matrix has GPU code for it")
+    return "\n".join(lines + _sources(a))
+
+
+def _ranges(releases: list[str]) -> str:
+    return ", ".join(releases) if len(releases) <= 3 else f"{releases[0]} ... {releases[-1]} ({len(releases)} releases)"
+
+
+def _notes(a: dict[str, Any]) -> list[str]:
+    return [f"note: {n}" for n in a.get("notes", [])]
+
+
+def _history(a: dict[str, Any]) -> list[str]:
+    return [f"corrected: {c['field']} was once given as {c['was']}: {c['note']}" for c in a.get("history", [])]
+
+
+def _sources(a: dict[str, Any]) -> list[str]:
+    return [f"source: {s}" for s in a["sources"]]

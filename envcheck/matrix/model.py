@@ -1,0 +1,289 @@
+"""The matrix's records and the questions rules ask of it (loading lives in ``loader``)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from packaging.version import InvalidVersion, Version
+
+from envcheck.errors import UsageError
+
+BUILD_OSES = ("linux", "windows", "macos")
+_DOTTED = re.compile(r"^\d+(\.\d+)*$")
+_ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)$")
+
+
+class MatrixVersion(Version):
+    """A ``packaging`` Version that prints the way the matrix spells it ("535.54.03", not "535.54.3")."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self._text = text
+
+    def __str__(self) -> str:
+        return self._text
+
+
+def as_version(value: str | Version) -> Version:
+    """Parse a user-supplied version; raise UsageError with one readable line if it is not one."""
+    if isinstance(value, Version):
+        return value
+    text = str(value).strip()
+    try:
+        return MatrixVersion(text) if _DOTTED.match(text) else Version(text)
+    except InvalidVersion:
+        raise UsageError(f"{value!r} is not a version number (expected something like 2.15 or 12.2)") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Records
+
+
+@dataclass(frozen=True)
+class Source:
+    key: str
+    url: str
+    title: str
+
+
+@dataclass(frozen=True)
+class PipCuda:
+    extra: str
+    packages: dict[str, str] = field(hash=False)
+
+
+@dataclass(frozen=True)
+class Correction:
+    """A value an official table once gave and later changed (kept so old advice can be explained)."""
+
+    field: str
+    was: str
+    note: str
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TfBuild:
+    tf: Version
+    os: str
+    gpu: bool
+    python: tuple[str, ...]
+    cuda: Version | None
+    cudnn: Version | None
+    compiler: str | None
+    build_tool: str | None
+    compute_capabilities: tuple[str, ...]
+    min_compute_capability: Version | None
+    libraries: tuple[str, ...]
+    pip_cuda: PipCuda | None
+    distribution: str
+    sources: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+    history: tuple[Correction, ...] = ()
+
+    def supports_python(self, version: str) -> bool:
+        parts = str(version).split(".")
+        return ".".join(parts[:2]) in self.python
+
+
+@dataclass(frozen=True)
+class CudaRelease:
+    version: Version
+    min_driver_linux: Version | None
+    min_driver_windows: Version | None
+    architectures: tuple[str, ...]
+    download_url: str | None
+    sources: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CudaMajor:
+    major: int
+    minor_compat_floor_linux: Version | None
+    minor_compat_floor_windows: Version | None
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CudnnRelease:
+    version: Version
+    cuda: tuple[str, ...]
+    download_url: str | None
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GpuProduct:
+    name: str
+    compute_capability: Version
+    architecture: str
+    aliases: tuple[str, ...]
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PlatformRules:
+    windows_native_gpu_last: Version
+    tensorflow_gpu_last_real: Version
+    tensorflow_gpu_dummy: str | None
+    and_cuda_first: Version
+    gpu_in_tensorflow_package_from: Version
+    macos_gpu: bool
+    sources: tuple[str, ...]
+    tensorflow_cpu_first: dict[str, Version] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------
+# Queries
+
+
+def normalize_gpu_name(name: str) -> str:
+    """Reduce a product name to what identifies the chip: case, vendor prefixes, memory size and
+    board form factor do not change the compute capability."""
+    tokens = [t for t in re.split(r"[^0-9a-z]+", name.lower()) if t]
+    while tokens and tokens[0] in _GPU_PREFIXES:
+        tokens.pop(0)
+    while tokens and (tokens[-1] in _GPU_SUFFIXES or re.fullmatch(r"\d+gb|sxm\d*|hbm\d*e?|pcie\d*", tokens[-1])):
+        tokens.pop()
+    return "".join(tokens)
+
+
+_GPU_PREFIXES = {"nvidia", "geforce", "tesla"}
+_GPU_SUFFIXES = {"gb", "pcie", "sxm", "nvl", "with", "max", "q", "design", "laptop", "gpu", "mobile", "notebook"}
+
+
+class Matrix:
+    """The validated matrix and the questions rules ask of it."""
+
+    def __init__(
+        self,
+        path: Path,
+        tf_builds: Iterable[TfBuild],
+        cuda_releases: Iterable[CudaRelease],
+        cuda_majors: Iterable[CudaMajor],
+        cudnn_releases: Iterable[CudnnRelease],
+        gpus: Iterable[GpuProduct],
+        platform: PlatformRules,
+        sources: dict[str, Source],
+    ) -> None:
+        self.path = path
+        self.platform = platform
+        self.sources = sources
+        self._tf = sorted(tf_builds, key=lambda b: (b.tf, BUILD_OSES.index(b.os)))
+        self._tf_index = {(b.tf.release, b.os): b for b in self._tf}
+        self._cuda = sorted(cuda_releases, key=lambda c: c.version)
+        self._cuda_index = {c.version.release: c for c in self._cuda}
+        self._cuda_majors = {m.major: m for m in cuda_majors}
+        self._cudnn = sorted(cudnn_releases, key=lambda c: c.version)
+        self._cudnn_index = {c.version.release: c for c in self._cudnn}
+        self._gpus = list(gpus)
+        self._gpu_index: dict[str, GpuProduct] = {}
+        for gpu in self._gpus:
+            for name in (gpu.name, *gpu.aliases):
+                self._gpu_index[normalize_gpu_name(name)] = gpu
+
+    # TensorFlow ---------------------------------------------------------------------------
+    def tf_releases(self, os: str | None = None) -> list[TfBuild]:
+        if os is None:
+            return list(self._tf)
+        os = _build_os(os)
+        return [b for b in self._tf if b.os == os]
+
+    def tf_range(self) -> tuple[Version, Version]:
+        return self._tf[0].tf, self._tf[-1].tf
+
+    def tf_build(self, version: str | Version, os: str) -> TfBuild | None:
+        """The row for a release on an OS: the patch row if the matrix has one, else the minor's."""
+        release = as_version(version).release
+        os = _build_os(os)
+        if len(release) >= 3 and (release[:3], os) in self._tf_index:
+            return self._tf_index[(release[:3], os)]
+        minor = (release + (0,))[:2]
+        return self._tf_index.get((minor, os))
+
+    def support(self, build: TfBuild, compute_capability: str | Version) -> str:
+        """How a build runs on a GPU: "native" (a cubin it can load), "ptx" (JIT from PTX), "none".
+
+        A cubin for sm_XY loads on devices of the same major with minor >= Y; PTX for compute_XY
+        JIT-compiles for any device of capability >= X.Y."""
+        if not build.gpu:
+            return "none"
+        cc = as_version(compute_capability)
+        major, minor = (cc.release + (0,))[:2]
+        result = "none"
+        for entry in build.compute_capabilities:
+            kind, arch_major, arch_minor = _parse_arch(entry)
+            if kind == "sm" and arch_major == major and arch_minor <= minor:
+                return "native"
+            if kind == "compute" and (arch_major, arch_minor) <= (major, minor):
+                result = "ptx"
+        return result
+
+    # CUDA / cuDNN -------------------------------------------------------------------------
+    def cuda_releases(self) -> list[CudaRelease]:
+        return list(self._cuda)
+
+    def cuda(self, version: str | Version) -> CudaRelease | None:
+        release = as_version(version).release
+        if len(release) < 2:
+            return None
+        return self._cuda_index.get(release[:2])
+
+    def min_driver(self, cuda_version: str | Version, os: str) -> Version | None:
+        release = self.cuda(cuda_version)
+        if release is None:
+            return None
+        return release.min_driver_windows if _build_os(os) == "windows" else release.min_driver_linux
+
+    def minor_compat_floor(self, cuda_major: int | str, os: str) -> Version | None:
+        entry = self._cuda_majors.get(int(str(cuda_major).split(".")[0]))
+        if entry is None:
+            return None
+        return entry.minor_compat_floor_windows if _build_os(os) == "windows" else entry.minor_compat_floor_linux
+
+    def cudnn_releases(self) -> list[CudnnRelease]:
+        return list(self._cudnn)
+
+    def cudnn(self, version: str | Version) -> CudnnRelease | None:
+        release = as_version(version).release
+        if len(release) < 2:
+            return None
+        return self._cudnn_index.get(release[:2])
+
+    # GPUs ---------------------------------------------------------------------------------
+    def gpus(self) -> list[GpuProduct]:
+        return list(self._gpus)
+
+    def gpu(self, name: str) -> GpuProduct | None:
+        return self._gpu_index.get(normalize_gpu_name(name))
+
+    def gpu_candidates(self, name: str, limit: int = 6) -> list[GpuProduct]:
+        """Products whose name contains what was typed: suggestions for a name that did not match."""
+        wanted = normalize_gpu_name(name)
+        if not wanted:
+            return []
+        found: list[GpuProduct] = []
+        for key, gpu in self._gpu_index.items():
+            if wanted in key and gpu not in found:
+                found.append(gpu)
+        return found[:limit]
+
+
+def _build_os(os: str) -> str:
+    os = os.lower()
+    if os == "wsl":
+        return "linux"
+    if os not in BUILD_OSES:
+        raise UsageError(f"unknown OS {os!r} (expected one of: linux, windows, macos, wsl)")
+    return os
+
+
+def _parse_arch(entry: str) -> tuple[str, int, int]:
+    match = _ARCH.match(entry)
+    assert match is not None, entry  # validated on load
+    return match.group(1), int(match.group(2)), int(match.group(3))
