@@ -1,0 +1,270 @@
+"""The driver's view of the GPUs, through NVML (the library behind nvidia-smi).
+
+Every NVML failure becomes a status with its kind (``NVML_ERROR_KINDS``): globally when
+``nvmlInit`` fails, per GPU when one card is lost or forbidden, per query when a single field
+cannot be read. "Not Supported" is an answer, not a failure: GeForce cards have no serial and no MIG.
+
+``nvmlInit`` can take a noticeable time on machines without persistence mode (the driver wakes
+every GPU), so ``collect`` runs this probe on a thread beside the others.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Callable, Optional
+
+from envcheck.facts import ERROR, MISSING, GpuProcess, NvmlFacts, NvmlGpu
+
+# NVML return codes (nvml.h) the doctor tells apart; everything else is "unknown".
+_KIND_BY_CODE = {
+    12: "library_not_found",  # NVML_ERROR_LIBRARY_NOT_FOUND
+    9: "driver_not_loaded",  # NVML_ERROR_DRIVER_NOT_LOADED
+    18: "version_mismatch",  # NVML_ERROR_LIB_RM_VERSION_MISMATCH: upgraded without a reboot
+    15: "gpu_lost",  # NVML_ERROR_GPU_IS_LOST
+    4: "no_permission",  # NVML_ERROR_NO_PERMISSION
+    13: "function_not_found",  # NVML_ERROR_FUNCTION_NOT_FOUND: a driver older than the binding
+}
+NOT_SUPPORTED = 3
+FUNCTION_NOT_FOUND = 13
+_MIB = 1024 * 1024
+
+
+def error_kind(code: Optional[int]) -> str:
+    return _KIND_BY_CODE.get(code, "unknown") if code is not None else "unknown"
+
+
+def probe_nvml(nvml: Any = None) -> NvmlFacts:
+    """Query NVML through ``nvml`` (the ``pynvml`` module, or a stand-in with its interface)."""
+    started = time.perf_counter()
+    if nvml is None:
+        try:
+            import pynvml as nvml
+        except ImportError as exc:
+            return NvmlFacts(
+                status=ERROR,
+                error_kind="unknown",
+                error=f"the nvidia-ml-py package (module pynvml) cannot be imported: {exc}",
+                seconds=time.perf_counter() - started,
+            )
+    try:
+        nvml.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - NVMLError, or OSError from a broken library
+        code = _code(exc)
+        kind = error_kind(code)
+        return NvmlFacts(
+            status=MISSING if kind == "library_not_found" else ERROR,
+            error_kind=kind,
+            error_code=code,
+            error=_describe(exc),
+            library=loaded_library_path(nvml),
+            seconds=time.perf_counter() - started,
+        )
+    try:
+        return _query(nvml, started)
+    except Exception as exc:  # noqa: BLE001 - probes never raise
+        code = _code(exc)
+        return NvmlFacts(
+            status=ERROR,
+            error_kind=error_kind(code),
+            error_code=code,
+            error=_describe(exc),
+            library=loaded_library_path(nvml),
+            seconds=time.perf_counter() - started,
+        )
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001 - nothing to do about a failed shutdown
+            pass
+
+
+def _query(nvml: Any, started: float) -> NvmlFacts:
+    errors: dict[str, str] = {}
+    ask = _Asker(nvml, errors)
+    driver_version = ask("driver_version", nvml.nvmlSystemGetDriverVersion)
+    cuda = ask.first("cuda_driver_version", "nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion")
+    nvml_version = ask("nvml_version", nvml.nvmlSystemGetNVMLVersion)
+    try:
+        count = nvml.nvmlDeviceGetCount()
+    except Exception as exc:  # noqa: BLE001
+        code = _code(exc)
+        return NvmlFacts(
+            status=ERROR,
+            error_kind=error_kind(code),
+            error_code=code,
+            error=f"cannot count the GPUs: {_describe(exc)}",
+            library=loaded_library_path(nvml),
+            driver_version=_text(driver_version),
+            cuda_driver_version=format_cuda_version(cuda),
+            nvml_version=_text(nvml_version),
+            query_errors=errors,
+            seconds=time.perf_counter() - started,
+        )
+    gpus = tuple(probe_gpu(nvml, index) for index in range(count))
+    return NvmlFacts(
+        library=loaded_library_path(nvml),
+        driver_version=_text(driver_version),
+        cuda_driver_version=format_cuda_version(cuda),
+        nvml_version=_text(nvml_version),
+        gpus=gpus,
+        query_errors=errors,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def probe_gpu(nvml: Any, index: int) -> NvmlGpu:
+    try:
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+    except Exception as exc:  # noqa: BLE001
+        code = _code(exc)
+        return NvmlGpu(index=index, status=ERROR, error_kind=error_kind(code), error_code=code, error=_describe(exc))
+    errors: dict[str, str] = {}
+    ask = _Asker(nvml, errors)
+    name = ask("name", lambda: nvml.nvmlDeviceGetName(handle))
+    uuid = ask("uuid", lambda: nvml.nvmlDeviceGetUUID(handle))
+    serial = ask("serial", lambda: nvml.nvmlDeviceGetSerial(handle))
+    pci = ask("pci_bus_id", lambda: nvml.nvmlDeviceGetPciInfo_v3(handle))
+    cc = ask("compute_capability", lambda: nvml.nvmlDeviceGetCudaComputeCapability(handle))
+    memory = ask("memory", lambda: nvml.nvmlDeviceGetMemoryInfo(handle))
+    mig = ask("mig_mode", lambda: nvml.nvmlDeviceGetMigMode(handle))
+    procs = ask.first(
+        "processes",
+        "nvmlDeviceGetComputeRunningProcesses_v3",
+        "nvmlDeviceGetComputeRunningProcesses_v2",
+        args=(handle,),
+    )
+    lost = ask.fatal
+    return NvmlGpu(
+        index=index,
+        name=_text(name),
+        uuid=_text(uuid),
+        serial=_text(serial),
+        pci_bus_id=normalise_bus_id(_text(getattr(pci, "busId", None))) if pci is not None else None,
+        compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
+        memory_total_mb=int(memory.total) // _MIB if memory is not None else None,
+        memory_used_mb=int(memory.used) // _MIB if memory is not None else None,
+        mig_mode=bool(mig[0]) if mig else None,
+        processes=tuple(_process(nvml, p) for p in procs or ()),
+        status=ERROR if lost is not None else "ok",
+        error_kind=error_kind(_code(lost)) if lost is not None else None,
+        error_code=_code(lost) if lost is not None else None,
+        error=_describe(lost) if lost is not None else None,
+        query_errors=errors,
+    )
+
+
+class _Asker:
+    """Runs one NVML query; a failure lands in ``errors`` (or is ignored as Not Supported)."""
+
+    # Kinds after which the GPU is unusable, not merely missing one field.
+    FATAL = ("gpu_lost", "driver_not_loaded", "version_mismatch")
+
+    def __init__(self, nvml: Any, errors: dict[str, str]):
+        self.nvml = nvml
+        self.errors = errors
+        self.fatal: Optional[BaseException] = None
+
+    def __call__(self, field: str, query: Callable[[], Any]) -> Any:
+        try:
+            return query()
+        except Exception as exc:  # noqa: BLE001
+            self.record(field, exc)
+            return None
+
+    def first(self, field: str, *names: str, args: tuple = ()) -> Any:
+        """Try versioned entry points newest first: an old driver lacks the newer ones."""
+        last: Optional[BaseException] = None
+        for name in names:
+            fn = getattr(self.nvml, name, None)
+            if fn is None:
+                continue
+            try:
+                return fn(*args)
+            except Exception as exc:  # noqa: BLE001
+                last = exc
+                if _code(exc) != FUNCTION_NOT_FOUND:
+                    break
+        if last is not None:
+            self.record(field, last)
+        return None
+
+    def record(self, field: str, exc: BaseException) -> None:
+        code = _code(exc)
+        if code == NOT_SUPPORTED:
+            return
+        kind = error_kind(code)
+        self.errors[field] = f"{kind}: {_describe(exc)}"
+        if kind in self.FATAL and self.fatal is None:
+            self.fatal = exc
+
+
+def _process(nvml: Any, info: Any) -> GpuProcess:
+    pid = int(getattr(info, "pid", 0))
+    used = getattr(info, "usedGpuMemory", None)
+    try:
+        name = _text(nvml.nvmlSystemGetProcessName(pid))
+    except Exception:  # noqa: BLE001 - another user's process, or a process that just ended
+        name = None
+    return GpuProcess(pid=pid, name=name or None, used_memory_mb=int(used) // _MIB if used is not None else None)
+
+
+def format_cuda_version(value: Any) -> Optional[str]:
+    """NVML's integer CUDA version (12040) as "12.4"."""
+    if not isinstance(value, int) or value <= 0:
+        return None
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def normalise_bus_id(bus_id: Optional[str]) -> Optional[str]:
+    """NVML's "00000000:07:00.0" in the sysfs form "0000:07:00.0", so PCI and NVML facts match."""
+    if not bus_id:
+        return None
+    parts = bus_id.strip().lower().split(":")
+    if len(parts) == 3:
+        domain = parts[0][-4:].rjust(4, "0")
+        return f"{domain}:{parts[1]}:{parts[2]}"
+    return bus_id.strip().lower()
+
+
+def loaded_library_path(nvml: Any) -> Optional[str]:
+    """Where the NVML library that answered lives (from the process's own memory map on Linux)."""
+    name = getattr(getattr(nvml, "nvmlLib", None), "_name", None)
+    if isinstance(name, str) and ("/" in name or "\\" in name):
+        return name
+    if not sys.platform.startswith("linux") or name is None:
+        return name
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                path = line.rstrip("\n").split(maxsplit=5)[-1]
+                if "libnvidia-ml.so" in path:
+                    return path
+    except OSError:
+        pass
+    return name
+
+
+def _code(exc: Optional[BaseException]) -> Optional[int]:
+    value = getattr(exc, "value", None)
+    return value if isinstance(value, int) else None
+
+
+def _describe(exc: Optional[BaseException]) -> Optional[str]:
+    if exc is None:
+        return None
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - pynvml formats messages by calling into the library
+        text = ""
+    code = _code(exc)
+    text = text or type(exc).__name__
+    return f"{text} (NVML error {code})" if code is not None else f"{type(exc).__name__}: {text}"
+
+
+def _text(value: Any) -> Optional[str]:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    return str(value).strip() or None
