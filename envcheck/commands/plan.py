@@ -1,0 +1,96 @@
+"""``envcheck plan``: which TensorFlow, CUDA, cuDNN and Python to install, with the exact steps.
+
+Plans for this machine (the quick probes, no TensorFlow import) unless told otherwise; every value
+can be given on the command line to plan another machine. With ``--os`` naming another OS than
+this one, nothing of this machine is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from envcheck.errors import UsageError
+
+FORMATS = ("text", "json", "bash", "powershell")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Which TensorFlow/CUDA/cuDNN/Python to install, why, and the exact steps. Recommends the newest "
+        "release that fits the OS, the Python and the GPU; when it needs a newer driver, upgrading it is "
+        "the first step and keeping the driver is listed as an alternative. Exit 0 with a plan, 1 when "
+        "the matrix does not cover the question (an unknown GPU or release), 2 on bad input."
+    )
+    machine = p.add_argument_group("the machine to plan for (default: this one)")
+    machine.add_argument("--os", choices=("linux", "windows", "wsl", "macos"), help="operating system (wsl: Windows with WSL2)")
+    machine.add_argument("--python", metavar="3.X", help="Python version to use, e.g. 3.11")
+    gpu = machine.add_mutually_exclusive_group()
+    gpu.add_argument("--gpu", metavar="NAME", help='GPU product name, e.g. "GeForce GTX 1060"')
+    gpu.add_argument("--cpu", action="store_true", help="plan for a machine without an NVIDIA GPU")
+    machine.add_argument("--compute-capability", metavar="X.Y", help="the GPU's compute capability (instead of, or with, --gpu)")
+    machine.add_argument("--driver", metavar="VERSION", help="installed NVIDIA driver version, e.g. 417.35 or 550.54.14")
+    machine.add_argument("--tf", metavar="VERSION", help="plan for this TensorFlow release instead of choosing one")
+    machine.add_argument("--facts", metavar="FILE", help="plan for the machine in a saved snapshot (doctor --json / --save-facts)")
+    p.add_argument("--matrix", metavar="FILE", help="use this compatibility matrix instead of the bundled one")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="same as --format json")
+    out.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text (default), json, or a script to review and run: bash (Linux, macOS, inside WSL2) "
+        "or powershell (Windows; the Windows side of WSL2)",
+    )
+
+
+def _base_target(args: argparse.Namespace, matrix):
+    """This machine (or the snapshot's) as a target; None when planning another OS from flags."""
+    from envcheck.planner import target_from_facts
+
+    if args.facts:
+        from envcheck.facts import load_facts
+
+        return target_from_facts(load_facts(args.facts), matrix)
+    if args.os is not None:
+        import os
+
+        from envcheck.probes.system import probe_platform
+
+        here = probe_platform(os.environ).os or "linux"
+        if args.os != here:
+            return None
+    from envcheck.probes import ProbeOptions, collect
+
+    return target_from_facts(collect(ProbeOptions(quick=True)), matrix)
+
+
+def run(args: argparse.Namespace) -> int:
+    from envcheck.matrix import load_matrix
+    from envcheck.planner import apply_overrides, make_plan
+    from envcheck.planner.render import render_json, render_script, render_text
+
+    fmt = "json" if args.json else args.format
+    matrix = load_matrix(args.matrix) if args.matrix else load_matrix()
+    if args.compute_capability and args.cpu:
+        raise UsageError("--cpu plans for a machine without a GPU; drop --compute-capability")
+    target = apply_overrides(
+        _base_target(args, matrix),
+        matrix,
+        os=args.os,
+        python=args.python,
+        gpu=args.gpu,
+        compute_capability=args.compute_capability,
+        driver=args.driver,
+        tf=args.tf,
+        cpu=args.cpu,
+    )
+    plan = make_plan(matrix, target)
+    if fmt == "json":
+        text = render_json(plan)
+    elif fmt == "text":
+        text = render_text(plan)
+    else:
+        text = render_script(plan, fmt)
+    sys.stdout.write(text)
+    return 0

@@ -1,0 +1,554 @@
+"""Which TensorFlow to install: the recommendation policy and its alternatives.
+
+The policy: recommend the newest release that fits the hard constraints -- the operating system,
+the Python version and the GPU's compute capability. The driver is a soft constraint: when that
+release needs a newer driver, upgrading it becomes the plan's first step, and "keep your driver"
+(the newest release that runs on the driver as it is) is listed as an alternative. A newer driver
+still runs every older CUDA release, so upgrading it closes no door, while settling for an old
+TensorFlow does (Keras 3, newer Python and security fixes only come with new releases).
+
+When no release fits the Python version, the newest fitting release is still recommended, with
+the Python it needs; when none fits the GPU, the plan is for the CPU and says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Iterable, Optional
+
+from packaging.version import Version
+
+from envcheck.errors import NotFoundError
+from envcheck.planner.target import OS_TITLES, Target
+
+if TYPE_CHECKING:  # pragma: no cover
+    from envcheck.matrix import Matrix, TfBuild
+
+GPU = "gpu"
+CPU = "cpu"
+
+# How the plan's driver relates to the machine's.
+DRIVER_OK = "ok"
+DRIVER_UPGRADE = "upgrade"
+DRIVER_INSTALL = "install"  # a GPU was seen, but no driver answered
+DRIVER_UNKNOWN = "unknown"  # planning another machine without --driver
+DRIVER_NONE = "n/a"  # CPU plans
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to install: a TensorFlow build on an OS, for the GPU or the CPU."""
+
+    kind: str  # GPU or CPU
+    os: str
+    build: "TfBuild"
+    python: str
+    python_change: bool  # the machine's Python cannot run this build
+    support: Optional[str] = None  # "native" or "ptx" on the target GPU; None when not known
+    driver_min: Optional[Version] = None
+    driver_status: str = DRIVER_NONE
+    cuda_extra: Optional[str] = None  # the pip extra that brings CUDA and cuDNN as wheels ("and-cuda")
+
+    @property
+    def tf(self) -> str:
+        return str(self.build.tf)
+
+    @property
+    def cuda(self) -> Optional[str]:
+        return str(self.build.cuda) if self.kind == GPU and self.build.cuda else None
+
+    @property
+    def cudnn(self) -> Optional[str]:
+        return str(self.build.cudnn) if self.kind == GPU and self.build.cudnn else None
+
+    @property
+    def python_range(self) -> str:
+        return python_range(self.build.python)
+
+    def summary(self) -> str:
+        """One line: release, where, Python, CUDA, cuDNN, driver."""
+        parts = [f"TensorFlow {self.tf} on the {'GPU' if self.kind == GPU else 'CPU'}, {OS_TITLES[self.os]}"]
+        parts.append(f"Python {self.python}" + (" (a different Python)" if self.python_change else ""))
+        if self.cuda:
+            parts.append(f"CUDA {self.cuda}")
+        if self.cudnn:
+            parts.append(f"cuDNN {self.cudnn}")
+        if self.driver_min:
+            parts.append(f"driver >= {self.driver_min}")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Alternative:
+    key: str  # "keep-driver", "newer-python", "wsl2", "native-windows", "cpu", "apple-metal", "newer-gpu"
+    title: str
+    text: str
+    option: Optional[Option] = None
+
+
+@dataclass(frozen=True)
+class Choice:
+    target: Target
+    option: Option
+    reasons: tuple[str, ...]
+    warnings: tuple[str, ...]
+    alternatives: tuple[Alternative, ...]
+
+
+# --- small helpers -------------------------------------------------------------------------------
+
+
+def python_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+def python_range(versions: Iterable[str]) -> str:
+    ordered = sorted(versions, key=python_key)
+    if not ordered:
+        return "?"
+    return ordered[0] if len(ordered) == 1 else f"{ordered[0]}-{ordered[-1]}"
+
+
+def driver_os(os: str) -> str:
+    """Driver numbering: under WSL2 the driver is the Windows one, so Windows minimums apply."""
+    return "windows" if os in ("windows", "wsl") else "linux"
+
+
+def driver_floor(matrix: "Matrix", build: "TfBuild", os: str, support: Optional[str]) -> Optional[Version]:
+    """The oldest driver that runs this build's CUDA on ``os``.
+
+    From CUDA 11 on, a driver of the same major family runs newer minor releases (minor version
+    compatibility), so the floor is the family's, not the toolkit's. That does not cover JIT
+    compilation of PTX, so a card that only runs the build through PTX needs the toolkit's own
+    minimum."""
+    if build.cuda is None:
+        return None
+    dos = driver_os(os)
+    full = matrix.min_driver(build.cuda, dos)
+    if build.cuda.major >= 11 and support != "ptx":
+        floor = matrix.minor_compat_floor(build.cuda.major, dos)
+        if floor is not None and (full is None or floor < full):
+            return floor
+    return full
+
+
+def _pick_python(build: "TfBuild", wanted: Optional[str], bits: Optional[int]) -> tuple[str, bool]:
+    """The Python to use with ``build``: the machine's when the build supports it, else its newest."""
+    if wanted and build.supports_python(wanted) and bits in (None, 64):
+        return wanted, False
+    newest = max(build.python, key=python_key)
+    return newest, wanted is not None
+
+
+def _driver_status(target: Target, floor: Optional[Version]) -> str:
+    if target.driver is None:
+        local = target.origin("gpu") in ("NVML", "PCI bus")
+        return DRIVER_INSTALL if local and target.has_gpu else DRIVER_UNKNOWN
+    if floor is None:
+        return DRIVER_UNKNOWN
+    return DRIVER_OK if target.driver >= floor else DRIVER_UPGRADE
+
+
+def _gpu_support(matrix: "Matrix", build: "TfBuild", target: Target) -> Optional[str]:
+    """"native"/"ptx"/"none" for the target's GPU; None when its capability is not known."""
+    if not build.gpu or build.cuda is None:
+        return "none"
+    if target.compute_capability is None:
+        return None
+    return matrix.support(build, target.compute_capability)
+
+
+# The extra that platform.and_cuda_first refers to.
+AND_CUDA = "and-cuda"
+
+
+def cuda_extra(matrix: "Matrix", build: "TfBuild", os: str) -> Optional[str]:
+    """The pip extra that installs this build's CUDA libraries, on the OSes that have it."""
+    if os not in ("linux", "wsl") or not build.gpu or build.tf < matrix.platform.and_cuda_first:
+        return None
+    return build.pip_cuda.extra if build.pip_cuda is not None else AND_CUDA
+
+
+def gpu_option(matrix: "Matrix", build: "TfBuild", target: Target, os: str, python: Optional[str] = None) -> Option:
+    support = _gpu_support(matrix, build, target)
+    floor = driver_floor(matrix, build, os, support)
+    chosen, change = _pick_python(build, target.python if python is None else python, target.python_bits)
+    return Option(
+        kind=GPU,
+        os=os,
+        build=build,
+        python=chosen,
+        python_change=change,
+        support=support,
+        driver_min=floor,
+        driver_status=_driver_status(target, floor),
+        cuda_extra=cuda_extra(matrix, build, os),
+    )
+
+
+def cpu_option(build: "TfBuild", target: Target, os: str) -> Option:
+    chosen, change = _pick_python(build, target.python, target.python_bits)
+    return Option(kind=CPU, os=os, build=build, python=chosen, python_change=change)
+
+
+def gpu_options(matrix: "Matrix", target: Target, os: str, *, python: bool = True) -> list[Option]:
+    """GPU options on ``os`` that fit the GPU (and the Python when ``python``), newest first."""
+    if os == "macos" and not matrix.platform.macos_gpu:
+        return []
+    out = []
+    for build in reversed(matrix.tf_releases(os)):
+        if not build.gpu or build.cuda is None:
+            continue
+        if os == "windows" and build.tf > matrix.platform.windows_native_gpu_last:
+            continue
+        option = gpu_option(matrix, build, target, os)
+        if option.support == "none":
+            continue
+        if python and option.python_change:
+            continue
+        out.append(option)
+    return out
+
+
+def cpu_options(matrix: "Matrix", target: Target, os: str, *, python: bool = True) -> list[Option]:
+    out = []
+    for build in reversed(matrix.tf_releases(os)):
+        option = cpu_option(build, target, os)
+        if python and option.python_change:
+            continue
+        out.append(option)
+    return out
+
+
+def _fits_driver(option: Option) -> bool:
+    return option.driver_status != DRIVER_UPGRADE
+
+
+def _capability_text(target: Target) -> str:
+    return f"compute capability {target.compute_capability}" if target.compute_capability else "an unknown GPU"
+
+
+# --- the choice ----------------------------------------------------------------------------------
+
+
+def choose(matrix: "Matrix", target: Target) -> Choice:
+    if target.tf_pin:
+        return _choose_pinned(matrix, target)
+    if target.has_gpu is False or target.os == "macos":
+        return _cpu_choice(matrix, target, _why_cpu(matrix, target))
+    candidates = gpu_options(matrix, target, target.os)
+    reasons: list[str] = []
+    if not candidates:
+        # No build fits this Python: recommend the newest that fits the GPU, with the Python it needs.
+        candidates = gpu_options(matrix, target, target.os, python=False)
+        if candidates and target.python:
+            reasons.append(
+                f"No TensorFlow GPU build for {OS_TITLES[target.os]} supports Python {target.python}"
+                f"{_bits_note(target)}; TensorFlow {candidates[0].tf} needs Python {candidates[0].python_range}, "
+                f"so install Python {candidates[0].python}."
+            )
+    if not candidates:
+        return _cpu_choice(matrix, target, _why_no_gpu_build(matrix, target))
+    best = candidates[0]
+    reasons[:0] = _why_this_release(matrix, target, best)
+    reasons.extend(_driver_reasons(target, best))
+    alternatives = _gpu_alternatives(matrix, target, best, candidates)
+    return Choice(target, best, tuple(reasons), _warnings(matrix, target, best), tuple(alternatives))
+
+
+def _bits_note(target: Target) -> str:
+    return f" ({target.python_bits}-bit)" if target.python_bits and target.python_bits != 64 else ""
+
+
+def _why_this_release(matrix: "Matrix", target: Target, best: Option) -> list[str]:
+    fits = [OS_TITLES[target.os]]
+    if target.python and not best.python_change:
+        fits.append(f"Python {target.python}")
+    if target.compute_capability is not None:
+        fits.append(_capability_text(target))
+    reasons = []
+    if target.os == "windows":
+        last = matrix.platform.windows_native_gpu_last
+        reasons.append(
+            f"TensorFlow's GPU builds for native Windows end at {last}; newer releases use the GPU "
+            "only under WSL2 (see the alternatives)."
+        )
+    reasons.append(
+        f"TensorFlow {best.tf} is the newest release whose GPU build fits {_and_join(fits)}."
+    )
+    if target.compute_capability is None:
+        low = best.build.min_compute_capability
+        reasons.append(
+            "The GPU's compute capability is not known, so it was not checked"
+            + (f"; TensorFlow {best.tf} needs {low} or higher" if low else "")
+            + " (give --gpu NAME or --compute-capability X.Y)."
+        )
+    elif best.support == "ptx":
+        reasons.append(
+            f"TensorFlow {best.tf} has no code compiled for compute capability {target.compute_capability}; "
+            "it runs through PTX, which the driver compiles on first start (minutes, cached afterwards)."
+        )
+    if best.cuda:
+        reasons.append(f"It is built with CUDA {best.cuda} and cuDNN {best.cudnn or '?'}.")
+    return reasons
+
+
+def _driver_reasons(target: Target, option: Option) -> list[str]:
+    if option.kind != GPU or option.driver_min is None:
+        return []
+    where = "Windows" if driver_os(option.os) == "windows" else "Linux"
+    need = f"CUDA {option.cuda} needs NVIDIA driver {option.driver_min} or newer on {where}"
+    if option.os == "wsl":
+        need += " (under WSL2 the driver is the Windows one)"
+    if option.driver_status == DRIVER_OK:
+        return [f"{need}; driver {target.driver} is new enough."]
+    if option.driver_status == DRIVER_UPGRADE:
+        return [
+            f"{need}; driver {target.driver} is older, so upgrade the driver first. A newer driver still "
+            "runs older CUDA releases, so the upgrade closes no door; to keep this driver, see the alternatives."
+        ]
+    if option.driver_status == DRIVER_INSTALL:
+        return [f"{need}; no NVIDIA driver answered on this machine, so install one first."]
+    return [f"{need} (the driver is not known: check it with nvidia-smi, or pass --driver)."]
+
+
+def _gpu_alternatives(matrix: "Matrix", target: Target, best: Option, candidates: list[Option]) -> list[Alternative]:
+    out: list[Alternative] = []
+    if best.driver_status == DRIVER_UPGRADE:
+        keep = next((o for o in candidates if _fits_driver(o)), None)
+        if keep is not None:
+            out.append(
+                Alternative(
+                    "keep-driver",
+                    f"Keep driver {target.driver}",
+                    f"the newest release that runs on it: {keep.summary()}",
+                    keep,
+                )
+            )
+        else:
+            out.append(
+                Alternative(
+                    "keep-driver",
+                    f"Keep driver {target.driver}",
+                    "no TensorFlow GPU release in the matrix runs on it; the driver must be upgraded "
+                    f"(to {best.driver_min} or newer for TensorFlow {best.tf}).",
+                )
+            )
+    if not best.python_change:
+        any_python = gpu_options(matrix, target, target.os, python=False)
+        newer = next((o for o in any_python if o.build.tf > best.build.tf), None)
+        if newer is not None:
+            out.append(
+                Alternative(
+                    "newer-python",
+                    f"Python {newer.python}",
+                    f"TensorFlow {newer.tf} needs Python {newer.python_range}: {newer.summary()}",
+                    newer,
+                )
+            )
+    if target.os == "windows":
+        wsl = _wsl_option(matrix, target)
+        if wsl is not None and wsl.build.tf > best.build.tf:
+            out.append(
+                Alternative(
+                    "wsl2",
+                    "WSL2",
+                    f"TensorFlow's Linux build runs on this GPU under WSL2: {wsl.summary()}",
+                    wsl,
+                )
+            )
+    out.append(_cpu_alternative(matrix, target))
+    return out
+
+
+def _wsl_option(matrix: "Matrix", target: Target) -> Optional[Option]:
+    """The newest GPU build under WSL2. Inside WSL2 Python is a fresh install, so any version will do."""
+    inside = replace(target, python_bits=None)
+    options = gpu_options(matrix, inside, "wsl", python=False)
+    if not options:
+        return None
+    best = options[0]
+    if best.python_change:
+        best = replace(best, python_change=False)
+    return best
+
+
+def _cpu_alternative(matrix: "Matrix", target: Target) -> Alternative:
+    options = cpu_options(matrix, target, target.os) or cpu_options(matrix, target, target.os, python=False)
+    if not options:
+        return Alternative("cpu", "CPU only", f"no TensorFlow build for {OS_TITLES[target.os]} is in the matrix.")
+    cpu = options[0]
+    return Alternative("cpu", "CPU only", f"no GPU setup at all: {cpu.summary()}", cpu)
+
+
+# --- CPU plans -----------------------------------------------------------------------------------
+
+
+def _why_cpu(matrix: "Matrix", target: Target) -> list[str]:
+    if target.os == "macos":
+        return [
+            "TensorFlow has no CUDA GPU support on macOS (NVIDIA's CUDA for macOS ended with CUDA 10.2), "
+            "so the plan is for the CPU."
+        ]
+    if target.origin("gpu") == "--cpu":
+        return ["--cpu: planning for the CPU only."]
+    return [f"No NVIDIA GPU was found ({target.origin('gpu') or 'not probed'}), so the plan is for the CPU."]
+
+
+def _why_no_gpu_build(matrix: "Matrix", target: Target) -> list[str]:
+    builds = [b for b in matrix.tf_releases(target.os) if b.gpu and b.cuda is not None]
+    if target.os == "windows":
+        builds = [b for b in builds if b.tf <= matrix.platform.windows_native_gpu_last]
+    if not builds:
+        return [f"The matrix has no TensorFlow GPU build for {OS_TITLES[target.os]}, so the plan is for the CPU."]
+    lowest = min((b.min_compute_capability for b in builds if b.min_compute_capability), default=None)
+    return [
+        f"No TensorFlow GPU build for {OS_TITLES[target.os]} runs on {_capability_text(target)}"
+        + (f" (the lowest any build supports is {lowest})" if lowest else "")
+        + ", so the plan is for the CPU."
+    ]
+
+
+def _cpu_choice(matrix: "Matrix", target: Target, reasons: list[str]) -> Choice:
+    options = cpu_options(matrix, target, target.os)
+    reasons = list(reasons)
+    if not options:
+        options = cpu_options(matrix, target, target.os, python=False)
+        if not options:
+            raise NotFoundError(f"the compatibility matrix has no TensorFlow build for {OS_TITLES[target.os]}")
+        if target.python:
+            reasons.append(
+                f"No TensorFlow release for {OS_TITLES[target.os]} supports Python {target.python}{_bits_note(target)}; "
+                f"TensorFlow {options[0].tf} needs Python {options[0].python_range}, so install Python {options[0].python}."
+            )
+    best = options[0]
+    reasons.append(f"TensorFlow {best.tf} is the newest release for {OS_TITLES[target.os]}"
+                   + ("" if best.python_change or not target.python else f" that supports Python {target.python}") + ".")
+    alternatives = []
+    if target.os == "macos":
+        alternatives.append(
+            Alternative(
+                "apple-metal",
+                "Apple GPU (Metal)",
+                "on Apple silicon, Apple's tensorflow-metal plug-in runs TensorFlow on the Mac's own GPU; "
+                "it is Apple's project, not CUDA, and envcheck does not check it.",
+            )
+        )
+    elif target.has_gpu and target.compute_capability is not None:
+        alternatives.append(_newer_gpu_alternative(matrix, target))
+    return Choice(target, best, tuple(reasons), _warnings(matrix, target, best), tuple(alternatives))
+
+
+def _newer_gpu_alternative(matrix: "Matrix", target: Target) -> Alternative:
+    builds = [b for b in matrix.tf_releases(target.os) if b.gpu and b.min_compute_capability]
+    if target.os == "windows":
+        builds = [b for b in builds if b.tf <= matrix.platform.windows_native_gpu_last]
+    if not builds:
+        return Alternative("newer-gpu", "A supported GPU", "the matrix has no GPU build for this OS.")
+    newest = builds[-1]
+    return Alternative(
+        "newer-gpu",
+        "A supported GPU",
+        f"TensorFlow {newest.tf} needs an NVIDIA GPU with compute capability {newest.min_compute_capability} "
+        "or higher (https://developer.nvidia.com/cuda-gpus).",
+    )
+
+
+# --- a pinned release ----------------------------------------------------------------------------
+
+
+def _choose_pinned(matrix: "Matrix", target: Target) -> Choice:
+    pin = target.tf_pin or ""
+    build = matrix.tf_build(pin, target.os)
+    if build is None:
+        oses = [os for os in ("linux", "windows", "macos") if matrix.tf_build(pin, os) is not None]
+        low, high = matrix.tf_range()
+        if not oses:
+            raise NotFoundError(
+                f"TensorFlow {pin} is not in the compatibility matrix (it covers {low} to {high}); "
+                "envcheck does not guess what an unknown release needs"
+            )
+        raise NotFoundError(f"the matrix has no TensorFlow {pin} build for {OS_TITLES[target.os]} (only for {', '.join(oses)})")
+    reasons = [f"--tf {pin}: TensorFlow {build.tf} as asked."]
+    want_gpu = target.has_gpu is not False and target.os != "macos"
+    if not want_gpu:
+        option = cpu_option(build, target, target.os)
+        reasons = _why_cpu(matrix, target) + reasons + _python_reasons(target, option)
+        return Choice(target, option, tuple(reasons), _warnings(matrix, target, option), ())
+    alternatives: list[Alternative] = []
+    option: Optional[Option] = None
+    native_windows_gpu = not (target.os == "windows" and build.tf > matrix.platform.windows_native_gpu_last)
+    if build.gpu and build.cuda is not None and native_windows_gpu:
+        candidate = gpu_option(matrix, build, target, target.os)
+        if candidate.support == "none":
+            reasons.append(
+                f"TensorFlow {build.tf} has no code for {_capability_text(target)} (it needs "
+                f"{build.min_compute_capability} or higher), so it runs on the CPU only."
+            )
+            newest = next(iter(gpu_options(matrix, target, target.os)), None)
+            if newest is not None:
+                alternatives.append(
+                    Alternative("older-release", f"TensorFlow {newest.tf}", f"the newest release that runs on this GPU: {newest.summary()}", newest)
+                )
+        else:
+            option = candidate
+    elif target.os == "windows":
+        last = matrix.platform.windows_native_gpu_last
+        wsl_build = matrix.tf_build(pin, "wsl")
+        reasons.append(f"TensorFlow {build.tf} has no GPU build for native Windows (the last one is {last}).")
+        if wsl_build is not None and wsl_build.gpu:
+            candidate = gpu_option(matrix, wsl_build, replace(target, python_bits=None), "wsl")
+            if candidate.support != "none":
+                option = replace(candidate, python_change=False)
+                reasons.append(f"Its Linux build runs on the GPU under WSL2, so the plan is for WSL2.")
+        native = next(iter(gpu_options(matrix, target, "windows") or gpu_options(matrix, target, "windows", python=False)), None)
+        if native is not None:
+            alternatives.append(
+                Alternative("native-windows", f"TensorFlow {native.tf} on native Windows", f"the last native-Windows GPU release: {native.summary()}", native)
+            )
+    else:
+        reasons.append(f"TensorFlow {build.tf} has no GPU build for {OS_TITLES[target.os]}.")
+    if option is None:
+        option = cpu_option(build, target, target.os)
+        reasons.append(f"The plan is TensorFlow {build.tf} on the CPU.")
+    else:
+        reasons.append(f"It is built with CUDA {option.cuda} and cuDNN {option.cudnn or '?'}.")
+        reasons.extend(_driver_reasons(target, option))
+        cpu = cpu_option(build, target, target.os)
+        alternatives.append(Alternative("cpu", "CPU only", f"no GPU setup at all: {cpu.summary()}", cpu))
+    reasons.extend(_python_reasons(target, option))
+    return Choice(target, option, tuple(reasons), _warnings(matrix, target, option), tuple(alternatives))
+
+
+def _python_reasons(target: Target, option: Option) -> list[str]:
+    if not option.python_change:
+        return []
+    return [
+        f"TensorFlow {option.tf} needs Python {option.python_range}; Python {target.python}{_bits_note(target)} "
+        f"cannot run it, so install Python {option.python}."
+    ]
+
+
+# --- warnings that do not change the choice ------------------------------------------------------
+
+
+def _warnings(matrix: "Matrix", target: Target, option: Option) -> tuple[str, ...]:
+    out = list(target.notes)
+    if target.python_bits and target.python_bits != 64:
+        out.append(
+            f"This Python is {target.python_bits}-bit; TensorFlow publishes 64-bit wheels only "
+            "(pip says 'No matching distribution found for tensorflow'). Install a 64-bit Python."
+        )
+    if target.cpu_flags is not None and "avx" not in target.cpu_flags:
+        out.append(
+            "This CPU does not report AVX; TensorFlow's official wheels have required it since 1.6, and "
+            "'import tensorflow' stops with 'Illegal instruction'. Build from source or use a community "
+            "wheel built without AVX."
+        )
+    return tuple(out)
+
+
+def _and_join(items: list[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]

@@ -1,0 +1,221 @@
+"""The machine a plan is for: this one (from the quick probes) or another one (from flags).
+
+Every value remembers where it came from, so the plan can say "driver 417.35 (--driver)" or
+"GeForce GTX 1060 (NVML)" and a reader knows what was measured and what was typed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Optional
+
+from packaging.version import Version
+
+from envcheck.errors import NotFoundError, UsageError
+from envcheck.facts import OK, Facts
+
+if TYPE_CHECKING:  # pragma: no cover
+    from envcheck.matrix import Matrix
+
+OSES = ("linux", "windows", "wsl", "macos")
+OS_TITLES = {"linux": "Linux", "windows": "Windows (native)", "wsl": "Windows, under WSL2", "macos": "macOS"}
+
+_PYTHON = re.compile(r"^3\.(\d+)(\.\d+)?$")
+_CAPABILITY = re.compile(r"^(\d{1,2})\.(\d)$")
+_DRIVER = re.compile(r"^\d{2,4}(\.\d{1,3}){1,2}$")
+
+
+@dataclass(frozen=True)
+class Target:
+    os: str  # one of OSES
+    python: Optional[str] = None  # "3.11"; None when unknown (planning another machine)
+    python_bits: Optional[int] = None
+    # True: an NVIDIA GPU is there; False: none (or --cpu); None: nobody looked.
+    has_gpu: Optional[bool] = None
+    gpu_names: tuple[str, ...] = ()
+    # The lowest capability among the GPUs: a plan must run on every one of them.
+    compute_capability: Optional[Version] = None
+    driver: Optional[Version] = None
+    tf_pin: Optional[str] = None
+    cpu_flags: Optional[tuple[str, ...]] = None  # None when not known (another machine)
+    origins: dict[str, str] = field(default_factory=dict, compare=False)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def gpu_label(self) -> str:
+        if self.has_gpu is False:
+            return "no NVIDIA GPU"
+        names = ", ".join(self.gpu_names) if self.gpu_names else ("GPU" if self.has_gpu else "GPU not known")
+        if self.compute_capability is not None:
+            return f"{names} (compute capability {self.compute_capability})"
+        return names
+
+    def origin(self, name: str) -> str:
+        return self.origins.get(name, "")
+
+
+def parse_python(text: str) -> str:
+    """"3.7" or "3.7.3" -> "3.7"; anything else is a usage error."""
+    match = _PYTHON.match(text.strip())
+    if not match:
+        raise UsageError(f"--python {text}: expected a Python 3 version like 3.11")
+    return f"3.{int(match.group(1))}"
+
+
+def parse_capability(text: str) -> Version:
+    match = _CAPABILITY.match(text.strip())
+    if not match:
+        raise UsageError(f"--compute-capability {text}: expected MAJOR.MINOR like 8.6")
+    return Version(f"{int(match.group(1))}.{match.group(2)}")
+
+
+def parse_driver(text: str) -> Version:
+    """NVIDIA driver versions: 417.35 (Windows), 550.54.14 (Linux)."""
+    cleaned = text.strip()
+    if not _DRIVER.match(cleaned):
+        raise UsageError(f"--driver {text}: expected an NVIDIA driver version like 550.54.14 or 417.35")
+    from envcheck.matrix import MatrixVersion
+
+    return MatrixVersion(cleaned)
+
+
+def gpu_from_name(matrix: "Matrix", name: str) -> tuple[str, Version]:
+    """(product name, compute capability) for a name as a person types it."""
+    product = matrix.gpu(name)
+    if product is not None:
+        return product.name, product.compute_capability
+    hints = [g.name for g in matrix.gpu_candidates(name)]
+    hint = f" (did you mean: {', '.join(hints)}?)" if hints else ""
+    raise NotFoundError(
+        f"GPU {name!r} is not in the compatibility matrix{hint}; give its compute capability instead, "
+        "e.g. --compute-capability 6.1 (NVIDIA lists them at https://developer.nvidia.com/cuda-gpus)"
+    )
+
+
+def target_from_facts(facts: Facts, matrix: "Matrix") -> Target:
+    """This machine as the quick probes saw it. Sections that did not run leave values unknown."""
+    origins: dict[str, str] = {}
+    notes: list[str] = []
+    os_name = facts.platform.os or "linux"
+    origins["os"] = "this machine"
+
+    python = None
+    if facts.python.version:
+        python = ".".join(facts.python.version.split(".")[:2])
+        origins["python"] = "this interpreter"
+
+    has_gpu, names, capability, gpu_origin = _local_gpus(facts, matrix, notes)
+    if has_gpu is not None:
+        origins["gpu"] = gpu_origin
+    driver, driver_origin = _local_driver(facts)
+    if driver is not None:
+        origins["driver"] = driver_origin
+
+    cpu_flags = facts.platform.cpu_flags if facts.platform.cpu_flags else None
+    return Target(
+        os=os_name,
+        python=python,
+        python_bits=facts.python.bits or None,
+        has_gpu=has_gpu,
+        gpu_names=names,
+        compute_capability=capability,
+        driver=driver,
+        cpu_flags=cpu_flags,
+        origins=origins,
+        notes=tuple(notes),
+    )
+
+
+def _local_gpus(facts: Facts, matrix: "Matrix", notes: list[str]):
+    """(has_gpu, names, lowest capability, origin) from NVML first, then the PCI bus."""
+    nvml_gpus = [g for g in facts.nvml.gpus if g.status == OK]
+    if nvml_gpus:
+        names = tuple(g.name or f"GPU {g.index}" for g in nvml_gpus)
+        capabilities = [Version(g.compute_capability) for g in nvml_gpus if g.compute_capability]
+        if not capabilities:
+            capabilities = [p.compute_capability for p in (matrix.gpu(n) for n in names) if p]
+        return True, names, min(capabilities) if capabilities else None, "NVML"
+    devices = facts.pci.devices
+    if devices:
+        names = tuple(d.name or f"NVIDIA device {d.device_id}" for d in devices)
+        known = [p for p in (matrix.gpu(d.name) if d.name else None for d in devices) if p]
+        capability = min((p.compute_capability for p in known), default=None)
+        if len(known) < len(devices):
+            notes.append(
+                "the compute capability of a GPU on the PCI bus is not known without its driver; "
+                "give it with --gpu NAME or --compute-capability X.Y"
+            )
+        return True, names, capability, "PCI bus"
+    if facts.pci.status == OK or facts.nvml.status == OK:
+        return False, (), None, "PCI bus" if facts.pci.status == OK else "NVML"
+    notes.append("the GPU probes did not run, so the GPU is not known; give it with --gpu NAME or --cpu")
+    return None, (), None, ""
+
+
+def _local_driver(facts: Facts) -> tuple[Optional[Version], str]:
+    from envcheck.matrix import MatrixVersion
+
+    for value, origin in ((facts.nvml.driver_version, "NVML"), (facts.driver.version, "kernel module")):
+        if value and _DRIVER.match(value):
+            return MatrixVersion(value), origin
+    return None, ""
+
+
+def apply_overrides(
+    base: Optional[Target],
+    matrix: "Matrix",
+    *,
+    os: Optional[str] = None,
+    python: Optional[str] = None,
+    gpu: Optional[str] = None,
+    compute_capability: Optional[str] = None,
+    driver: Optional[str] = None,
+    tf: Optional[str] = None,
+    cpu: bool = False,
+) -> Target:
+    """The target with the command line's values on top. ``base`` None: nothing is known but flags."""
+    if os is not None and os not in OSES:
+        raise UsageError(f"--os {os}: expected one of {', '.join(OSES)}")
+    if cpu and (gpu or compute_capability or driver):
+        raise UsageError("--cpu plans for a machine without a GPU; drop --gpu/--compute-capability/--driver")
+    target = base or Target(os=os or "linux", origins={"os": "--os" if os else "default"})
+    origins = dict(target.origins)
+    changes: dict = {}
+    if os is not None:
+        changes["os"] = os
+        origins["os"] = "--os"
+    if python is not None:
+        changes["python"] = parse_python(python)
+        changes["python_bits"] = None
+        origins["python"] = "--python"
+    if gpu is not None or compute_capability is not None:
+        name, capability = None, None
+        if gpu is not None:
+            name, capability = gpu_from_name(matrix, gpu)
+        if compute_capability is not None:
+            given = parse_capability(compute_capability)
+            if capability is not None and given != capability:
+                raise UsageError(
+                    f"--gpu {gpu!r} has compute capability {capability}, not {given}; give one of the two"
+                )
+            capability = given
+        changes.update(has_gpu=True, gpu_names=(name,) if name else (), compute_capability=capability)
+        origins["gpu"] = "--gpu" if gpu is not None else "--compute-capability"
+        changes["notes"] = tuple(n for n in target.notes if "GPU" not in n and "compute capability" not in n)
+    if cpu:
+        changes.update(has_gpu=False, gpu_names=(), compute_capability=None, driver=None)
+        origins["gpu"] = "--cpu"
+        origins.pop("driver", None)
+        changes["notes"] = tuple(n for n in target.notes if "GPU" not in n)
+    if driver is not None:
+        changes["driver"] = parse_driver(driver)
+        origins["driver"] = "--driver"
+    if tf is not None:
+        from envcheck.matrix import as_version
+
+        as_version(tf)  # a clear usage error for "2.x" or "latest"
+        changes["tf_pin"] = tf.strip()
+        origins["tf"] = "--tf"
+    changes["origins"] = origins
+    return replace(target, **changes)
