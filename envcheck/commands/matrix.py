@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         text = _cuda_text(answer)
     else:
         answer = gpu_answer(matrix, " ".join(args.name))
-        text = _gpu_text(answer)
+        text = _gpu_text(answer, {os: [str(b.tf) for b in matrix.tf_releases(os)] for os in BUILD_OSES})
     print(json.dumps(answer, indent=2) if args.json else text)
     return 0
 
@@ -200,18 +200,29 @@ def _cuda_text(a: dict[str, Any]) -> str:
     return "\n".join([f"CUDA {a['cuda']}", body, *_notes(a), *_sources(a)])
 
 
-def _gpu_text(a: dict[str, Any]) -> str:
+def _gpu_text(a: dict[str, Any], releases_by_os: dict[str, list[str]]) -> str:
     lines = [f"{a['name']}: compute capability {a['compute_capability']} ({a['architecture']})"]
-    for kind, label in (("native", "native code"), ("ptx", "PTX only (JIT-compiled on first use)")):
+    for kind, label in (("native", "native code"), ("ptx", "PTX only (JIT-compiled at startup)")):
         for os, releases in a[kind].items():
-            lines.append(f"  {label} on {os}: TensorFlow {_ranges(releases)}")
+            lines.append(f"  {label} on {os}: TensorFlow {_runs(releases, releases_by_os[os])}")
     if not a["native"] and not a["ptx"]:
         lines.append("  no TensorFlow release in the matrix has GPU code for it")
     return "\n".join(lines + _sources(a))
 
 
-def _ranges(releases: list[str]) -> str:
-    return ", ".join(releases) if len(releases) <= 3 else f"{releases[0]} ... {releases[-1]} ({len(releases)} releases)"
+def _runs(chosen: list[str], ordered: list[str]) -> str:
+    """'1.13-2.10, 2.15' from the chosen releases, contiguous in the matrix's own order."""
+    picked = set(chosen)
+    runs: list[list[str]] = []
+    previous_picked = False
+    for release in ordered:
+        if release in picked:
+            if previous_picked:
+                runs[-1].append(release)
+            else:
+                runs.append([release])
+        previous_picked = release in picked
+    return ", ".join(run[0] if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
 
 
 def _notes(a: dict[str, Any]) -> list[str]:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 import yaml
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
@@ -47,6 +46,8 @@ _TF_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
 _ARCH = re.compile(r"^(sm|compute)_\d+\d$")
 _URL = re.compile(r"^https?://\S+$")
 _SOURCE_KEY = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+# PEP 508 project names; packaging.requirements would do, but importing it costs more than the parse.
+_PROJECT_NAME = re.compile(r"^([a-z0-9]|[a-z0-9][a-z0-9._-]*[a-z0-9])$", re.IGNORECASE)
 
 T = TypeVar("T")
 Node = yaml.Node
@@ -276,9 +277,10 @@ def _read_pip_cuda(r: _Reader, node: Node, where: str) -> PipCuda:
     for name, spec_node in r.mapping(packages_node, f"{where}.packages", (), names).items():
         spec = r.text(spec_node, f"{where}.packages.{name}", "a version specifier like '==12.3.2'")
         try:
-            Requirement(name)
+            if not _PROJECT_NAME.match(name):
+                raise InvalidSpecifier(name)
             SpecifierSet(spec)
-        except (InvalidRequirement, InvalidSpecifier):
+        except InvalidSpecifier:
             raise r.fail(spec_node, f"{where}.packages.{name}", f"expected a package name and a PEP 440 specifier, got {name!r}: {spec!r}") from None
         packages[name] = spec
     return PipCuda(extra=r.text(f["extra"], f"{where}.extra"), packages=packages)

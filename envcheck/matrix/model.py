@@ -84,6 +84,11 @@ class TfBuild:
     notes: tuple[str, ...] = ()
     history: tuple[Correction, ...] = ()
 
+    @property
+    def is_patch_row(self) -> bool:
+        """True for a row that describes one patch release ("2.15.0") rather than a whole minor."""
+        return len(self.tf.release) >= 3
+
     def supports_python(self, version: str) -> bool:
         parts = str(version).split(".")
         return ".".join(parts[:2]) in self.python
@@ -174,7 +179,7 @@ class Matrix:
         self.path = path
         self.platform = platform
         self.sources = sources
-        self._tf = sorted(tf_builds, key=lambda b: (b.tf, BUILD_OSES.index(b.os)))
+        self._tf = sorted(tf_builds, key=lambda b: (b.tf.release, BUILD_OSES.index(b.os)))
         self._tf_index = {(b.tf.release, b.os): b for b in self._tf}
         self._cuda = sorted(cuda_releases, key=lambda c: c.version)
         self._cuda_index = {c.version.release: c for c in self._cuda}
@@ -199,9 +204,12 @@ class Matrix:
 
     def tf_build(self, version: str | Version, os: str) -> TfBuild | None:
         """The row for a release on an OS: the patch row if the matrix has one, else the minor's."""
-        release = as_version(version).release
+        wanted = as_version(version)
+        release = wanted.release
         os = _build_os(os)
-        if len(release) >= 3 and (release[:3], os) in self._tf_index:
+        # A patch row describes exactly that release: 2.15.0.post1 is not 2.15.0.
+        exact = wanted.post is None and wanted.pre is None and wanted.dev is None
+        if exact and len(release) >= 3 and (release[:3], os) in self._tf_index:
             return self._tf_index[(release[:3], os)]
         minor = (release + (0,))[:2]
         return self._tf_index.get((minor, os))
