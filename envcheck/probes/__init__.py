@@ -103,11 +103,13 @@ def collect(options: ProbeOptions) -> Facts:
     """
     import platform as _platform
 
-    from envcheck.probes.tensorflow import TfWorker, start_tf_worker
-
     system = options.system or _platform.system()
     python_exe = resolve_interpreter(options.python) if options.python else sys.executable
-    worker = None if options.quick else start_tf_worker(python_exe, options.environ, options.tf_timeout)
+    worker = None
+    if not options.quick:
+        from envcheck.probes.tensorflow import start_tf_worker
+
+        worker = start_tf_worker(python_exe, options.environ, options.tf_timeout)
     try:
         nvml_run = _NvmlThread(options.nvml)
         interp = probe_interpreter(options.python and python_exe, options.environ)
@@ -126,8 +128,8 @@ def collect(options: ProbeOptions) -> Facts:
             tensorflow=_finish(worker),
         )
     except BaseException:
-        if isinstance(worker, TfWorker):
-            worker.kill()
+        if hasattr(worker, "kill"):
+            worker.kill()  # an interrupted doctor leaves no TensorFlow process behind
         raise
     return facts
 

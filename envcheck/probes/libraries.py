@@ -113,7 +113,7 @@ def _search_linux(
         for sub in ("lib64", "lib", f"targets/{_target_arch()}-linux/lib"):
             locations.append(Location(os.path.join(toolkit.path, sub), toolkit.origin, on_loader_path=False))
     locations = [loc for loc in _unique_directories(locations) if loc.entries is not None or os.path.isdir(loc.directory)]
-    libraries, unreadable = find_libraries(locations, _scan, "linux")
+    libraries, unreadable = find_libraries(locations, os.listdir, _resolve, "linux")
     errors.extend(f"cannot list {d}" for d in unreadable if _exists(d))
     return LibrariesFacts(
         search_path=tuple(loc.directory for loc in locations),
@@ -164,9 +164,8 @@ def _unique_directories(locations: list[Location]) -> list[Location]:
     return out
 
 
-def _scan(directory: str) -> list[tuple[str, str]]:
-    names = os.listdir(directory)
-    return [(name, os.path.realpath(os.path.join(directory, name))) for name in names]
+def _resolve(directory: str, name: str) -> str:
+    return os.path.realpath(os.path.join(directory, name))
 
 
 def _list_names(directory: str) -> list[str]:

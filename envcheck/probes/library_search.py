@@ -109,12 +109,13 @@ class Location:
     entries: Optional[tuple[tuple[str, str], ...]] = None
 
 
-# A directory lister: (name, realpath) for every entry; raises OSError when it cannot list.
-Scanner = Callable[[str], Iterable[tuple[str, str]]]
+# A directory lister (raises OSError when it cannot list) and what a name in a directory really is.
+Lister = Callable[[str], Iterable[str]]
+Resolver = Callable[[str, str], str]
 
 
 def find_libraries(
-    locations: Sequence[Location], scan: Scanner, os_name: str
+    locations: Sequence[Location], listdir: Lister, resolve: Resolver, os_name: str
 ) -> tuple[tuple[LibraryFacts, ...], tuple[str, ...]]:
     """Every copy of every family, in location order, and the directories that could not be read.
 
@@ -130,10 +131,12 @@ def find_libraries(
             entries = list(location.entries)
         else:
             try:
-                entries = list(scan(location.directory))
+                names = list(listdir(location.directory))
             except OSError:
                 unreadable.append(location.directory)
                 continue
+            # Resolve only the few names that match: /usr/lib holds thousands of files.
+            entries = [(n, resolve(location.directory, n)) for n in names if match_library(n, os_name)]
         groups: dict[tuple[str, str], list[tuple[str, Optional[str]]]] = {}
         for name, realpath in entries:
             hit = match_library(name, os_name)
@@ -147,12 +150,15 @@ def find_libraries(
                 continue
             seen.add(key)
             loader_name = _loader_name(names)
+            # The file behind the links often carries the full version (libcudnn.so.8 -> .so.8.9.7).
+            target = match_library(_basename(realpath, os_name), os_name)
+            versions = [v for _, v in names if v] + ([target[1]] if target and target[0] == family and target[1] else [])
             copies[family].append(
                 LibraryCopy(
                     path=join(location.directory, loader_name),
                     directory=location.directory,
                     origin=location.origin,
-                    file_version=max((v for _, v in names if v), key=version_key, default=None),
+                    file_version=max(versions, key=version_key, default=None),
                     realpath=realpath,
                     names=tuple(sorted(n for n, _ in names)),
                     on_loader_path=location.on_loader_path,
@@ -163,11 +169,11 @@ def find_libraries(
 
 
 def _loader_name(names: list[tuple[str, Optional[str]]]) -> str:
-    """The name a loader asks for: libcudart.so.12 (one version part) over .so.12.4.127 and .so."""
+    """The name a loader asks for: the fewest version parts, libcudart.so.12 over .so.12.4.127 and .so."""
 
     def rank(item: tuple[str, Optional[str]]) -> tuple[int, str]:
         parts = len(version_key(item[1]))
-        return (0 if parts == 1 else 1 if parts > 1 else 2, item[0])
+        return (parts if parts else 99, item[0])  # CUDA 11's cudart soname is libcudart.so.11.0
 
     return min(names, key=rank)[0]
 
@@ -276,10 +282,7 @@ def search_windows(
             seen.add(key)
             unique.append(location)
 
-    def scan(directory: str) -> list[tuple[str, str]]:
-        return [(name, ntpath.join(directory, name)) for name in listdir(directory)]
-
-    libraries, unreadable = find_libraries(unique, scan, "windows")
+    libraries, unreadable = find_libraries(unique, listdir, ntpath.join, "windows")
     return SearchResult(
         search_path=tuple(loc.directory for loc in unique),
         libraries=libraries,
