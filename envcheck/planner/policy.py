@@ -392,7 +392,11 @@ def _why_cpu(matrix: "Matrix", target: Target) -> list[str]:
         ]
     if target.origin("gpu") == "--cpu":
         return ["--cpu: planning for the CPU only."]
-    return [f"No NVIDIA GPU was found ({target.origin('gpu') or 'not probed'}), so the plan is for the CPU."]
+    where = {"PCI bus": " on the PCI bus", "NVML": " through the NVIDIA driver"}.get(target.origin("gpu"), "")
+    return [
+        f"No NVIDIA GPU was found{where}, so the plan is for the CPU "
+        "(to plan for a machine that has one, give --gpu NAME and --driver VERSION)."
+    ]
 
 
 def _why_no_gpu_build(matrix: "Matrix", target: Target) -> list[str]:

@@ -194,6 +194,8 @@ def _install_step(matrix: "Matrix", option: Option, shell: str, side: str = "", 
         why = f"TensorFlow {option.tf}"
         if option.cuda_extra:
             why += f" with the CUDA {option.cuda} and cuDNN {option.cudnn} libraries as pip wheels (the '{option.cuda_extra}' extra)"
+        if option.kind == CPU and option.os in ("linux", "wsl"):
+            why += "; the standard wheel runs on the CPU when no GPU is set up (it says 'Could not find cuda drivers' once: harmless)"
         lines.append(Line(f'{py} -m pip install "{spec}"', why, shell))
     return Step(
         title=f"Install TensorFlow {option.tf} into a virtual environment ({ENV_DIR})",

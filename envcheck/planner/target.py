@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional
 from packaging.version import Version
 
 from envcheck.errors import NotFoundError, UsageError
-from envcheck.facts import OK, Facts
+from envcheck.facts import MISSING, OK, SKIPPED, Facts
 
 if TYPE_CHECKING:  # pragma: no cover
     from envcheck.matrix import Matrix
@@ -147,9 +147,15 @@ def _local_gpus(facts: Facts, matrix: "Matrix", notes: list[str]):
                 "give it with --gpu NAME or --compute-capability X.Y"
             )
         return True, names, capability, "PCI bus"
-    if facts.pci.status == OK or facts.nvml.status == OK:
-        return False, (), None, "PCI bus" if facts.pci.status == OK else "NVML"
-    notes.append("the GPU probes did not run, so the GPU is not known; give it with --gpu NAME or --cpu")
+    if facts.pci.status in (OK, MISSING):
+        # The bus was read and holds no NVIDIA display device.
+        return False, (), None, "PCI bus"
+    if facts.nvml.status == OK:
+        return False, (), None, "NVML"
+    why = "no NVIDIA driver answered" if facts.nvml.status != SKIPPED else "the GPU probes did not run"
+    if facts.nvml.status != SKIPPED and facts.pci.status == SKIPPED:
+        why += " and the PCI bus cannot be read here"
+    notes.append(f"the GPU is not known ({why}); give it with --gpu NAME, or --cpu")
     return None, (), None, ""
 
 

@@ -1,0 +1,212 @@
+"""``envcheck plan`` end to end against the bundled matrix: the recommendation for each kind of
+machine, the output formats, and bad input. Expectations are checked against the matrix itself
+(never against numbers remembered here) where the matrix may gain rows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from packaging.version import Version
+
+from envcheck.facts import OK, Facts, NvmlFacts, NvmlGpu, PciFacts, PlatformFacts, PythonFacts, to_json
+from envcheck.matrix import load_matrix
+
+SETUP_POST = ("--os", "windows", "--python", "3.7", "--gpu", "GeForce GTX 1060", "--driver", "417.35")
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    return load_matrix()
+
+
+def plan_json(cli, *args):
+    result = cli("plan", *args, "--json")
+    assert result.code == 0, result.err
+    return result.json()
+
+
+def alternative(data, key):
+    return next((a for a in data["alternatives"] if a["key"] == key), None)
+
+
+def newest_gpu_build(matrix, os, python, capability):
+    """The newest GPU build the matrix lists for an OS, Python and compute capability."""
+    builds = [
+        b
+        for b in matrix.tf_releases(os)
+        if b.gpu and b.supports_python(python) and matrix.support(b, capability) != "none"
+        and not (os == "windows" and b.tf > matrix.platform.windows_native_gpu_last)
+    ]
+    return builds[-1] if builds else None
+
+
+def test_setup_post_case(cli, matrix):
+    data = plan_json(cli, *SETUP_POST)
+    # Native Windows GPU builds end at 2.10, which supports Python 3.7, built with CUDA 11.2.
+    assert (data["kind"], data["os"], data["tensorflow"], data["python"]) == ("gpu", "windows", "2.10", "3.7")
+    assert (data["cuda"], data["cudnn"]) == ("11.2", "8.1")
+    # CUDA 11.x runs on any driver from 452.39 on Windows; 417.35 is older.
+    assert (data["driver_min"], data["driver_status"]) == ("452.39", "upgrade")
+    assert data["requirement"] == "tensorflow==2.10.*"
+    keep = alternative(data, "keep-driver")["plan"]
+    # With the driver as it is only a CUDA 10.0 release runs (10.0 needs 411.31 on Windows, 10.1 needs 418.96).
+    assert keep["cuda"] == "10.0" and keep["driver_status"] == "ok"
+    assert Version("1.13") <= Version(keep["tensorflow"]) <= Version("2.0")
+    assert keep["requirement"].startswith("tensorflow-gpu==")
+    assert alternative(data, "wsl2")["plan"]["os"] == "wsl"
+    assert alternative(data, "cpu")["plan"]["kind"] == "cpu"
+    assert any("417.35 is older" in r for r in data["reasons"])
+    assert data["target"]["origins"] == {"os": "--os", "python": "--python", "gpu": "--gpu", "driver": "--driver"}
+
+
+def test_setup_post_case_as_text(cli):
+    result = cli("plan", *SETUP_POST)
+    assert result.code == 0
+    assert "Recommended: TensorFlow 2.10 on the GPU, Windows (native)" in result.out
+    assert "452.39 or newer (you have 417.35: upgrade it)" in result.out
+    assert "https://developer.nvidia.com/cuda-11.2.0-download-archive" in result.out
+    assert "Keep driver 417.35" in result.out
+
+
+def test_linux_with_a_new_card_gets_the_newest_release_with_and_cuda(cli, matrix):
+    data = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", "GeForce RTX 4090", "--driver", "550.54.14")
+    newest = newest_gpu_build(matrix, "linux", "3.11", "8.9")
+    assert data["tensorflow"] == str(newest.tf) and newest.tf >= matrix.platform.and_cuda_first
+    assert data["requirement"] == f"tensorflow[and-cuda]=={newest.tf}.*"
+    assert data["driver_status"] == "ok" and data["gpu_support"] == "native"
+    install = [c["line"] for s in data["steps"] for c in s["commands"]]
+    assert any(f'pip install "tensorflow[and-cuda]=={newest.tf}.*"' in line for line in install)
+
+
+def test_old_kepler_card_gets_the_newest_release_that_still_supports_it(cli, matrix):
+    data = plan_json(cli, "--os", "linux", "--python", "3.8", "--gpu", "GeForce GTX 780", "--driver", "470.82.01")
+    newest = newest_gpu_build(matrix, "linux", "3.8", "3.5")
+    assert newest is not None and newest.cuda.major <= 11  # CUDA 12 dropped Kepler
+    assert (data["kind"], data["tensorflow"]) == ("gpu", str(newest.tf))
+    assert alternative(data, "cpu") is not None
+
+
+def test_card_below_every_release_gets_the_cpu_plan(cli, matrix):
+    lowest = min(b.min_compute_capability for b in matrix.tf_releases("linux") if b.gpu)
+    assert lowest > Version("2.1")  # Fermi: no TensorFlow release carries code for it
+    data = plan_json(cli, "--os", "linux", "--python", "3.11", "--compute-capability", "2.1")
+    assert data["kind"] == "cpu" and data["cuda"] is None
+    assert any("compute capability 2.1" in r and str(lowest) in r for r in data["reasons"])
+    assert alternative(data, "newer-gpu") is not None
+
+
+def test_windows_with_tf_beyond_native_gpu_support(cli, matrix):
+    data = plan_json(cli, "--os", "windows", "--tf", "2.15", "--python", "3.11", "--gpu", "GeForce GTX 1060", "--driver", "537.13")
+    assert (data["kind"], data["os"], data["tensorflow"]) == ("gpu", "wsl", "2.15")
+    assert data["requirement"] == "tensorflow[and-cuda]==2.15.*"
+    native = alternative(data, "native-windows")["plan"]
+    assert (native["os"], native["tensorflow"]) == ("windows", str(matrix.platform.windows_native_gpu_last))
+    assert alternative(data, "cpu")["plan"]["os"] == "windows"
+    assert any("no GPU build for native Windows" in r for r in data["reasons"])
+
+
+def test_wsl2_plan_has_both_sides_and_windows_driver_numbers(cli, matrix):
+    data = plan_json(cli, "--os", "wsl", "--python", "3.12", "--gpu", "GeForce RTX 3080", "--driver", "531.41")
+    assert data["kind"] == "gpu" and data["os"] == "wsl"
+    major = Version(data["cuda"]).major
+    assert data["driver_min"] == str(matrix.minor_compat_floor(major, "windows"))
+    assert {s["side"] for s in data["steps"]} == {"windows", "wsl"}
+
+
+def test_macos_gets_the_cpu_plan(cli):
+    data = plan_json(cli, "--os", "macos", "--python", "3.11")
+    assert (data["kind"], data["os"], data["cuda"]) == ("cpu", "macos", None)
+    assert alternative(data, "apple-metal") is not None
+
+
+def test_cpu_only(cli):
+    data = plan_json(cli, "--os", "linux", "--python", "3.11", "--cpu")
+    assert data["kind"] == "cpu" and data["requirement"].startswith("tensorflow==")
+    assert data["target"]["origins"]["gpu"] == "--cpu"
+
+
+def test_this_machine_by_default(cli):
+    data = plan_json(cli)
+    assert data["target"]["origins"]["os"] == "this machine"
+    assert data["target"]["origins"]["python"] == "this interpreter"
+    assert data["steps"] and data["reasons"]
+
+
+def test_another_os_uses_nothing_of_this_machine(cli):
+    data = plan_json(cli, "--os", "windows" if __import__("sys").platform != "win32" else "linux")
+    assert data["target"]["python"] is None and data["target"]["driver"] is None
+    assert "this machine" not in data["target"]["origins"].values()
+
+
+def _write_facts(tmp_path, **sections):
+    facts = Facts(
+        python=PythonFacts(version="3.10.12", bits=64),
+        platform=PlatformFacts(os="linux", cpu_flags=("avx", "avx2")),
+        **sections,
+    )
+    path = tmp_path / "facts.json"
+    path.write_text(to_json(facts))
+    return str(path)
+
+
+def test_plan_from_a_saved_snapshot_with_nvml_gpus(cli, tmp_path, matrix):
+    path = _write_facts(
+        tmp_path,
+        nvml=NvmlFacts(status=OK, driver_version="535.104.05", gpus=(NvmlGpu(index=0, name="NVIDIA GeForce RTX 3090", compute_capability="8.6"),)),
+        pci=PciFacts(status=OK),
+    )
+    data = plan_json(cli, "--facts", path)
+    newest = newest_gpu_build(matrix, "linux", "3.10", "8.6")
+    assert (data["tensorflow"], data["python"], data["driver_status"]) == (str(newest.tf), "3.10", "ok")
+    assert data["target"]["origins"]["gpu"] == "NVML"
+
+
+def test_plan_from_a_snapshot_without_gpu_is_for_the_cpu(cli, tmp_path):
+    data = plan_json(cli, "--facts", _write_facts(tmp_path, pci=PciFacts(status=OK)))
+    assert data["kind"] == "cpu"
+
+
+def test_scripts(cli):
+    bash = cli("plan", "--os", "linux", "--python", "3.11", "--gpu", "RTX 4090", "--format", "bash")
+    assert bash.code == 0 and bash.out.startswith("#!/usr/bin/env bash")
+    ps = cli("plan", *SETUP_POST, "--format", "powershell")
+    assert ps.code == 0 and '$ErrorActionPreference = "Stop"' in ps.out and "cudart64_110.dll" in ps.out
+
+
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (("--gpu", "Banana 9000", "--os", "linux"), 1, "--compute-capability"),
+        (("--tf", "9.9", "--os", "linux"), 1, "not in the compatibility matrix"),
+        (("--tf", "latest"), 2, "not a version"),
+        (("--python", "2.7", "--os", "linux"), 2, "--python 2.7"),
+        (("--driver", "new", "--os", "linux"), 2, "--driver new"),
+        (("--compute-capability", "eight", "--os", "linux"), 2, "--compute-capability eight"),
+        (("--cpu", "--gpu", "RTX 4090"), 2, "not allowed with"),
+        (("--cpu", "--compute-capability", "8.6"), 2, "--cpu"),
+        (("--os", "plan9"), 2, "invalid choice"),
+        (("--json", "--format", "bash"), 2, "not allowed with"),
+        (SETUP_POST + ("--format", "bash"), 2, "--format powershell"),
+        (("--os", "linux", "--cpu", "--format", "powershell"), 2, "--format bash"),
+    ],
+)
+def test_bad_input_is_one_line_and_the_right_exit_code(cli, args, code, message):
+    result = cli("plan", *args)
+    assert result.code == code
+    assert message in result.err and "Traceback" not in result.err
+    assert result.err.count("\n") == 1 and result.out == ""
+
+
+def test_missing_snapshot_and_bad_matrix_are_usage_errors(cli, tmp_path):
+    missing = cli("plan", "--facts", str(tmp_path / "nope.json"))
+    assert missing.code == 2 and "no such file" in missing.err
+    bad = tmp_path / "matrix.yaml"
+    bad.write_text("schema: 1\nsources: [\n")
+    result = cli("plan", "--matrix", str(bad), "--os", "linux", "--cpu")
+    assert result.code == 2 and "matrix.yaml" in result.err and "Traceback" not in result.err
+
+
+def test_as_a_real_process(envcheck_proc):
+    result = envcheck_proc("plan", *SETUP_POST, "--json")
+    assert result.code == 0 and json.loads(result.out)["tensorflow"] == "2.10"
