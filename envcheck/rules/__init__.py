@@ -15,6 +15,13 @@ if TYPE_CHECKING:  # pragma: no cover
 # Every module that registers rules. Order does not matter: findings are sorted by chain link.
 RULE_MODULES = (
     "envcheck.rules.python",
+    "envcheck.rules.gpu",
+    "envcheck.rules.driver",
+    "envcheck.rules.compute",
+    "envcheck.rules.libraries",
+    "envcheck.rules.tensorflow",
+    "envcheck.rules.placement",
+    "envcheck.rules.environment",
 )
 
 __all__ = ["RULES", "RULE_MODULES", "Context", "Hit", "Rule", "evaluate", "judge", "rule"]
@@ -29,7 +36,8 @@ def judge(
     notes: tuple[str, ...] = (),
 ) -> Report:
     """Run the rules over a snapshot and walk the chain to a verdict."""
-    from envcheck.rules.verdict import link_statuses, walk_chain
+    from envcheck.rules.links import link_statuses
+    from envcheck.rules.verdict import walk_chain
 
     ctx = Context(facts=facts, matrix_loader=matrix_loader)
     findings = evaluate(ctx, select=select, ignore=ignore)

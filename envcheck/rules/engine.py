@@ -70,6 +70,8 @@ class Context:
     facts: Facts
     matrix_loader: Callable[[], "Matrix"] | None = None
     _matrix: Optional["Matrix"] = field(default=None, repr=False)
+    # Answers shared between rules (which TF is installed, its matrix row...); see rules.common.
+    cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def matrix(self) -> "Matrix":

@@ -5,6 +5,17 @@ from __future__ import annotations
 from typing import Iterator
 
 from envcheck.findings import Command, Fix
+from envcheck.rules.common import (
+    cpu_requirement,
+    installed_tf,
+    matrix_evidence,
+    minor,
+    newest_release,
+    pip_command,
+    shell_command,
+    tf_build,
+    tf_label,
+)
 from envcheck.rules.engine import Context, Hit, rule
 
 
@@ -37,4 +48,48 @@ def python_32bit(ctx: Context) -> Iterator[Hit]:
             ),
             link="https://www.python.org/downloads/",
         ),
+    )
+
+
+@rule("EC-PY-002", "Python version not supported by the TensorFlow release", "error", "python")
+def python_version_unsupported(ctx: Context) -> Iterator[Hit]:
+    """pip refuses (or TF fails to import) when no wheel of the release was built for this Python."""
+    py = ctx.facts.python
+    if not py.version or (py.bits and py.bits != 64):
+        return
+    pyminor = minor(py.version)
+    tf = installed_tf(ctx)
+    if tf is not None:
+        build = tf_build(ctx)
+        if build is None or not build.python or build.supports_python(py.version):
+            return  # an uncovered release is EC-TF-008's "unknown", never a guess
+        what = f"TensorFlow {tf.version} ({tf.distribution})"
+    else:
+        # Nothing installed yet: is there any release this interpreter can install?
+        build = newest_release(ctx, gpu=False)
+        if build is None or not build.python or any(
+            b.supports_python(py.version) for b in ctx.matrix.tf_releases(ctx.build_os)
+        ):
+            return
+        what = f"any TensorFlow release up to {tf_label(build)}"
+    alternative = newest_release(ctx, gpu=False, python=py.version)
+    commands = [shell_command(ctx, f"python{build.python[-1]} -m venv tf-env", f"py -{build.python[-1]} -m venv tf-env")]
+    text = (
+        f"Use a Python that {what} supports ({', '.join(build.python)}): install it, create a virtual "
+        "environment with it and install TensorFlow there."
+    )
+    if alternative is not None and tf is not None:
+        text += (
+            f" Or keep Python {pyminor} and move to TensorFlow {tf_label(alternative)}, the newest "
+            f"release built for it."
+        )
+        commands.append(pip_command(ctx, "install", cpu_requirement(alternative), step=False))
+    yield Hit(
+        title=f"Python {pyminor} is not supported by {what} (needs {' or '.join(build.python)})",
+        detail=(
+            f"TensorFlow publishes wheels per Python version; {what} has none for Python {pyminor}, "
+            "so pip finds no matching distribution or the installed copy cannot import."
+        ),
+        evidence=(("python.version", py.version), matrix_evidence(ctx, build)),
+        fix=Fix(text=text, commands=tuple(commands), link="https://www.python.org/downloads/"),
     )

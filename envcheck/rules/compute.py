@@ -1,0 +1,156 @@
+"""Link 4: each GPU's compute capability is covered by the code in the TensorFlow build.
+
+A build carries native code (``sm_XY``) for some architectures and PTX (``compute_XY``) that the
+driver can compile for newer ones; a card below every entry cannot run it at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from envcheck.findings import Fix, Severity
+from envcheck.rules.common import (
+    gpu_requirement,
+    is_cuda_tf,
+    matrix_evidence,
+    newest_release,
+    pci_product_name,
+    pip_command,
+    shell_command,
+    tf_build,
+    tf_label,
+)
+from envcheck.rules.engine import Context, Hit, rule
+
+
+@dataclass(frozen=True)
+class GpuCapability:
+    name: str
+    compute_capability: str
+    source: str  # which fact (or matrix row) gave the capability
+
+
+@dataclass(frozen=True)
+class _Architectures:
+    """The two fields ``Matrix.support`` reads, for the list TF itself reported."""
+
+    compute_capabilities: tuple[str, ...]
+    gpu: bool = True
+
+
+def gpu_capabilities(ctx: Context) -> list[GpuCapability]:
+    """Each GPU's compute capability: NVML's answer, else the matrix's entry for its product name."""
+    out = []
+    facts = ctx.facts
+    if facts.nvml.gpus:
+        for gpu in facts.nvml.gpus:
+            name = gpu.name or f"GPU {gpu.index}"
+            if gpu.compute_capability:
+                out.append(GpuCapability(name, gpu.compute_capability, f"nvml gpu {gpu.index}"))
+            elif gpu.name:
+                product = ctx.matrix.gpu(gpu.name)
+                if product is not None:
+                    out.append(GpuCapability(name, str(product.compute_capability), f"matrix: {product.name}"))
+        return out
+    for dev in facts.pci.devices:
+        name = pci_product_name(dev.name)
+        product = ctx.matrix.gpu(name) if name else None
+        if product is not None:
+            out.append(GpuCapability(name, str(product.compute_capability), f"matrix: {product.name} (from pci {dev.address})"))
+    return out
+
+
+def build_architectures(ctx: Context):
+    """What the installed build carries: TF's own build info when probed, else the matrix row."""
+    if is_cuda_tf(ctx) is not True:
+        return None
+    reported = ctx.facts.tensorflow.compute_capabilities
+    if reported:
+        return _Architectures(tuple(reported))
+    build = tf_build(ctx)
+    if build is None or not build.gpu or not build.compute_capabilities:
+        return None
+    return build
+
+
+def support(ctx: Context, build, cc: str) -> Optional[str]:
+    try:
+        return ctx.matrix.support(build, cc)
+    except Exception:  # noqa: BLE001 - an unparseable capability is unknown
+        return None
+
+
+def _ignored_lines(ctx: Context) -> tuple[tuple[str, str], ...]:
+    return tuple(("tensorflow log", line) for line in ctx.facts.tensorflow.log_lines if "Ignoring visible gpu device" in line)
+
+
+@rule("EC-CC-001", "Compute capability below what the TensorFlow build supports", "error", "compute")
+def compute_capability_unsupported(ctx: Context) -> Iterator[Hit]:
+    """TF ignores a GPU it has no code for ("Ignoring visible gpu device ... minimum required")."""
+    arch = build_architectures(ctx)
+    if arch is None:
+        return
+    build = tf_build(ctx)
+    caps = ", ".join(arch.compute_capabilities)
+    for gpu in gpu_capabilities(ctx):
+        if support(ctx, arch, gpu.compute_capability) != "none":
+            continue
+        cc = gpu.compute_capability
+        runs_on_it = lambda b, cc=cc: support(ctx, b, cc) != "none"  # noqa: E731
+        newest = newest_release(ctx, gpu=True, accept=runs_on_it)
+        evidence = [(gpu.source, f"{gpu.name}: compute capability {cc}"), ("TensorFlow build architectures", caps)]
+        if build is not None:
+            evidence.append(matrix_evidence(ctx, build))
+        evidence.extend(_ignored_lines(ctx))
+        if newest is not None:
+            text = (
+                f"Install TensorFlow {tf_label(newest)} (CUDA {newest.cuda}, cuDNN {newest.cudnn}, Python "
+                f"{', '.join(newest.python)}), the newest release with code for compute capability {cc}, "
+                "or use a newer GPU."
+            )
+            commands = (pip_command(ctx, "install", gpu_requirement(ctx, newest), step=False),)
+            newest_text = f"the newest TensorFlow that runs on it is {tf_label(newest)}"
+        else:
+            text = "No TensorFlow release in the matrix has code for this GPU: run on the CPU or use a newer GPU."
+            commands = ()
+            newest_text = "no TensorFlow release in the matrix runs on it"
+        yield Hit(
+            title=f"{gpu.name} (compute capability {cc}) is not supported by this TensorFlow build; {newest_text}",
+            detail=(
+                f"The build carries code for {caps} only; TensorFlow ignores a GPU it has no native code "
+                "or PTX for."
+            ),
+            evidence=tuple(evidence),
+            fix=Fix(text=text, commands=commands, link="https://developer.nvidia.com/cuda-gpus"),
+        )
+
+
+@rule("EC-CC-002", "GPU covered only by PTX (slow first start)", "warning", "compute")
+def compute_capability_ptx_only(ctx: Context) -> Iterator[Hit]:
+    """With only PTX for a card, the driver JIT-compiles every kernel at first use: minutes."""
+    arch = build_architectures(ctx)
+    if arch is None:
+        return
+    caps = ", ".join(arch.compute_capabilities)
+    build = tf_build(ctx)
+    for gpu in gpu_capabilities(ctx):
+        if support(ctx, arch, gpu.compute_capability) != "ptx":
+            continue
+        cc = gpu.compute_capability
+        native = newest_release(ctx, gpu=True, accept=lambda b, cc=cc: support(ctx, b, cc) == "native")
+        text = (
+            "Let the first start compile once and keep the result: raise the CUDA JIT cache so the "
+            "compiled kernels are not evicted."
+        )
+        commands = [shell_command(ctx, "export CUDA_CACHE_MAXSIZE=4294967296", "$env:CUDA_CACHE_MAXSIZE = '4294967296'")]
+        if native is not None and (build is None or native.tf > build.tf):
+            text += f" TensorFlow {tf_label(native)} has native code for compute capability {cc}."
+            commands.append(pip_command(ctx, "install", gpu_requirement(ctx, native), step=False))
+        yield Hit(
+            title=f"{gpu.name} (compute capability {cc}) runs only through PTX: the first start JIT-compiles kernels (can take many minutes)",
+            detail=f"The build carries native code for {caps}; for {cc} the driver compiles the PTX at start-up.",
+            evidence=((gpu.source, f"compute capability {cc}"), ("TensorFlow build architectures", caps)),
+            fix=Fix(text=text, commands=tuple(commands)),
+            severity=Severity.WARNING,
+        )

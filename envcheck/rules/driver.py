@@ -1,0 +1,266 @@
+"""Link 3: the NVIDIA driver: kernel module loaded, NVML answering and matching it, new enough."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from envcheck.findings import Fix, Severity
+from envcheck.rules.common import (
+    ABSENT,
+    driver_minimums,
+    driver_version,
+    gpu_presence,
+    gpu_requirement,
+    matrix_evidence,
+    minor,
+    newest_release,
+    nvml_errors,
+    parse_version,
+    pip_command,
+    shell_command,
+    tf_build,
+    tf_cuda,
+    tf_label,
+)
+from envcheck.rules.engine import Context, Hit, rule
+from envcheck.rules.gpu import NVIDIA_DRIVER_PAGE, install_driver_fix
+
+CUDA_COMPAT_PAGE = "https://docs.nvidia.com/deploy/cuda-compatibility/"
+
+
+@rule("EC-DRV-001", "Driver too old for the CUDA version TensorFlow was built with", "error", "driver")
+def driver_too_old(ctx: Context) -> Iterator[Hit]:
+    """Each CUDA release needs a minimum driver (NVIDIA's release notes); CUDA 11+ also runs on the
+    major's minor-version-compatibility floor, with reduced features."""
+    cuda = tf_cuda(ctx)
+    drv = driver_version(ctx.facts)
+    have = parse_version(drv)
+    if cuda is None or have is None:
+        return
+    runs, full = driver_minimums(ctx, cuda)
+    if runs is None:
+        return  # the matrix does not know this CUDA release: unknown, not a guess
+    if have >= (full or runs):
+        return
+    evidence = [("driver version", str(drv))]
+    if ctx.facts.nvml.cuda_driver_version:
+        evidence.append(("highest CUDA the driver supports", ctx.facts.nvml.cuda_driver_version))
+    evidence.append((f"matrix: CUDA {minor(cuda)} minimum driver ({'Windows' if ctx.os in ('windows', 'wsl') else 'Linux'})", f"{full}" + (f", minor-version-compatibility floor {runs}" if runs != full else "")))
+    build = tf_build(ctx)
+    if build is not None:
+        evidence.append(matrix_evidence(ctx, build))
+    if have >= runs:
+        yield Hit(
+            title=f"Driver {drv} is older than CUDA {minor(cuda)} asks for ({full}); it runs only through minor-version compatibility",
+            detail=(
+                f"TensorFlow was built with CUDA {cuda}. Driver {drv} runs it (it is above the CUDA "
+                f"{cuda.split('.')[0]}.x floor {runs}), but kernels that must be JIT-compiled from newer PTX "
+                "fail with CUDA_ERROR_UNSUPPORTED_PTX_VERSION, which hits new GPUs and XLA."
+            ),
+            evidence=tuple(evidence),
+            fix=Fix(text=f"Update the NVIDIA driver to {full} or newer when you can.", link=NVIDIA_DRIVER_PAGE),
+            severity=Severity.WARNING,
+        )
+        return
+    python = ctx.facts.python.version or None
+    older = newest_release(
+        ctx,
+        gpu=True,
+        python=python,
+        accept=lambda b: b.cuda is not None and (driver_minimums(ctx, b.cuda)[0] or have) <= have,
+    )
+    fix = install_driver_fix(ctx, "Update the NVIDIA driver")
+    commands = fix.commands
+    text = fix.text
+    if older is not None:
+        text += (
+            f" Or keep driver {drv} and install TensorFlow {tf_label(older)} (built for CUDA {older.cuda}), "
+            "the newest release this driver runs."
+        )
+        commands = commands + (pip_command(ctx, "install", gpu_requirement(ctx, older), step=False),)
+    yield Hit(
+        title=f"Driver {drv} is too old for CUDA {minor(cuda)}, which TensorFlow was built with (needs {runs} or newer)",
+        detail=(
+            f"CUDA {cuda} needs driver {runs} or newer on {'Windows' if ctx.os in ('windows', 'wsl') else 'Linux'}; "
+            "with an older driver cuInit fails and TensorFlow lists no GPU."
+        ),
+        evidence=tuple(evidence),
+        fix=Fix(text=text, commands=commands, link=fix.link),
+    )
+
+
+@rule("EC-DRV-002", "NVML and kernel module at different versions (reboot needed)", "error", "driver")
+def driver_version_mismatch(ctx: Context) -> Iterator[Hit]:
+    """A driver upgraded without a reboot: new user-space libraries talk to the old kernel module."""
+    facts = ctx.facts
+    kernel = facts.driver.version if facts.driver.loaded else None
+    library = facts.nvml.driver_version
+    mismatch = facts.nvml.error_kind == "version_mismatch"
+    if not mismatch and not (kernel and library and kernel != library):
+        return
+    evidence = [("nvml", facts.nvml.error or f"driver {library}")]
+    if kernel:
+        evidence.append(("kernel module (/proc/driver/nvidia/version)", kernel))
+    versions = f" (kernel module {kernel}" + (f", libraries {library})" if library else ")") if kernel else ""
+    yield Hit(
+        title=f"Driver libraries and kernel module differ{versions}: the driver was updated without a reboot",
+        detail=(
+            "NVML and CUDA refuse to talk to a kernel module of another version "
+            "(Driver/library version mismatch), so every CUDA program fails until the new module loads."
+        ),
+        evidence=tuple(evidence),
+        fix=Fix(
+            text=(
+                "Reboot. (Without a display running on the GPU you can instead unload the old "
+                "modules and load the new ones.)"
+            ),
+            commands=(
+                shell_command(ctx, "sudo reboot", "Restart-Computer"),
+                *(
+                    (shell_command(ctx, "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"),)
+                    if ctx.os == "linux"
+                    else ()
+                ),
+            ),
+        ),
+    )
+
+
+@rule("EC-DRV-003", "NVML library not found", "error", "driver")
+def nvml_library_not_found(ctx: Context) -> Iterator[Hit]:
+    """libnvidia-ml / nvml.dll ships with the driver: missing means no (user-space) driver."""
+    facts = ctx.facts
+    if facts.nvml.error_kind != "library_not_found" or gpu_presence(facts) == ABSENT:
+        return
+    lib = "nvml.dll" if ctx.os == "windows" else "libnvidia-ml.so.1"
+    evidence = (("nvml", facts.nvml.error or "library not found"),)
+    if facts.driver.loaded:
+        title = f"The nvidia kernel module is loaded but its user-space library {lib} is missing"
+        detail = (
+            "The driver's user-space part (libnvidia-ml, libcuda) is not installed or not visible: "
+            "typical of a container started without the NVIDIA runtime or a partial driver install."
+        )
+        fix = Fix(
+            text=(
+                f"Install the driver's user-space libraries of the same version as the kernel module "
+                f"({facts.driver.version or 'see nvidia-smi'}), or start the container with --gpus all "
+                "(NVIDIA Container Toolkit)."
+            ),
+            commands=(shell_command(ctx, "ldconfig -p | grep -E 'libnvidia-ml|libcuda'"),),
+            link="https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html",
+        )
+    else:
+        title = f"{lib} not found: no NVIDIA driver is installed" + (" (or there is no NVIDIA GPU)" if ctx.os != "linux" else "")
+        detail = f"{lib} is installed with the NVIDIA driver; without it neither nvidia-smi nor CUDA can reach a GPU."
+        fix = install_driver_fix(ctx, "Install the NVIDIA driver")
+    yield Hit(title=title, detail=detail, evidence=evidence, fix=fix)
+
+
+@rule("EC-DRV-004", "NVML: driver not loaded", "error", "driver")
+def nvml_driver_not_loaded(ctx: Context) -> Iterator[Hit]:
+    """The driver is installed but its kernel module is not running."""
+    facts = ctx.facts
+    if facts.nvml.error_kind != "driver_not_loaded":
+        return
+    if ctx.os == "windows":
+        fix = install_driver_fix(ctx, "Reinstall the NVIDIA driver (Device Manager shows the card with an error)")
+    else:
+        fix = Fix(
+            text=(
+                "Load the module. If that fails, the module was not built for the running kernel "
+                "(reinstall the driver or run dkms) or Secure Boot blocks the unsigned module "
+                "(enrol the key or disable Secure Boot)."
+            ),
+            commands=(
+                shell_command(ctx, "sudo modprobe nvidia"),
+                shell_command(ctx, "sudo dmesg | grep -i -E 'nvidia|nvrm' | tail -n 20"),
+                shell_command(ctx, "mokutil --sb-state"),
+                shell_command(ctx, "dkms status"),
+            ),
+            link=NVIDIA_DRIVER_PAGE,
+        )
+    yield Hit(
+        title="The NVIDIA driver is installed but not loaded",
+        detail="NVML answered NVML_ERROR_DRIVER_NOT_LOADED: the user-space libraries are there, the kernel module is not running.",
+        evidence=(("nvml", facts.nvml.error or "driver not loaded"), ("driver", facts.driver.error or "not loaded")),
+        fix=fix,
+    )
+
+
+@rule("EC-DRV-005", "NVML: no permission", "error", "driver")
+def nvml_no_permission(ctx: Context) -> Iterator[Hit]:
+    failures = nvml_errors(ctx.facts, "no_permission")
+    if not failures:
+        return
+    yield Hit(
+        title=f"No permission to use the GPU ({', '.join(where for where, _ in failures)})",
+        detail="The device files (/dev/nvidia*) are not accessible to this user, so CUDA cannot open the GPU.",
+        evidence=tuple(failures),
+        fix=Fix(
+            text=(
+                "Give this user access to the GPU device files (usually membership of the video or "
+                "render group, then log in again), or start the container with --gpus all."
+            ),
+            commands=(
+                shell_command(ctx, "ls -l /dev/nvidia*"),
+                shell_command(ctx, 'sudo usermod -aG video,render "$USER"'),
+            )
+            if ctx.os != "windows"
+            else (),
+        ),
+    )
+
+
+@rule("EC-DRV-006", "NVML: GPU lost (fallen off the bus)", "error", "driver")
+def nvml_gpu_lost(ctx: Context) -> Iterator[Hit]:
+    failures = nvml_errors(ctx.facts, "gpu_lost")
+    if not failures:
+        return
+    yield Hit(
+        title=f"GPU lost: it stopped responding ({', '.join(where for where, _ in failures)})",
+        detail=(
+            "The driver reports the GPU has fallen off the bus (Xid 79): a hardware, power or "
+            "overheating fault. Nothing can use it until the machine restarts."
+        ),
+        evidence=tuple(failures),
+        fix=Fix(
+            text="Read the kernel log for Xid errors, reboot, and check the power supply, cooling and seating of the card.",
+            commands=(
+                shell_command(ctx, "sudo dmesg | grep -i xid", "Get-WinEvent -LogName System -MaxEvents 200 | Where-Object Message -match 'nvlddmkm'"),
+                shell_command(ctx, "sudo reboot", "Restart-Computer"),
+            ),
+        ),
+    )
+
+
+@rule("EC-DRV-007", "NVML: function not found (driver too old for NVML calls)", "warning", "driver")
+def nvml_function_not_found(ctx: Context) -> Iterator[Hit]:
+    failures = nvml_errors(ctx.facts, "function_not_found")
+    if not failures:
+        return
+    yield Hit(
+        title="The driver is too old for some NVML calls (function not found)",
+        detail=(
+            "nvidia-ml-py asked the driver's NVML for a function it does not have: the driver "
+            f"({driver_version(ctx.facts) or 'version unknown'}) predates it. Some facts could not be read."
+        ),
+        evidence=tuple(failures),
+        fix=install_driver_fix(ctx, "Update the NVIDIA driver"),
+    )
+
+
+@rule("EC-DRV-008", "NVML: unknown error", "warning", "driver")
+def nvml_unknown_error(ctx: Context) -> Iterator[Hit]:
+    failures = nvml_errors(ctx.facts, "unknown")
+    if not failures:
+        return
+    yield Hit(
+        title=f"NVML failed: {failures[0][1]}",
+        detail="NVML returned an error envcheck does not know; the driver may be in a bad state.",
+        evidence=tuple(failures),
+        fix=Fix(
+            text="Run nvidia-smi: if it fails too, reboot; if it keeps failing, reinstall the driver.",
+            commands=(shell_command(ctx, "nvidia-smi"),),
+            link=NVIDIA_DRIVER_PAGE,
+        ),
+    )

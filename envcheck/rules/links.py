@@ -1,0 +1,162 @@
+"""One status line per link of the chain: what was seen there, and ok / warning / error / skipped."""
+
+from __future__ import annotations
+
+import re
+
+from envcheck.facts import OK, SKIPPED, Facts
+from envcheck.findings import LINK_ERROR, LINK_NAMES, LINK_OK, LINK_SKIPPED, LINK_WARNING, Finding, LinkStatus, Severity, Verdict
+from envcheck.rules.common import ABSENT, UNKNOWN, basename, gpu_names, gpu_presence, installed_tf, is_cuda_tf, tf_build
+from envcheck.rules.engine import Context
+
+# Links that only mean something when there is a GPU.
+_GPU_LINKS = ("driver", "compute", "libraries")
+
+
+def link_statuses(ctx: Context, findings: list[Finding], verdict: Verdict) -> tuple[LinkStatus, ...]:
+    out = []
+    absent = gpu_presence(ctx.facts) == ABSENT
+    for name in LINK_NAMES:
+        here = [f for f in findings if f.link == name]
+        summary, seconds, probed = _summary(ctx, name)
+        if any(f.severity is Severity.ERROR for f in here):
+            status = LINK_ERROR
+        elif any(f.severity is Severity.WARNING for f in here):
+            status = LINK_WARNING
+        elif not probed or (absent and name in _GPU_LINKS and not here):
+            status = LINK_SKIPPED
+        else:
+            status = LINK_OK
+        out.append(LinkStatus(name=name, status=status, summary=summary, seconds=seconds))
+    return tuple(out)
+
+
+def _summary(ctx: Context, name: str) -> tuple[str, float | None, bool]:
+    """(what was seen, probe seconds, whether the probe behind this link ran)."""
+    return _SUMMARIES[name](ctx, ctx.facts)
+
+
+def _python(ctx: Context, facts: Facts):
+    p = facts.python
+    venv = " (virtualenv)" if p.in_virtualenv else " (conda)" if p.in_conda else ""
+    return f"{p.implementation} {p.version}, {p.bits}-bit{venv}", p.seconds, p.status != SKIPPED
+
+
+def _gpu(ctx: Context, facts: Facts):
+    probed = facts.pci.status != SKIPPED or facts.nvml.status != SKIPPED
+    seconds = (facts.pci.seconds or 0) + (facts.nvml.seconds or 0)
+    names = gpu_names(facts)
+    if names:
+        return ", ".join(_count_names(names)), seconds, probed
+    presence = gpu_presence(facts)
+    if presence == UNKNOWN:
+        return "unknown: no driver to ask and no PCI bus to read", seconds, probed
+    return "no NVIDIA GPU found", seconds, probed
+
+
+def _driver(ctx: Context, facts: Facts):
+    n = facts.nvml
+    probed = n.status != SKIPPED or facts.driver.status != SKIPPED
+    if n.driver_version:
+        cuda = f" (supports CUDA up to {n.cuda_driver_version})" if n.cuda_driver_version else ""
+        return f"driver {n.driver_version}{cuda}", n.seconds, True
+    if facts.driver.loaded and facts.driver.version:
+        return f"kernel module {facts.driver.version}", facts.driver.seconds, True
+    if gpu_presence(facts) == ABSENT:
+        return "none (no GPU to drive)", n.seconds, probed
+    return n.error or facts.driver.error or "no NVIDIA driver found", n.seconds, probed
+
+
+def _compute(ctx: Context, facts: Facts):
+    ccs = sorted({g.compute_capability for g in facts.nvml.gpus if g.compute_capability})
+    if ccs:
+        return "compute capability " + ", ".join(ccs), None, True
+    return "unknown (no GPU seen through the driver)", None, bool(facts.nvml.gpus)
+
+
+def _libraries(ctx: Context, facts: Facts):
+    lib = facts.libraries
+    probed = lib.status != SKIPPED
+    if is_cuda_tf(ctx) is False:
+        return "not needed by a CPU-only TensorFlow build", lib.seconds, probed
+    build = tf_build(ctx)
+    if probed and build is not None and build.libraries:
+        from envcheck.rules.libraries import all_needed  # noqa: PLC0415 - a rule module, loaded with the rules
+
+        wanted = all_needed(ctx)
+        gone = [n.name for n in wanted if not n.usable]
+        if not gone:
+            origins = sorted({n.winner.origin for n in wanted if n.winner is not None})
+            return f"all {len(wanted)} libraries TensorFlow loads found ({', '.join(origins)})", lib.seconds, True
+        return f"missing: {', '.join(gone[:4])}{' ...' if len(gone) > 4 else ''}", lib.seconds, True
+    winners = [f"{x.family}: {basename(x.winner)}" for x in lib.libraries if x.winner]
+    if winners:
+        return ", ".join(winners[:4]) + (" ..." if len(winners) > 4 else ""), lib.seconds, probed
+    return ("no CUDA runtime or cuDNN library found" if probed else "not probed"), lib.seconds, probed
+
+
+def _tensorflow(ctx: Context, facts: Facts):
+    tf = facts.tensorflow
+    installed = installed_tf(ctx)
+    if tf.status == SKIPPED:
+        seen = f"{installed.distribution} {installed.version} installed; " if installed else ""
+        return f"{seen}not imported (--quick)", None, False
+    if tf.version:
+        build = "CUDA build" if tf.is_cuda_build else "CPU-only build" if tf.is_cuda_build is False else "build unknown"
+        cuda = f" for CUDA {tf.cuda_version}, cuDNN {tf.cudnn_version}" if tf.is_cuda_build and tf.cuda_version else ""
+        return f"TensorFlow {tf.version}, {build}{cuda}", tf.seconds, True
+    last = (tf.error or "").strip().splitlines()[-1:] or [tf.error_kind or "failed"]
+    what = f"{installed.distribution} {installed.version}: " if installed else ""
+    if tf.error_kind == "not_installed" and not installed:
+        return "TensorFlow not installed", tf.seconds, True
+    return _clip(f"{what}{(tf.error_kind or 'error').replace('_', ' ')}: {last[0]}"), tf.seconds, True
+
+
+def _placement(ctx: Context, facts: Facts):
+    tf = facts.tensorflow
+    if tf.status == SKIPPED:
+        return "not tested (--quick)", None, False
+    if not tf.placement:
+        return "not run", None, tf.status == OK
+    if all(p.ok for p in tf.placement):
+        ops = " and ".join(dict.fromkeys(p.op for p in tf.placement))
+        devices = ", ".join(dict.fromkeys(_short(p.device) for p in tf.placement))
+        return f"{ops} ran on {devices}", None, True
+    return ", ".join(f"{p.op} on {_short(p.device)}" + ("" if p.ok else " (failed)") for p in tf.placement), None, True
+
+
+def _environment(ctx: Context, facts: Facts):
+    keys = [k for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_CPP_MIN_LOG_LEVEL") if k in facts.env.variables]
+    shown = ", ".join(f"{k}={facts.env.variables[k]!r}" for k in keys)
+    return shown or "nothing that changes GPU use", facts.env.seconds, facts.env.status != SKIPPED
+
+
+def _short(device: str | None) -> str:
+    """ "/job:localhost/replica:0/task:0/device:GPU:0" -> "GPU:0"."""
+    if not device:
+        return "?"
+    match = re.search(r"(?:device:)?([A-Z]+:\d+)$", device)
+    return match.group(1) if match else device
+
+
+def _clip(text: str, limit: int = 110) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _count_names(names: list[str]) -> list[str]:
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    return [f"{c}x {n}" if c > 1 else n for n, c in counts.items()]
+
+
+_SUMMARIES = {
+    "python": _python,
+    "gpu": _gpu,
+    "driver": _driver,
+    "compute": _compute,
+    "libraries": _libraries,
+    "tensorflow": _tensorflow,
+    "placement": _placement,
+    "environment": _environment,
+}

@@ -1,0 +1,346 @@
+"""Link 6: the TensorFlow installation: one distribution, a CUDA build, a release with GPU support
+on this platform, and a module that imports."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, Optional
+
+from envcheck.facts import SKIPPED
+from envcheck.findings import Command, Fix
+from envcheck.rules.common import (
+    ABSENT,
+    PRESENT,
+    CPU_ONLY_DISTRIBUTIONS,
+    basename,
+    build_for,
+    gpu_names,
+    gpu_presence,
+    gpu_requirement,
+    installed_tf,
+    installed_tf_distributions,
+    independent_distributions,
+    is_cuda_tf,
+    library_family,
+    matrix_evidence,
+    minor,
+    newest_release,
+    parse_version,
+    pip_command,
+    shell_command,
+    tf_build,
+    tf_label,
+)
+from envcheck.rules.engine import Context, Hit, rule
+
+TF_PIP_PAGE = "https://www.tensorflow.org/install/pip"
+WSL_PAGE = "https://www.tensorflow.org/install/pip#windows-wsl2"
+APPLE_METAL_PAGE = "https://developer.apple.com/metal/tensorflow-plugin/"
+
+# Library family named in an import error -> the rule that explains a missing one.
+_LIBRARY_RULES = {"cudart": "EC-LIB-001", "cudnn": "EC-LIB-002"}
+_MATH_FAMILIES = ("cublas", "cublaslt", "cufft", "curand", "cusolver", "cusparse")
+
+
+def gpu_install_steps(ctx: Context, build, exact: Optional[str] = None, remove: tuple[str, ...] = ()) -> tuple[Command, ...]:
+    """Uninstall what is in the way, then install the GPU build of ``build``'s release."""
+    steps = []
+    if remove:
+        steps.append(pip_command(ctx, "uninstall", "-y", *remove))
+    steps.append(pip_command(ctx, "install", gpu_requirement(ctx, build, exact)))
+    return tuple(steps)
+
+
+def gpu_release_for_here(ctx: Context):
+    """The newest release with a GPU build on this OS for the probed Python."""
+    return newest_release(ctx, gpu=True, python=ctx.facts.python.version or None)
+
+
+@rule("EC-TF-001", "TensorFlow not installed", "error", "tensorflow")
+def tensorflow_not_installed(ctx: Context) -> Iterator[Hit]:
+    facts = ctx.facts
+    tf = facts.tensorflow
+    if installed_tf(ctx) is not None or facts.packages.status == "error":
+        return
+    if tf.status != SKIPPED and tf.error_kind not in (None, "not_installed"):
+        return  # something is installed that the worker found but the package probe missed
+    target = gpu_release_for_here(ctx) if ctx.os != "macos" else None
+    commands = [Command("envcheck plan", shell="any")]
+    text = "Run `envcheck plan` for the TensorFlow, CUDA, cuDNN and Python versions that fit this machine"
+    if target is not None and gpu_presence(facts) != ABSENT:
+        commands.append(pip_command(ctx, "install", gpu_requirement(ctx, target)))
+        text += f", or install TensorFlow {tf_label(target)} with GPU support directly."
+    else:
+        commands.append(pip_command(ctx, "install", "tensorflow"))
+        text += ", or install TensorFlow directly."
+    yield Hit(
+        title=f"TensorFlow is not installed in {facts.python.executable or 'this Python'}",
+        detail="No TensorFlow distribution is installed in the probed interpreter.",
+        evidence=(("installed distributions", ", ".join(f"{d.name} {d.version}" for d in facts.packages.distributions) or "none of the TensorFlow family"),),
+        fix=Fix(text=text, commands=tuple(commands), link=TF_PIP_PAGE),
+    )
+
+
+@rule("EC-TF-002", "Several TensorFlow distributions installed together", "error", "tensorflow")
+def several_distributions(ctx: Context) -> Iterator[Hit]:
+    """tensorflow + tensorflow-gpu (or -cpu) write the same files: whichever came last wins, half-mixed."""
+    clashing = independent_distributions(ctx.facts)
+    if len(clashing) < 2:
+        return
+    keep = _what_to_keep(ctx, clashing)
+    listed = ", ".join(f"{d.name} {d.version}" for d in clashing)
+    commands = (pip_command(ctx, "uninstall", "-y", *(d.name for d in clashing)), pip_command(ctx, "install", keep))
+    yield Hit(
+        title=f"Several TensorFlow distributions are installed together: {listed}",
+        detail=(
+            "They all install the same tensorflow package folder, overwriting each other's files; the "
+            "result is a mix of builds that may not import or may silently be the CPU build."
+        ),
+        evidence=tuple((d.name, f"{d.version} at {d.location or '?'}") for d in clashing),
+        fix=Fix(text=f"Uninstall all of them, then install one: {keep}.", commands=commands, link=TF_PIP_PAGE),
+    )
+
+
+def _what_to_keep(ctx: Context, dists) -> str:
+    """The GPU build of the newest installed release when a GPU may be here, else the CPU one."""
+    newest = max(dists, key=lambda d: parse_version(d.version) or parse_version("0"))
+    build = build_for(ctx, newest.version)
+    if build is not None and build.gpu and gpu_presence(ctx.facts) != ABSENT:
+        exact = newest.version if not _is_dummy(ctx, newest.name, newest.version) else None
+        return gpu_requirement(ctx, build, exact)
+    return f"tensorflow=={newest.version}"
+
+
+def _is_dummy(ctx: Context, name: str, version: str) -> bool:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    spec = ctx.matrix.platform.tensorflow_gpu_dummy
+    v = parse_version(version)
+    if name != "tensorflow-gpu" or not spec or v is None:
+        return False
+    try:
+        return SpecifierSet(spec).contains(v, prereleases=True)
+    except InvalidSpecifier:
+        return False
+
+
+@rule("EC-TF-003", "tensorflow-gpu at a release where it is a dummy", "error", "tensorflow")
+def tensorflow_gpu_dummy(ctx: Context) -> Iterator[Hit]:
+    dist = ctx.facts.distribution("tensorflow-gpu")
+    if dist is None or not _is_dummy(ctx, dist.name, dist.version):
+        return
+    platform = ctx.matrix.platform
+    target = gpu_release_for_here(ctx)
+    commands: tuple[Command, ...] = (pip_command(ctx, "uninstall", "-y", "tensorflow-gpu"),)
+    if target is not None:
+        commands += (pip_command(ctx, "install", gpu_requirement(ctx, target)),)
+    yield Hit(
+        title=f"tensorflow-gpu {dist.version} is an empty placeholder: it contains no TensorFlow",
+        detail=(
+            f"The tensorflow-gpu name was retired after {platform.tensorflow_gpu_last_real}; releases "
+            f"{platform.tensorflow_gpu_dummy} are placeholders. The GPU build is in the 'tensorflow' "
+            f"package since {platform.gpu_in_tensorflow_package_from}."
+        ),
+        evidence=(("tensorflow-gpu", dist.version), ("matrix: tensorflow-gpu placeholder releases", str(platform.tensorflow_gpu_dummy))),
+        fix=Fix(text="Uninstall tensorflow-gpu and install tensorflow" + (f" {tf_label(target)}" if target else "") + ".", commands=commands, link=TF_PIP_PAGE),
+    )
+
+
+@rule("EC-TF-004", "Native Windows with TensorFlow newer than the last native-Windows GPU release", "error", "tensorflow")
+def windows_native_too_new(ctx: Context) -> Iterator[Hit]:
+    """After 2.10, TF's Windows builds are CPU-only; the GPU needs WSL2."""
+    if ctx.os != "windows" or gpu_presence(ctx.facts) == ABSENT:
+        return
+    tf = installed_tf(ctx)
+    version = parse_version(tf.version) if tf else None
+    last = ctx.matrix.platform.windows_native_gpu_last
+    if version is None or version.release[:2] <= last.release[:2]:
+        return
+    last_build = build_for(ctx, str(last))
+    python = ctx.facts.python.version
+    commands = [Command("wsl --install", shell="powershell")]
+    text = (
+        f"TensorFlow {minor(tf.version)} has no GPU support on native Windows. Three ways forward: "
+        f"(1) run TensorFlow in WSL2 (Ubuntu), where the Linux GPU build works with the Windows driver; "
+    )
+    if last_build is not None and python and last_build.supports_python(python):
+        text += (
+            f"(2) install TensorFlow {minor(last)}, the last native-Windows GPU release (with CUDA "
+            f"{last_build.cuda} and cuDNN {last_build.cudnn}); "
+        )
+        commands.append(pip_command(ctx, "uninstall", "-y", tf.distribution, step=False))
+        commands.append(pip_command(ctx, "install", gpu_requirement(ctx, last_build), step=False))
+    elif last_build is not None:
+        text += (
+            f"(2) TensorFlow {minor(last)}, the last native-Windows GPU release, needs Python "
+            f"{' or '.join(last_build.python)}; "
+        )
+    text += "(3) stay on the CPU (see the CPU path)."
+    yield Hit(
+        title=f"TensorFlow {tf.version} on native Windows cannot use the GPU (the last native-Windows GPU release is {minor(last)})",
+        detail="TensorFlow stopped publishing GPU builds for native Windows after that release.",
+        evidence=(("platform", ctx.facts.platform.distro or "Windows"), ("tensorflow", tf.version), ("matrix: last native-Windows GPU release", str(last))),
+        fix=Fix(text=text, commands=tuple(commands), link=WSL_PAGE),
+    )
+
+
+@rule("EC-TF-005", "A CPU-only TensorFlow build is installed while an NVIDIA GPU is present", "error", "tensorflow")
+def cpu_build_with_gpu(ctx: Context) -> Iterator[Hit]:
+    facts = ctx.facts
+    tf = installed_tf(ctx)
+    if tf is None or ctx.os == "macos" or is_cuda_tf(ctx) is not False:
+        return
+    if gpu_presence(facts) != PRESENT:
+        return
+    build = tf_build(ctx)
+    if ctx.os == "windows" and build is not None and not build.gpu:
+        return  # EC-TF-004 explains native Windows
+    if _is_dummy(ctx, tf.distribution, tf.version):
+        return  # EC-TF-003 explains the placeholder
+    names = ", ".join(sorted(set(gpu_names(facts)))) or "an NVIDIA GPU"
+    target = build if build is not None and build.gpu else gpu_release_for_here(ctx)
+    remove = tuple(d for d in installed_tf_distributions(facts) if d in CPU_ONLY_DISTRIBUTIONS or (target is not None and d != target.distribution))
+    exact = tf.version if target is build else None
+    evidence = [("tensorflow", f"{tf.distribution} {tf.version}"), ("is_cuda_build", str(facts.tensorflow.is_cuda_build) if facts.tensorflow.is_cuda_build is not None else "inferred from the distribution")]
+    if build is not None:
+        evidence.append(matrix_evidence(ctx, build))
+    fix = Fix(text="No GPU build is known for this release on this platform: see envcheck plan.", commands=(Command("envcheck plan", shell="any"),))
+    if target is not None:
+        fix = Fix(
+            text=f"Replace it by the GPU build of TensorFlow {tf_label(target)}: {gpu_requirement(ctx, target, exact)}.",
+            commands=gpu_install_steps(ctx, target, exact, remove),
+            link=TF_PIP_PAGE,
+        )
+    yield Hit(
+        title=f"{tf.distribution} {tf.version} is a CPU-only build, but this machine has {names}",
+        detail="A CPU-only build never uses the GPU, whatever the driver and CUDA libraries.",
+        evidence=tuple(evidence),
+        fix=fix,
+    )
+
+
+@rule("EC-TF-006", "TensorFlow fails to import", "error", "tensorflow")
+def import_failed(ctx: Context) -> Iterator[Hit]:
+    tf = ctx.facts.tensorflow
+    if tf.error_kind != "import_failed":
+        return
+    error = (tf.error or "").strip()
+    last = error.splitlines()[-1] if error else "no error text"
+    installed = installed_tf(ctx)
+    what = f"TensorFlow {installed.version}" if installed else "TensorFlow"
+    cause = None
+    library = _library_in(error)
+    if library:
+        family = library_family(library)
+        cause = _LIBRARY_RULES.get(family) or ("EC-LIB-008" if family in _MATH_FAMILIES else None)
+    fix = _import_fix(ctx, error, library)
+    yield Hit(
+        title=f"{what} fails to import: {last[:200]}",
+        detail="Until the import works TensorFlow cannot run at all, on the GPU or the CPU.",
+        evidence=(("tensorflow import error", error[-2000:] or "none"),),
+        fix=fix,
+        caused_by=cause,
+    )
+
+
+def _library_in(error: str) -> Optional[str]:
+    match = re.search(r"([A-Za-z0-9_]+\.dll)", error) or re.search(r"(lib[A-Za-z0-9_+-]+\.so(?:\.\d+)*)", error)
+    return match.group(1) if match else None
+
+
+def _import_fix(ctx: Context, error: str, library: Optional[str]) -> Fix:
+    lowered = error.lower()
+    if library and library_family(library) in ("cudart", "cudnn", *_MATH_FAMILIES):
+        return Fix(text=f"TensorFlow cannot find {basename(library)}: see the library finding it is grouped under.")
+    if "msvcp140" in lowered or ("dll load failed" in lowered and ctx.os == "windows"):
+        return Fix(
+            text=(
+                "A Windows DLL TensorFlow needs is missing: install the latest Microsoft Visual C++ "
+                "Redistributable (x64) and restart the terminal."
+            ),
+            link="https://learn.microsoft.com/cpp/windows/latest-supported-vc-redist",
+        )
+    if "numpy" in lowered:
+        return Fix(
+            text="TensorFlow was compiled against another NumPy major version: install the NumPy it expects.",
+            commands=(pip_command(ctx, "install", "numpy<2"),),
+        )
+    tf = installed_tf(ctx)
+    if tf is None:
+        return Fix(text="Reinstall TensorFlow (see envcheck plan).", commands=(Command("envcheck plan", shell="any"),))
+    return Fix(
+        text=f"Reinstall {tf.distribution} {tf.version}; if the error stays, paste it into `envcheck explain`.",
+        commands=(pip_command(ctx, "install", "--force-reinstall", f"{tf.distribution}=={tf.version}"), Command("envcheck explain", shell="any")),
+    )
+
+
+@rule("EC-TF-007", "The TensorFlow probe crashed or timed out", "error", "tensorflow")
+def probe_crashed(ctx: Context) -> Iterator[Hit]:
+    tf = ctx.facts.tensorflow
+    kind = tf.error_kind
+    if kind not in ("timeout", "crashed", "bad_output", "worker_failed"):
+        return
+    flags = ctx.facts.platform.cpu_flags
+    stage = f" during {tf.failed_stage}" if tf.failed_stage else ""
+    if kind == "timeout":
+        title = f"TensorFlow did not finish{stage} within the time limit"
+        fix = Fix(
+            text=(
+                "A first GPU start can take minutes while the driver JIT-compiles kernels; rerun with a "
+                "longer limit. If it hangs again, another process may hold the GPU."
+            ),
+            commands=(Command("envcheck doctor --tf-timeout 600", shell="any"), shell_command(ctx, "nvidia-smi")),
+        )
+        severity = None
+    elif kind == "crashed" and (tf.signal == "SIGILL" or tf.returncode in (-4, 132, 3221225501)) and "avx" not in flags and ctx.facts.platform.status == "ok" and flags:
+        title = f"TensorFlow crashed{stage} with an illegal instruction: this CPU has no AVX"
+        fix = Fix(
+            text="TensorFlow's pip wheels are compiled for CPUs with AVX. Use a machine with AVX, or a TensorFlow built from source without it.",
+            link="https://www.tensorflow.org/install/source",
+        )
+        severity = None
+    else:
+        why = tf.signal or (f"exit code {tf.returncode}" if tf.returncode is not None else kind.replace("_", " "))
+        title = f"TensorFlow {'crashed' if kind == 'crashed' else 'failed'}{stage} ({why})"
+        fix = Fix(
+            text="Run TensorFlow by hand to see the whole error, then paste it into `envcheck explain`.",
+            commands=(shell_command(ctx, f"{ctx.facts.python.executable or 'python'} -c \"import tensorflow as tf; print(tf.config.list_physical_devices())\""), Command("envcheck explain", shell="any")),
+        )
+        severity = None
+    evidence = [("tensorflow probe", f"{kind}: {tf.error or ''}".strip())]
+    evidence.extend(("tensorflow log", line) for line in tf.log_lines[-5:])
+    yield Hit(title=title, detail=tf.error or "", evidence=tuple(evidence), fix=fix, severity=severity)
+
+
+@rule("EC-TF-008", "TensorFlow release not covered by the matrix", "warning", "tensorflow")
+def release_not_in_matrix(ctx: Context) -> Iterator[Hit]:
+    """Version checks need the release's row; without it envcheck says "unknown", never guesses."""
+    tf = installed_tf(ctx)
+    if tf is None or tf_build(ctx) is not None:
+        return
+    low, high = ctx.matrix.tf_range()
+    yield Hit(
+        title=f"TensorFlow {tf.version} is not in envcheck's compatibility matrix (it covers {minor(low)} to {minor(high)}): its CUDA, cuDNN, Python and driver needs are unknown",
+        detail="Checks that depend on the release's requirements were skipped rather than guessed.",
+        evidence=(("tensorflow", f"{tf.distribution} {tf.version}"), ("matrix range", f"{low} to {high}")),
+        fix=Fix(
+            text="Update envcheck for a newer matrix, or pass your own with --matrix FILE.",
+            commands=(pip_command(ctx, "install", "-U", "envcheck", step=False),),
+        ),
+    )
+
+
+@rule("EC-TF-009", "macOS: no CUDA GPU support", "error", "tensorflow")
+def macos_no_cuda(ctx: Context) -> Iterator[Hit]:
+    if ctx.os != "macos" or ctx.matrix.platform.macos_gpu:
+        return
+    yield Hit(
+        title="TensorFlow has no CUDA GPU support on macOS",
+        detail="NVIDIA and Apple dropped CUDA on macOS; TensorFlow runs on the CPU there (Apple GPUs only through Apple's Metal plugin).",
+        evidence=(("platform", ctx.facts.platform.distro or "macOS"), ("matrix: CUDA GPU on macOS", "no")),
+        fix=Fix(
+            text="Run on the CPU, or on Apple silicon try Apple's tensorflow-metal plugin; for CUDA use a Linux machine.",
+            commands=(pip_command(ctx, "install", "tensorflow-metal", step=False),),
+            link=APPLE_METAL_PAGE,
+        ),
+    )
