@@ -210,3 +210,15 @@ def test_missing_snapshot_and_bad_matrix_are_usage_errors(cli, tmp_path):
 def test_as_a_real_process(envcheck_proc):
     result = envcheck_proc("plan", *SETUP_POST, "--json")
     assert result.code == 0 and json.loads(result.out)["tensorflow"] == "2.10"
+
+
+def test_the_docs_show_what_the_command_prints(cli):
+    """docs/plan.md's example, down to its steps, is the command's real output."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "plan.md").read_text()
+    command = '$ envcheck plan --os windows --python 3.7 --gpu "GeForce GTX 1060" --driver 417.35\n'
+    shown = doc.split(command, 1)[1].split("```", 1)[0]
+    printed = cli("plan", *SETUP_POST).out
+    head = lambda text: text.split("\nSteps", 1)[0]  # noqa: E731
+    assert head(shown) == head(printed)

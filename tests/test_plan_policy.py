@@ -532,3 +532,31 @@ def test_unknown_gpu_name_is_not_found_with_suggestions(matrix):
     with pytest.raises(NotFoundError, match="--compute-capability") as info:
         machine(matrix, gpu="GTX 10")
     assert "GeForce GTX 1060" in str(info.value)
+
+
+def test_pinned_release_that_needs_a_newer_driver_offers_keeping_it(matrix):
+    choice = choose(matrix, machine(matrix, os="linux", python="3.10", gpu="GeForce GTX 1060", driver="440.33", tf="2.10"))
+    assert choice.option.driver_status == DRIVER_UPGRADE
+    assert alternative(choice, "keep-driver").option.tf == "1.15"
+
+
+def test_a_driver_version_on_a_machine_without_gpu_plans_for_an_unknown_gpu(matrix):
+    t = target_from_facts(_facts(pci=PciFacts(status=MISSING)), matrix)
+    t = apply_overrides(t, matrix, driver="550.54.14")
+    assert t.has_gpu is None and choose(matrix, t).option.kind == GPU
+
+
+def test_windows_machine_planned_for_wsl2_keeps_gpu_and_driver_but_not_python(matrix):
+    from envcheck.planner.target import retarget
+
+    facts = _facts(
+        platform=PlatformFacts(os="windows"),
+        python=PythonFacts(version="3.7.9", bits=64),
+        nvml=NvmlFacts(status=OK, driver_version="531.41", gpus=(NvmlGpu(index=0, name="GeForce RTX 4090", compute_capability="8.9"),)),
+    )
+    windows = target_from_facts(facts, matrix)
+    wsl = retarget(windows, "wsl")
+    assert (wsl.os, wsl.python, str(wsl.driver), wsl.compute_capability) == ("wsl", None, "531.41", Version("8.9"))
+    assert retarget(windows, "windows") is windows
+    assert retarget(windows, "linux") is None  # another machine: nothing of this one applies
+    assert choose(matrix, wsl).option.tf == "2.16"

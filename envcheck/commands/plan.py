@@ -45,24 +45,26 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _base_target(args: argparse.Namespace, matrix):
-    """This machine (or the snapshot's) as a target; None when planning another OS from flags."""
-    from envcheck.planner import target_from_facts
+    """This machine (or the snapshot's) as a target; None when ``--os`` makes it another machine."""
+    from envcheck.planner.target import retarget, target_from_facts
 
     if args.facts:
         from envcheck.facts import load_facts
 
-        return target_from_facts(load_facts(args.facts), matrix)
-    if args.os is not None:
-        import os
+        base = target_from_facts(load_facts(args.facts), matrix)
+    else:
+        if args.os is not None:
+            import os
 
-        from envcheck.probes.system import probe_platform
+            from envcheck.probes.system import probe_platform
 
-        here = probe_platform(os.environ).os or "linux"
-        if args.os != here:
-            return None
-    from envcheck.probes import ProbeOptions, collect
+            here = probe_platform(os.environ).os or "linux"
+            if args.os != here and {args.os, here} != {"windows", "wsl"}:
+                return None  # another machine: probing this one would only cost time
+        from envcheck.probes import ProbeOptions, collect
 
-    return target_from_facts(collect(ProbeOptions(quick=True)), matrix)
+        base = target_from_facts(collect(ProbeOptions(quick=True)), matrix)
+    return base if args.os is None else retarget(base, args.os)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -251,7 +251,7 @@ def choose(matrix: "Matrix", target: Target) -> Choice:
         return _cpu_choice(matrix, target, _why_no_gpu_build(matrix, target))
     best = candidates[0]
     reasons[:0] = _why_this_release(matrix, target, best)
-    reasons.extend(_driver_reasons(target, best))
+    reasons.extend(_driver_reasons(matrix, target, best))
     alternatives = _gpu_alternatives(matrix, target, best, candidates)
     return Choice(target, best, tuple(reasons), _warnings(matrix, target, best), tuple(alternatives))
 
@@ -293,11 +293,15 @@ def _why_this_release(matrix: "Matrix", target: Target, best: Option) -> list[st
     return reasons
 
 
-def _driver_reasons(target: Target, option: Option) -> list[str]:
+def _driver_reasons(matrix: "Matrix", target: Target, option: Option) -> list[str]:
     if option.kind != GPU or option.driver_min is None:
         return []
     where = "Windows" if driver_os(option.os) == "windows" else "Linux"
     need = f"CUDA {option.cuda} needs NVIDIA driver {option.driver_min} or newer on {where}"
+    full = matrix.min_driver(option.cuda, driver_os(option.os))
+    if full is not None and option.driver_min < full:
+        major = option.build.cuda.major
+        need += f" (the floor of CUDA {major}'s minor-version compatibility; the {option.cuda} toolkit itself asks for {full})"
     if option.os == "wsl":
         need += " (under WSL2 the driver is the Windows one)"
     if option.driver_status == DRIVER_OK:
@@ -312,7 +316,8 @@ def _driver_reasons(target: Target, option: Option) -> list[str]:
     return [f"{need} (the driver is not known: check it with nvidia-smi, or pass --driver)."]
 
 
-def _gpu_alternatives(matrix: "Matrix", target: Target, best: Option, candidates: list[Option]) -> list[Alternative]:
+def _keep_driver(target: Target, best: Option, candidates: list[Option]) -> list[Alternative]:
+    """When the plan upgrades the driver: the newest release that runs on the driver as it is."""
     out: list[Alternative] = []
     if best.driver_status == DRIVER_UPGRADE:
         keep = next((o for o in candidates if _fits_driver(o)), None)
@@ -334,6 +339,11 @@ def _gpu_alternatives(matrix: "Matrix", target: Target, best: Option, candidates
                     f"(to {best.driver_min} or newer for TensorFlow {best.tf}).",
                 )
             )
+    return out
+
+
+def _gpu_alternatives(matrix: "Matrix", target: Target, best: Option, candidates: list[Option]) -> list[Alternative]:
+    out = _keep_driver(target, best, candidates)
     if not best.python_change:
         any_python = gpu_options(matrix, target, target.os, python=False)
         newer = next((o for o in any_python if o.build.tf > best.build.tf), None)
@@ -517,7 +527,8 @@ def _choose_pinned(matrix: "Matrix", target: Target) -> Choice:
         reasons.append(f"The plan is TensorFlow {build.tf} on the CPU.")
     else:
         reasons.append(f"It is built with CUDA {option.cuda} and cuDNN {option.cudnn or '?'}.")
-        reasons.extend(_driver_reasons(target, option))
+        reasons.extend(_driver_reasons(matrix, target, option))
+        alternatives[:0] = _keep_driver(target, option, gpu_options(matrix, target, option.os, python=False))
         cpu = cpu_option(build, target, target.os)
         alternatives.append(Alternative("cpu", "CPU only", f"no GPU setup at all: {cpu.summary()}", cpu))
     reasons.extend(_python_reasons(target, option))

@@ -66,11 +66,24 @@ def render_text(plan: Plan) -> str:
     if plan.choice.alternatives:
         out += ["", "Alternatives"]
         for alt in plan.choice.alternatives:
-            wrapped = _wrap(f"{alt.title}: {alt.text}", "    ")
+            wrapped = _wrap(f"{alt.title}: {alt.text}{_rerun_hint(plan, alt)}", "    ")
             out += ["  - " + wrapped[0].lstrip()] + wrapped[1:]
     script = "powershell" if plan.shell == POWERSHELL else "bash"
     out += ["", f"As a script to review and run: envcheck plan ... --format {script}"]
     return "\n".join(out) + "\n"
+
+
+def _rerun_hint(plan: Plan, alt) -> str:
+    """The flags that turn an alternative into a plan of its own."""
+    o = alt.option
+    if o is None:
+        return ""
+    flags = [f"--tf {o.tf}"]
+    if o.os != plan.target.os:
+        flags.append(f"--os {o.os}")
+    if o.kind == "cpu" and plan.option.kind != "cpu":
+        flags.append("--cpu")
+    return f" (its steps: add {' '.join(flags)})"
 
 
 def _text_step(number: int, step: Step, shell: str) -> list[str]:

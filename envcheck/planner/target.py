@@ -168,6 +168,18 @@ def _local_driver(facts: Facts) -> tuple[Optional[Version], str]:
     return None, ""
 
 
+def retarget(base: Target, os: str) -> Optional[Target]:
+    """``base`` seen from another OS: native Windows and WSL2 share the GPU and the (Windows) driver
+    but not the Python; any other change of OS is another machine (None)."""
+    if os == base.os:
+        return base
+    if {os, base.os} != {"windows", "wsl"}:
+        return None
+    origins = {k: v for k, v in base.origins.items() if k not in ("python", "os")}
+    origins["os"] = "--os"
+    return replace(base, os=os, python=None, python_bits=None, origins=origins)
+
+
 def apply_overrides(
     base: Optional[Target],
     matrix: "Matrix",
@@ -217,6 +229,10 @@ def apply_overrides(
     if driver is not None:
         changes["driver"] = parse_driver(driver)
         origins["driver"] = "--driver"
+        if target.has_gpu is False and gpu is None and compute_capability is None:
+            # A driver version means a GPU, even if this machine has none: plan for an unknown one.
+            changes["has_gpu"] = None
+            origins.pop("gpu", None)
     if tf is not None:
         from envcheck.matrix import as_version
 
