@@ -191,12 +191,27 @@ def cpu_option(build: "TfBuild", target: Target, os: str) -> Option:
     return Option(kind=CPU, os=os, build=build, python=chosen, python_change=change)
 
 
+def release_rows(matrix: "Matrix", os: str) -> list["TfBuild"]:
+    """One row per release series, newest first. A minor row ("2.15") covers every patch release
+    and pip takes the newest patch; a patch row ("2.15.0") only describes that exact release, so
+    it stands for its series only where the matrix has no minor row."""
+    series: dict[tuple[int, ...], "TfBuild"] = {}
+    for build in matrix.tf_releases(os):
+        key = build.tf.release[:2]
+        current = series.get(key)
+        if current is None or len(build.tf.release) < len(current.tf.release) or (
+            len(build.tf.release) == len(current.tf.release) and build.tf > current.tf
+        ):
+            series[key] = build
+    return [series[key] for key in sorted(series, reverse=True)]
+
+
 def gpu_options(matrix: "Matrix", target: Target, os: str, *, python: bool = True) -> list[Option]:
     """GPU options on ``os`` that fit the GPU (and the Python when ``python``), newest first."""
     if os == "macos" and not matrix.platform.macos_gpu:
         return []
     out = []
-    for build in reversed(matrix.tf_releases(os)):
+    for build in release_rows(matrix, os):
         if not build.gpu or build.cuda is None:
             continue
         if os == "windows" and build.tf > matrix.platform.windows_native_gpu_last:
@@ -212,7 +227,7 @@ def gpu_options(matrix: "Matrix", target: Target, os: str, *, python: bool = Tru
 
 def cpu_options(matrix: "Matrix", target: Target, os: str, *, python: bool = True) -> list[Option]:
     out = []
-    for build in reversed(matrix.tf_releases(os)):
+    for build in release_rows(matrix, os):
         option = cpu_option(build, target, os)
         if python and option.python_change:
             continue
@@ -377,10 +392,7 @@ def _wsl_option(matrix: "Matrix", target: Target) -> Optional[Option]:
     options = gpu_options(matrix, inside, "wsl", python=False)
     if not options:
         return None
-    best = options[0]
-    if best.python_change:
-        best = replace(best, python_change=False)
-    return best
+    return options[0]
 
 
 def _cpu_alternative(matrix: "Matrix", target: Target) -> Alternative:
@@ -513,7 +525,7 @@ def _choose_pinned(matrix: "Matrix", target: Target) -> Choice:
         if wsl_build is not None and wsl_build.gpu:
             candidate = gpu_option(matrix, wsl_build, replace(target, python_bits=None), "wsl")
             if candidate.support != "none":
-                option = replace(candidate, python_change=False)
+                option = candidate
                 reasons.append(f"Its Linux build runs on the GPU under WSL2, so the plan is for WSL2.")
         native = next(iter(gpu_options(matrix, target, "windows") or gpu_options(matrix, target, "windows", python=False)), None)
         if native is not None:
