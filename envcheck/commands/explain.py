@@ -1,0 +1,150 @@
+"""``envcheck explain``: error text or a whole log in; what each known message means and the fix out.
+
+Exit codes: 0 when at least one known message was found (harmless ones count), 1 when none was
+(including empty input), 2 for bad usage or an unreadable input file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import sys
+import zlib
+from contextlib import contextmanager
+from typing import IO, Iterator, Optional
+
+from envcheck.errors import UsageError
+
+EPILOG = """\
+input: the message as arguments (quote it), '-' to read standard input, or --file LOG
+(a whole TensorFlow log works; .gz logs are read as they are).
+exit status: 0 when at least one known message was found, 1 when none was (or the input was
+empty), 2 for bad usage or an unreadable file.
+"""
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("text", nargs="*", metavar="TEXT", help="the error text; '-' reads standard input")
+    p.add_argument("--file", metavar="LOG", help="read the text from this file ('-' for standard input)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-probe", action="store_true", help="do not look at this machine; general advice only")
+    p.add_argument("--facts", metavar="FILE", help="make the advice specific to a saved snapshot (doctor --json)")
+    p.add_argument("--python", metavar="PATH", help="look at this interpreter (a venv or conda env) instead")
+    p.add_argument("--matrix", metavar="FILE", help="use this compatibility matrix instead of the bundled one")
+    p.add_argument("--patterns", metavar="FILE", help="use this patterns file instead of the bundled one")
+    p.add_argument("--hide-harmless", action="store_true", help="leave harmless notices out of the text output")
+    p.add_argument("--list", action="store_true", help="list every message envcheck knows and exit")
+
+
+def run(args: argparse.Namespace) -> int:
+    from envcheck.explain import explain, load_patterns
+
+    catalogue = load_patterns(args.patterns)
+    if args.list:
+        from envcheck.explain_render import render_catalogue
+
+        sys.stdout.write(render_catalogue(catalogue))
+        return 0
+    _check_options(args)
+    matrix_loader = _matrix_loader(args.matrix)
+    with _open_input(args) as (stream, source):
+        scan = catalogue.scan(stream)
+    # Looking at the machine only helps explanations that have machine-specific advice.
+    wants_facts = any(o.pattern.specialize for o in scan.occurrences)
+    ctx = _machine_context(args, matrix_loader, look=wants_facts)
+    explanations = explain(scan, ctx)
+    from envcheck.explain_render import ExplainReport, render_json, render_text
+
+    report = ExplainReport(
+        source=source,
+        scan=scan,
+        explanations=explanations,
+        machine=ctx.origin if ctx.facts is not None else "",
+        machine_os=ctx.os,
+        shell=ctx.shell if ctx.os else None,
+        problems=tuple(ctx.problems),
+    )
+    if args.json:
+        sys.stdout.write(render_json(report))
+    else:
+        sys.stdout.write(render_text(report, show_harmless=not args.hide_harmless))
+    return report.exit_code
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    if args.file is not None and args.text:
+        raise UsageError("give the text as arguments or with --file, not both")
+    if args.file is None and not args.text:
+        raise UsageError("nothing to explain: give the error text as an argument, '-' to read standard input, or --file LOG")
+    if args.facts and (args.no_probe or args.python):
+        raise UsageError("--facts replaces looking at this machine; it cannot be combined with --no-probe or --python")
+    if args.no_probe and args.python:
+        raise UsageError("--python says which interpreter to look at; --no-probe says not to look")
+
+
+def _matrix_loader(path: Optional[str]):
+    if not path:
+        return None
+    from envcheck.matrix import load_matrix
+
+    matrix = load_matrix(path)  # validated now: a bad --matrix is exit 2 before any output
+    return lambda: matrix
+
+
+@contextmanager
+def _open_input(args: argparse.Namespace) -> Iterator[tuple[IO[bytes], str]]:
+    if args.text and args.text != ["-"]:
+        import io
+
+        yield io.BytesIO(" ".join(args.text).encode("utf-8", "surrogateescape")), "the argument"
+        return
+    if args.text == ["-"] or args.file == "-":
+        yield sys.stdin.buffer, "standard input"
+        return
+    path = args.file
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        raise UsageError(f"--file {path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"--file {path}: is a directory, not a log file") from None
+    except PermissionError:
+        raise UsageError(f"--file {path}: permission denied") from None
+    except OSError as exc:
+        raise UsageError(f"--file {path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        if fh.read(2) == b"\x1f\x8b":
+            fh.seek(0)
+            stream: IO[bytes] = gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[assignment]
+        else:
+            fh.seek(0)
+            stream = fh
+        try:
+            yield stream, path
+        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+            raise UsageError(f"--file {path}: damaged gzip file ({exc})") from None
+        except IsADirectoryError:  # a directory that open() accepted (some platforms)
+            raise UsageError(f"--file {path}: is a directory, not a log file") from None
+        except OSError as exc:
+            raise UsageError(f"--file {path}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        fh.close()
+
+
+def _machine_context(args: argparse.Namespace, matrix_loader, look: bool):
+    from envcheck.explain_context import MachineContext
+
+    if args.no_probe or not look:
+        return MachineContext(None, matrix_loader, origin="")
+    if args.facts:
+        from envcheck.facts import load_facts
+
+        return MachineContext(load_facts(args.facts), matrix_loader, origin=f"the snapshot {args.facts}")
+    from envcheck.probes import ProbeOptions, collect
+
+    facts = collect(ProbeOptions(python=args.python, quick=True))
+    platform = facts.platform
+    described = f"this machine ({platform.os or 'unknown OS'}, Python {facts.python.version or '?'})"
+    return MachineContext(facts, matrix_loader, origin=described)

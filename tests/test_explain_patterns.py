@@ -1,0 +1,182 @@
+"""The bundled catalogue: every pattern explains its real examples and none of its near misses."""
+
+from __future__ import annotations
+
+import re
+import string
+
+import pytest
+
+from envcheck.explain import MAX_LINE_BYTES, Catalogue, load_patterns, repeat_problem
+
+CATALOGUE = load_patterns()
+PATTERNS = CATALOGUE.patterns
+
+# The rule ids agreed between the rules and the explain side (ids are never reused).
+RULE_CATALOGUE = {
+    "EC-PY-001", "EC-PY-002",
+    "EC-GPU-001", "EC-GPU-002", "EC-GPU-003",
+    *(f"EC-DRV-00{i}" for i in range(1, 9)),
+    "EC-CC-001", "EC-CC-002",
+    *(f"EC-LIB-00{i}" for i in range(1, 9)),
+    *(f"EC-TF-00{i}" for i in range(1, 10)),
+    "EC-PLC-001", "EC-PLC-002", "EC-PLC-003", "EC-PLC-004",
+    *(f"EC-ENV-00{i}" for i in range(1, 8)),
+}  # fmt: skip
+
+EXAMPLES = [(p.id, text) for p in PATTERNS for text in p.examples]
+NEAR_MISSES = [(p.id, text) for p in PATTERNS for text in p.near_misses]
+
+
+def test_catalogue_is_large_enough_and_ids_are_unique():
+    ids = [p.id for p in PATTERNS]
+    assert len(ids) >= 30
+    assert len(set(ids)) == len(ids)
+
+
+@pytest.mark.parametrize("pattern_id, text", EXAMPLES, ids=[f"{i}:{n}" for n, (i, _) in enumerate(EXAMPLES)])
+def test_each_example_is_explained_by_its_own_pattern_only(pattern_id, text):
+    result = CATALOGUE.scan_text(text)
+    assert result.ids == [pattern_id]
+
+
+@pytest.mark.parametrize("pattern_id, text", NEAR_MISSES, ids=[f"{i}:{n}" for n, (i, _) in enumerate(NEAR_MISSES)])
+def test_near_misses_are_not_explained_by_that_pattern(pattern_id, text):
+    assert pattern_id not in CATALOGUE.scan_text(text).ids
+
+
+@pytest.mark.parametrize("pattern", PATTERNS, ids=[p.id for p in PATTERNS])
+def test_pattern_texts_fill_in_completely(pattern):
+    """Filled from a real example, no text keeps a placeholder or ends up with an empty value."""
+    from envcheck.explain import explain
+
+    (explanation,) = explain(CATALOGUE.scan_text(pattern.examples[0]))
+    texts = [explanation.title, explanation.meaning, explanation.cause, explanation.fix.text]
+    texts += [c.line for c in explanation.fix.commands]
+    for text in texts:
+        assert not re.search(r"(?<!\$)\{[a-z_]+\}", text), text
+    for name in (f for _, f, _, _ in string.Formatter().parse(pattern.title) if f):
+        assert explanation.variables[name], f"{name} is empty in the title of {pattern.id}"
+
+
+@pytest.mark.parametrize("pattern", PATTERNS, ids=[p.id for p in PATTERNS])
+def test_rule_ids_are_from_the_agreed_catalogue(pattern):
+    assert set(pattern.rule_ids) <= RULE_CATALOGUE
+
+
+@pytest.mark.parametrize("pattern", PATTERNS, ids=[p.id for p in PATTERNS])
+def test_every_pattern_names_a_source(pattern):
+    assert pattern.sources and all(s.startswith("https://") for s in pattern.sources)
+
+
+def test_regexes_have_no_unbounded_or_nested_repeats():
+    for pattern in PATTERNS:
+        for regex in pattern.regexes:
+            assert repeat_problem(regex.pattern) is None, (pattern.id, regex.pattern)
+
+
+@pytest.mark.parametrize("filler", ["a", "0", " ", "'", "(", "/", "\\"])
+def test_every_regex_survives_a_megabyte_line(filler):
+    """Hostile input: each regex, run directly on 1 MB of one character, returns (no backtracking blow-up)."""
+    line = filler * 1_000_000
+    for pattern in PATTERNS:
+        for regex in pattern.regexes:
+            assert regex.search(line) is None
+
+
+def test_every_regex_survives_a_megabyte_of_its_own_needle():
+    for pattern in PATTERNS:
+        for needle in pattern.needles:
+            line = (needle + " ") * (MAX_LINE_BYTES // (len(needle) + 1))
+            for regex in pattern.regexes:
+                regex.search(line)  # must return; a match is allowed
+
+
+# The messages the issue names, as users paste them: each must be recognised as the right thing.
+NAMED_MESSAGES = {
+    "win-cudart-dll-not-found": "ImportError: Could not find 'cudart64_100.dll'. TensorFlow requires that this DLL be installed in a directory that is named in your %PATH% environment variable. Download and install CUDA 10.0 from this URL: https://developer.nvidia.com/cuda-toolkit-archive",
+    "win-dll-load-failed": "ImportError: DLL load failed while importing _pywrap_tensorflow_internal: The specified module could not be found.",
+    "cudart-not-loaded": "Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file: No such file or directory",
+    "cannot-dlopen-gpu-libraries": "Cannot dlopen some GPU libraries. Please make sure the missing libraries mentioned above are installed properly if you would like to use GPU.",
+    "cuinit-no-device": "failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected",
+    "cuinit-no-driver": "failed call to cuInit: UNKNOWN ERROR (303)",
+    "cuinit-unknown-error": "failed call to cuInit: CUDA_ERROR_UNKNOWN: unknown error",
+    "cuda-compat-not-supported": "failed call to cuInit: CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE: forward compatibility was attempted on non supported HW",
+    "cuda-driver-mismatch": "failed call to cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: system has unsupported display driver / cuda driver combination",
+    "cuda-driver-too-old": "CUDA driver version is insufficient for CUDA runtime version",
+    "compute-capability-too-low": "Ignoring visible gpu device (device: 0, name: GeForce GT 730, pci bus id: 0000:01:00.0, compute capability: 3.5) with Cuda compute capability 3.5. The minimum required Cuda capability is 3.7.",
+    "cudnn-handle-failed": "Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR",
+    "cudnn-version-mismatch": "Loaded runtime CuDNN library: 8.0.5 but source was compiled with: 8.1.0",
+    "nvml-driver-library-mismatch": "Failed to initialize NVML: Driver/library version mismatch",
+    "nvidia-smi-no-driver": "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.",
+    "oom-allocating-tensor": "OOM when allocating tensor with shape[32,64,112,112] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+    "illegal-instruction": "Illegal instruction (core dumped)",
+    "cpu-optimized-notice": "This TensorFlow binary is optimized to use available CPU instructions in performance-critical operations.",
+    "onednn-notice": "oneDNN custom operations are on. You may see slightly different numerical results due to floating-point round-off errors from different computation orders.",
+    "no-cuda-drivers": "Could not find cuda drivers on your machine, GPU will not be used.",
+    "factory-registered-twice": "Unable to register cuDNN factory: Attempting to register factory for plugin cuDNN when one has already been registered",
+    "tensorrt-not-found": "TF-TRT Warning: Could not find TensorRT",
+    "numa-node-notice": "successful NUMA node read from SysFS had negative value (-1), but there must be at least one NUMA node, so returning NUMA node zero",
+    "cpu-instructions-not-used": "Your CPU supports instructions that this TensorFlow binary was not compiled to use: AVX2 FMA",
+    "pip-no-matching-tensorflow": "ERROR: No matching distribution found for tensorflow",
+    "cudnn-sublibrary-not-loaded": "Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared object file: No such file or directory",
+    "dnn-library-not-found": "UnimplementedError: DNN library is not found.",
+    "cuda-out-of-memory": "failed to allocate 3.90G (4185718784 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+    "blas-launch-failed": "Blas GEMM launch failed : a.shape=(100, 784), b.shape=(784, 10), m=100, n=10, k=784",
+    "cuda-illegal-address": "Check failed: cuCtxSynchronize() == CUDA_SUCCESS (CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered)",
+    "devices-already-initialized": "RuntimeError: Physical devices cannot be modified after being initialized",
+    "memory-growth-differs": "ValueError: Memory growth cannot differ between GPU devices",
+    "no-opkernel-registered": "No OpKernel was registered to support Op 'CudnnRNN' used by {{node lstm/CudnnRNN}} with these attrs",
+    "no-gpu-kernel-for-op": "Could not satisfy explicit device specification '/device:GPU:0' because no supported kernel for GPU devices is available.",
+    "gpu-device-not-registered": "Cannot assign a device for operation MatMul: Could not satisfy explicit device specification '/device:GPU:1' because no devices matching that specification are registered in this process",
+    "variable-already-exists": "ValueError: Variable batch_normalization_1/moving_mean/biased already exists, disallowed. Did you mean to set reuse=True or reuse=tf.AUTO_REUSE in VarScope?",
+    "model-not-picklable": "TypeError: can't pickle _thread.RLock objects",
+    "multi-gpu-model-removed": "AttributeError: module 'keras.utils' has no attribute 'multi_gpu_model'",
+    "ptxas-unsupported-version": "ptxas fatal   : Unsupported .version 7.1; current version is '7.0'",
+    "libdevice-not-found": "InternalError: libdevice not found at ./libdevice.10.bc [Op:__inference_train_step_1234]",
+}
+
+
+@pytest.mark.parametrize("pattern_id", sorted(NAMED_MESSAGES))
+def test_messages_named_in_the_issue_are_recognised(pattern_id):
+    assert CATALOGUE.scan_text(NAMED_MESSAGES[pattern_id]).ids == [pattern_id]
+
+
+def test_named_messages_cover_distinct_patterns():
+    assert len(set(NAMED_MESSAGES)) >= 30
+
+
+@pytest.mark.parametrize(
+    "text, library, cuda_version, cudnn_version",
+    [
+        ("Could not find 'cudart64_100.dll'.", "cudart64_100.dll", "10.0", ""),
+        ("Could not find 'cudart64_90.dll'.", "cudart64_90.dll", "9.0", ""),
+        ("Could not find 'cudart64_101.dll'.", "cudart64_101.dll", "10.1", ""),
+        ("Could not find 'cudnn64_7.dll'.", "cudnn64_7.dll", "", "7"),
+        ("Could not load dynamic library 'cudart64_110.dll'; dlerror: cudart64_110.dll not found", "cudart64_110.dll", "11.0", ""),
+        ("Could not load dynamic library 'cudart64_12.dll'; dlerror: cudart64_12.dll not found", "cudart64_12.dll", "12", ""),
+        ("Could not load dynamic library 'libcudart.so.10.1'; dlerror: x", "libcudart.so.10.1", "10.1", ""),
+        ("Could not load dynamic library 'libcudnn.so.8'; dlerror: x", "libcudnn.so.8", "", "8"),
+    ],
+)
+def test_library_names_give_the_exact_versions(text, library, cuda_version, cudnn_version):
+    (occurrence,) = CATALOGUE.scan_text(text).occurrences
+    assert occurrence.variables["library"] == library
+    assert occurrence.variables["cuda_version"] == cuda_version
+    assert occurrence.variables["cudnn_version"] == cudnn_version
+
+
+def test_setup_post_message_gives_a_specific_title_and_fix():
+    from envcheck.explain import explain
+
+    (explanation,) = explain(CATALOGUE.scan_text(NAMED_MESSAGES["win-cudart-dll-not-found"]))
+    assert explanation.title == "CUDA runtime cudart64_100.dll not found (this TensorFlow needs CUDA 10.0)"
+    assert "CUDA 10.0" in explanation.fix.text
+    assert r"CUDA\v10.0\bin" in explanation.fix.text
+    assert explanation.rule_ids == ("EC-LIB-001",)
+    assert not explanation.harmless
+
+
+def test_loading_is_cached():
+    assert load_patterns() is CATALOGUE
+    assert isinstance(CATALOGUE, Catalogue)
