@@ -159,7 +159,7 @@ def test_plan_from_a_saved_snapshot_with_nvml_gpus(cli, tmp_path, matrix):
     data = plan_json(cli, "--facts", path)
     newest = newest_gpu_build(matrix, "linux", "3.10", "8.6")
     assert (data["tensorflow"], data["python"], data["driver_status"]) == (str(newest.tf), "3.10", "ok")
-    assert data["target"]["origins"]["gpu"] == "NVML"
+    assert data["target"]["origins"] == {"os": "snapshot", "python": "snapshot", "gpu": "NVML", "driver": "NVML"}
 
 
 def test_plan_from_a_snapshot_without_gpu_is_for_the_cpu(cli, tmp_path):
@@ -222,3 +222,14 @@ def test_the_docs_show_what_the_command_prints(cli):
     printed = cli("plan", *SETUP_POST).out
     head = lambda text: text.split("\nSteps", 1)[0]  # noqa: E731
     assert head(shown) == head(printed)
+
+
+def test_plan_for_the_setup_posts_saved_snapshot(cli):
+    from pathlib import Path
+
+    snapshot = str(Path(__file__).resolve().parent / "fixtures" / "facts" / "setup_post_win10.json")
+    data = plan_json(cli, "--facts", snapshot)
+    assert (data["os"], data["tensorflow"], data["python"], data["driver_status"]) == ("windows", "2.10", "3.7", "upgrade")
+    # The same machine under WSL2: its GPU and Windows driver carry over, its Windows Python does not.
+    wsl = plan_json(cli, "--facts", snapshot, "--os", "wsl")
+    assert wsl["os"] == "wsl" and wsl["target"]["driver"] == "417.35" and wsl["target"]["python"] is None

@@ -51,7 +51,7 @@ def _base_target(args: argparse.Namespace, matrix):
     if args.facts:
         from envcheck.facts import load_facts
 
-        base = target_from_facts(load_facts(args.facts), matrix)
+        base = target_from_facts(load_facts(args.facts), matrix, snapshot=True)
     else:
         if args.os is not None:
             import os

@@ -46,13 +46,20 @@ class Target:
     def gpu_label(self) -> str:
         if self.has_gpu is False:
             return "no NVIDIA GPU"
-        names = ", ".join(self.gpu_names) if self.gpu_names else ("GPU" if self.has_gpu else "GPU not known")
+        names = ", ".join(_counted(self.gpu_names)) if self.gpu_names else ("GPU" if self.has_gpu else "GPU not known")
         if self.compute_capability is not None:
             return f"{names} (compute capability {self.compute_capability})"
         return names
 
     def origin(self, name: str) -> str:
         return self.origins.get(name, "")
+
+
+def _counted(names: tuple[str, ...]) -> list[str]:
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return [f"{n}x {name}" if n > 1 else name for name, n in counts.items()]
 
 
 def parse_python(text: str) -> str:
@@ -93,17 +100,18 @@ def gpu_from_name(matrix: "Matrix", name: str) -> tuple[str, Version]:
     )
 
 
-def target_from_facts(facts: Facts, matrix: "Matrix") -> Target:
-    """This machine as the quick probes saw it. Sections that did not run leave values unknown."""
+def target_from_facts(facts: Facts, matrix: "Matrix", snapshot: bool = False) -> Target:
+    """A machine as the quick probes saw it (this one, or a saved snapshot's). Sections that did not
+    run leave values unknown."""
     origins: dict[str, str] = {}
     notes: list[str] = []
     os_name = facts.platform.os or "linux"
-    origins["os"] = "this machine"
+    origins["os"] = "snapshot" if snapshot else "this machine"
 
     python = None
     if facts.python.version:
         python = ".".join(facts.python.version.split(".")[:2])
-        origins["python"] = "this interpreter"
+        origins["python"] = "snapshot" if snapshot else "this interpreter"
 
     has_gpu, names, capability, gpu_origin = _local_gpus(facts, matrix, notes)
     if has_gpu is not None:
