@@ -197,9 +197,15 @@ def _install_step(matrix: "Matrix", option: Option, shell: str, side: str = "", 
         if option.kind == CPU and option.os in ("linux", "wsl"):
             why += "; the standard wheel runs on the CPU when no GPU is set up (it says 'Could not find cuda drivers' once: harmless)"
         lines.append(Line(f'{py} -m pip install "{spec}"', why, shell))
+    detail = "Nothing outside the environment changes; delete the folder to undo."
+    if shell == POWERSHELL:
+        detail += (
+            " If pip stops with an OSError about a path deep inside site-packages, Windows long paths "
+            "are off: an administrator can enable them (Group Policy or the LongPathsEnabled registry value)."
+        )
     return Step(
         title=f"Install TensorFlow {option.tf} into a virtual environment ({ENV_DIR})",
-        detail="Nothing outside the environment changes; delete the folder to undo.",
+        detail=detail,
         lines=tuple(lines),
         side=side,
     )
