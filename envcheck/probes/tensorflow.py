@@ -55,7 +55,7 @@ IMPORTANT_LOG_PATTERNS = tuple(
         r"(?i)compute capability",
         r"DLL load failed|Could not find '[^']+\.dll'|ImportError|ModuleNotFoundError|OSError",
         r"(?i)out of memory|\bOOM\b|ResourceExhausted",
-        r"ptxas|libdevice|XLA|xla",
+        r"ptxas|libdevice|XLA",
         r"Segmentation fault|core dumped|Fatal Python error|Aborted",
     )
 )

@@ -65,6 +65,7 @@ def run(result: dict) -> None:
         result["not_installed"] = True
         return
     result["stage"] = "import"
+    emit(dict(result, partial=True))  # a crash inside the import is then known to be one
     started = time.perf_counter()
     try:
         import tensorflow as tf

@@ -14,8 +14,10 @@ from envcheck.facts import NvmlFacts, from_dict
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "fake_nvml"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fakenvml  # noqa: E402
+from fake_machines import pci_device, write  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -62,28 +64,6 @@ def nvml_probe(fake_nvml_dirs):
     return run
 
 
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
-def pci_device(root: Path, address: str, vendor: str, device: str, cls: str, driver: str | None = None,
-               subsystem: tuple[str, str] | None = None) -> None:
-    """One PCI function as sysfs shows it, with its driver symlink when a driver is bound."""
-    base = root / "sys/bus/pci/devices" / address
-    write(base / "vendor", vendor + "\n")
-    write(base / "device", device + "\n")
-    write(base / "class", cls + "\n")
-    if subsystem:
-        write(base / "subsystem_vendor", subsystem[0] + "\n")
-        write(base / "subsystem_device", subsystem[1] + "\n")
-    if driver:
-        drivers = root / "sys/bus/pci/drivers" / driver
-        drivers.mkdir(parents=True, exist_ok=True)
-        (base / "driver").symlink_to(os.path.relpath(drivers, base))
-
-
 @pytest.fixture
 def make_tree(tmp_path):
     """A filesystem root to fill: ``make_tree.file(relative, text)`` and ``make_tree.pci(...)``."""
@@ -98,3 +78,13 @@ def make_tree(tmp_path):
             pci_device(tmp_path, *args, **kwargs)
 
     return Tree()
+
+
+@pytest.fixture(scope="session")
+def python_without_tf(tmp_path_factory):
+    """Another interpreter: a virtual environment with nothing installed."""
+    import venv
+
+    target = tmp_path_factory.mktemp("env-without-tf")
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(target)
+    return str(target / "bin" / "python")
