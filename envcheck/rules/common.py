@@ -214,6 +214,22 @@ def gpu_names(facts: Facts) -> list[str]:
     return [pci_product_name(d.name) or f"NVIDIA device {d.device_id}" for d in facts.pci.devices]
 
 
+def counted(names) -> list[str]:
+    """["V100", "V100", "T4"] -> ["2x V100", "T4"], first-seen order."""
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return [f"{c}x {n}" if c > 1 else n for n, c in counts.items()]
+
+
+def short_device(device: Optional[str]) -> str:
+    """ "/job:localhost/replica:0/task:0/device:GPU:0" -> "GPU:0"."""
+    if not device:
+        return "?"
+    match = re.search(r"([A-Z]+:\d+)$", device)
+    return match.group(1) if match else device
+
+
 def pci_product_name(name: Optional[str]) -> Optional[str]:
     """pci.ids spells "GP106 [GeForce GTX 1060 6GB]": the marketing name is in the brackets."""
     if not name:

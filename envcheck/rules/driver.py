@@ -254,8 +254,9 @@ def nvml_unknown_error(ctx: Context) -> Iterator[Hit]:
     failures = nvml_errors(ctx.facts, "unknown")
     if not failures:
         return
+    whole = ctx.facts.nvml.error_kind == "unknown"
     yield Hit(
-        title=f"NVML failed: {failures[0][1]}",
+        title=f"NVML failed: {failures[0][1]}" + ("" if whole else f" ({', '.join(where for where, _ in failures)})"),
         detail="NVML returned an error envcheck does not know; the driver may be in a bad state.",
         evidence=tuple(failures),
         fix=Fix(
@@ -263,4 +264,6 @@ def nvml_unknown_error(ctx: Context) -> Iterator[Hit]:
             commands=(shell_command(ctx, "nvidia-smi"),),
             link=NVIDIA_DRIVER_PAGE,
         ),
+        # NVML not starting at all leaves no GPU reachable; one GPU's query failing does not.
+        severity=Severity.ERROR if whole else None,
     )

@@ -7,6 +7,7 @@ from typing import Iterator
 from envcheck.findings import Fix
 from envcheck.rules.common import (
     ABSENT,
+    counted,
     driver_minimums,
     gpu_presence,
     pci_product_name,
@@ -53,7 +54,7 @@ def gpu_without_driver(ctx: Context) -> Iterator[Hit]:
     unbound = [d for d in facts.pci.devices if not d.driver]
     if not unbound or facts.driver.loaded or facts.nvml.gpus:
         return
-    names = ", ".join(pci_product_name(d.name) or f"device {d.device_id}" for d in unbound)
+    names = ", ".join(counted(pci_product_name(d.name) or f"device {d.device_id}" for d in unbound))
     yield Hit(
         title=f"{names}: no NVIDIA driver installed",
         detail=(
@@ -69,11 +70,14 @@ def gpu_without_driver(ctx: Context) -> Iterator[Hit]:
 @rule("EC-GPU-003", "GPU bound to another kernel driver", "error", "gpu")
 def gpu_other_driver(ctx: Context) -> Iterator[Hit]:
     """nouveau (the open-source driver) or vfio-pci (VM passthrough) holds the card; CUDA needs nvidia."""
+    by_driver: dict[str, list] = {}
     for dev in ctx.facts.pci.devices:
-        if not dev.driver or dev.driver == "nvidia":
-            continue
-        name = pci_product_name(dev.name) or f"device {dev.device_id}"
-        evidence = ((f"pci {dev.address}.driver", dev.driver),)
+        if dev.driver and dev.driver != "nvidia":
+            by_driver.setdefault(dev.driver, []).append(dev)
+    for driver, devices in by_driver.items():
+        dev = devices[0]
+        name = ", ".join(counted(pci_product_name(d.name) or f"device {d.device_id}" for d in devices))
+        evidence = tuple((f"pci {d.address}.driver", d.driver) for d in devices)
         if dev.driver == "nouveau":
             fix = install_driver_fix(
                 ctx,
@@ -102,7 +106,7 @@ def gpu_other_driver(ctx: Context) -> Iterator[Hit]:
         else:
             fix = install_driver_fix(ctx, f"Unbind {dev.driver} and install the NVIDIA driver")
             detail = f"The {dev.driver} driver holds the card; CUDA needs NVIDIA's driver."
-        yield Hit(title=f"{name} is driven by {dev.driver}, not the NVIDIA driver", detail=detail, evidence=evidence, fix=fix)
+        yield Hit(title=f"{name} {'is' if len(devices) == 1 else 'are'} driven by {driver}, not the NVIDIA driver", detail=detail, evidence=evidence, fix=fix)
 
 
 def install_driver_fix(ctx: Context, what: str, after_install=()) -> Fix:

@@ -98,7 +98,34 @@ def all_needed(ctx: Context) -> list[Needed]:
 def missing(ctx: Context, families: tuple[str, ...]) -> list[Needed]:
     if not libraries_apply(ctx):
         return []
-    return [n for n in needed(ctx, families) if not n.usable and not mapped_into_tf(ctx, n.name)]
+    return [
+        n
+        for n in needed(ctx, families)
+        if not n.usable and not mapped_into_tf(ctx, n.name) and n.family not in broken_wheel_families(ctx)
+    ]
+
+
+def broken_wheel_families(ctx: Context) -> set[str]:
+    """Families whose pip wheel is installed but gives no loadable copy: EC-LIB-006's finding
+    (reinstall the wheel), more precise than "the library is missing"."""
+    return {family for _dist, family, _broken in broken_wheels(ctx)}
+
+
+def broken_wheels(ctx: Context) -> list[tuple]:
+    def compute():
+        facts = ctx.facts
+        if facts.libraries.status in (SKIPPED, ERROR) or ctx.build_os != "linux":
+            return []
+        out = []
+        for dist, family in installed_cuda_wheels(facts):
+            lib = next((x for x in facts.libraries.libraries if x.family == family), None)
+            pip_copies = [c for c in (lib.copies if lib else ()) if c.origin == "pip"]
+            broken = [c for c in pip_copies if c.loads is False]
+            if not pip_copies or broken:
+                out.append((dist, family, broken))
+        return out
+
+    return memo(ctx, "broken_wheels", compute)
 
 
 def other_versions(ctx: Context, family: str, name: str) -> list[LibraryCopy]:
@@ -310,6 +337,8 @@ def cudnn_missing(ctx: Context) -> Iterator[Hit]:
         have = parse_version(n.winner.reported_version) if n.winner is not None else None
         if have is None or have.release[:2] >= build.cudnn.release[:2]:
             continue
+        if any(not _unusable(c, n.family, build) for c in n.copies if c.on_loader_path and not _same_file(c, n.winner)):
+            continue  # a good copy later on the path: EC-LIB-004 says how to reach it
         yield Hit(
             title=f"cuDNN {have} ({n.winner.path}) is older than the cuDNN {build.cudnn} TensorFlow {minor(build.tf)} was built with",
             detail="cuDNN must have the build's major version and an equal or newer minor version; TF refuses an older one at the first convolution.",
@@ -364,13 +393,17 @@ def shadowing_copy(ctx: Context) -> Iterator[Hit]:
                 severity=Severity.ERROR,
             )
             continue
-        differing = [c for c in reachable if c.reported_version and n.winner.reported_version and c.reported_version != n.winner.reported_version]
-        if differing:
+        won = parse_version(n.winner.reported_version)
+        newer = [c for c in reachable if won is not None and (parse_version(c.reported_version) or won) > won]
+        if newer:
             yield Hit(
-                title=f"Several different copies of {n.name}: {n.winner.path} ({copy_version(n.winner)}) wins over {differing[0].path} ({copy_version(differing[0])})",
-                detail="Which copy loads depends on the order of the search path, which changes between shells, services and containers.",
-                evidence=tuple((c.path, f"{copy_version(c)}, {c.origin}") for c in (n.winner, *differing)),
-                fix=Fix(text="Keep one copy, or make sure the one you want comes first on the search path."),
+                title=f"An older {n.name} ({copy_version(n.winner)}, {n.winner.path}) shadows a newer one ({copy_version(newer[0])}, {newer[0].path})",
+                detail="The loader takes the first copy on its path; which one that is changes between shells, services and containers.",
+                evidence=tuple((c.path, f"{copy_version(c)}, {c.origin}") for c in (n.winner, *newer)),
+                fix=Fix(
+                    text=f"Put {newer[0].directory} first on the search path, or remove the older copy.",
+                    commands=(add_to_loader_path(ctx, newer[0].directory), check_command(ctx, n.name)),
+                ),
             )
 
 
@@ -434,17 +467,8 @@ def toolkit_other_version(ctx: Context) -> Iterator[Hit]:
 
 @rule("EC-LIB-006", "pip nvidia-* wheels installed but not found or not loadable", "error", "libraries")
 def pip_wheels_not_loadable(ctx: Context) -> Iterator[Hit]:
-    facts = ctx.facts
-    if facts.libraries.status in (SKIPPED, ERROR) or ctx.build_os != "linux":
-        return
-    for dist, family in installed_cuda_wheels(facts):
-        lib = next((x for x in facts.libraries.libraries if x.family == family), None)
-        pip_copies = [c for c in (lib.copies if lib else ()) if c.origin == "pip"]
-        broken = [c for c in pip_copies if c.loads is False]
-        if pip_copies and not broken:
-            continue
-        wanted = [n for n in needed(ctx, (family,))] if tf_build(ctx) is not None else []
-        blocks = libraries_apply(ctx) and any(not n.usable for n in wanted)
+    for dist, family, broken in broken_wheels(ctx):
+        blocks = libraries_apply(ctx) and any(not n.usable for n in needed(ctx, (family,)))
         if broken:
             title = f"{dist.name} {dist.version} is installed but {basename(broken[0].path)} fails to load: {broken[0].load_error or 'no reason given'}"
         else:

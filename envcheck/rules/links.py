@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-import re
-
 from envcheck.facts import OK, SKIPPED, Facts
 from envcheck.findings import LINK_ERROR, LINK_NAMES, LINK_OK, LINK_SKIPPED, LINK_WARNING, Finding, LinkStatus, Severity, Verdict
-from envcheck.rules.common import ABSENT, UNKNOWN, basename, gpu_names, gpu_presence, installed_tf, is_cuda_tf, tf_build
+from envcheck.rules.common import (
+    ABSENT,
+    UNKNOWN,
+    basename,
+    counted,
+    gpu_names,
+    gpu_presence,
+    installed_tf,
+    is_cuda_tf,
+    short_device,
+    tf_build,
+)
 from envcheck.rules.engine import Context
 
 # Links that only mean something when there is a GPU.
@@ -47,7 +56,7 @@ def _gpu(ctx: Context, facts: Facts):
     seconds = (facts.pci.seconds or 0) + (facts.nvml.seconds or 0)
     names = gpu_names(facts)
     if names:
-        return ", ".join(_count_names(names)), seconds, probed
+        return ", ".join(counted(names)), seconds, probed
     presence = gpu_presence(facts)
     if presence == UNKNOWN:
         return "unknown: no driver to ask and no PCI bus to read", seconds, probed
@@ -120,9 +129,9 @@ def _placement(ctx: Context, facts: Facts):
         return "not run", None, tf.status == OK
     if all(p.ok for p in tf.placement):
         ops = " and ".join(dict.fromkeys(p.op for p in tf.placement))
-        devices = ", ".join(dict.fromkeys(_short(p.device) for p in tf.placement))
+        devices = ", ".join(dict.fromkeys(short_device(p.device) for p in tf.placement))
         return f"{ops} ran on {devices}", None, True
-    return ", ".join(f"{p.op} on {_short(p.device)}" + ("" if p.ok else " (failed)") for p in tf.placement), None, True
+    return ", ".join(f"{p.op} on {short_device(p.device)}" + ("" if p.ok else " (failed)") for p in tf.placement), None, True
 
 
 def _environment(ctx: Context, facts: Facts):
@@ -131,23 +140,8 @@ def _environment(ctx: Context, facts: Facts):
     return shown or "nothing that changes GPU use", facts.env.seconds, facts.env.status != SKIPPED
 
 
-def _short(device: str | None) -> str:
-    """ "/job:localhost/replica:0/task:0/device:GPU:0" -> "GPU:0"."""
-    if not device:
-        return "?"
-    match = re.search(r"(?:device:)?([A-Z]+:\d+)$", device)
-    return match.group(1) if match else device
-
-
 def _clip(text: str, limit: int = 110) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _count_names(names: list[str]) -> list[str]:
-    counts: dict[str, int] = {}
-    for n in names:
-        counts[n] = counts.get(n, 0) + 1
-    return [f"{c}x {n}" if c > 1 else n for n, c in counts.items()]
 
 
 _SUMMARIES = {

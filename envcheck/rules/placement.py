@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 from envcheck.facts import OK
@@ -12,14 +13,22 @@ from envcheck.rules.common import (
     gpu_presence,
     is_cuda_tf,
     shell_command,
+    short_device,
     tf_build,
 )
+from envcheck.rules.tensorflow import first_sentence
 from envcheck.rules.compute import build_architectures, gpu_capabilities, support
 from envcheck.rules.engine import Context, Hit, rule
 from envcheck.rules.environment import hidden_by_environment, visible_devices
 
 # Lines of TF's log that say why a GPU was not used; the probe keeps them, the rules show them.
 _WHY = ("Could not load dynamic library", "Cannot dlopen", "cuInit", "CUDA_ERROR", "Ignoring visible gpu", "cudnn", "CUDNN", "driver version", "Skipping registering GPU")
+
+
+def log_message(line: str) -> str:
+    """The message of a TF log line, without "2024-05-14 ... W tensorflow/.../dso_loader.cc:64] "."""
+    match = re.search(r"\.cc:\d+\]\s*", line)
+    return line[match.end():] if match else line
 
 
 def _why_lines(ctx: Context, limit: int = 8) -> tuple[tuple[str, str], ...]:
@@ -48,7 +57,7 @@ def tf_lists_no_gpu(ctx: Context) -> Iterator[Hit]:
         return
     why = _why_lines(ctx)
     yield Hit(
-        title="TensorFlow lists no GPU" + (f": {why[0][1][:160]}" if why else ""),
+        title="TensorFlow lists no GPU" + (f": {first_sentence(log_message(why[0][1]))}" if why else ""),
         detail=(
             "The GPU, the driver and the libraries were found, yet TensorFlow's device list has no GPU. "
             "Its log lines below say why."
@@ -70,7 +79,7 @@ def placed_on_cpu(ctx: Context) -> Iterator[Hit]:
     ]
     if not wrong:
         return
-    shown = ", ".join(f"{p.op} asked for {p.requested} ran on {p.device}" for p in wrong)
+    shown = ", ".join(f"{p.op} asked for {short_device(p.requested)} ran on {short_device(p.device)}" for p in wrong)
     yield Hit(
         title=f"TensorFlow lists the GPU but ran the test on the CPU ({shown})",
         detail="With soft placement TensorFlow moves ops it cannot run on the GPU to the CPU without an error; the GPU is not doing the work.",
@@ -99,7 +108,7 @@ def conv_failed(ctx: Context) -> Iterator[Hit]:
             text += " If it is installed, TensorFlow may have run out of GPU memory while creating the cuDNN handle: let it grow memory instead of reserving it all."
             commands = (shell_command(ctx, "export TF_FORCE_GPU_ALLOW_GROWTH=true", '$env:TF_FORCE_GPU_ALLOW_GROWTH = "true"'),)
         yield Hit(
-            title=f"The matmul ran on {p.device} but the convolution failed: {error.splitlines()[-1][:160] if error else ''}",
+            title=f"The matmul ran on {short_device(p.device)} but the convolution failed: {first_sentence(error.splitlines()[-1]) if error else 'wrong result'}",
             detail="The GPU and cuBLAS work; cuDNN (convolutions) does not: missing, another version, or no memory left to initialise it.",
             evidence=(("matmul", f"ok on {p.device}"), ("conv2d", error)) + _why_lines(ctx),
             fix=Fix(text=text, commands=commands, link=release.download_url if release is not None else None),

@@ -63,7 +63,7 @@ def python_version_unsupported(ctx: Context) -> Iterator[Hit]:
         build = tf_build(ctx)
         if build is None or not build.python or build.supports_python(py.version):
             return  # an uncovered release is EC-TF-008's "unknown", never a guess
-        what = f"TensorFlow {tf.version} ({tf.distribution})"
+        what = f"{tf.distribution} {tf.version}"
     else:
         # Nothing installed yet: is there any release this interpreter can install?
         build = newest_release(ctx, gpu=False)
@@ -85,7 +85,7 @@ def python_version_unsupported(ctx: Context) -> Iterator[Hit]:
         )
         commands.append(pip_command(ctx, "install", cpu_requirement(alternative), step=False))
     yield Hit(
-        title=f"Python {pyminor} is not supported by {what} (needs {' or '.join(build.python)})",
+        title=f"Python {pyminor} is not supported by {what} (it has wheels for Python {', '.join(build.python)})",
         detail=(
             f"TensorFlow publishes wheels per Python version; {what} has none for Python {pyminor}, "
             "so pip finds no matching distribution or the installed copy cannot import."

@@ -225,7 +225,7 @@ def import_failed(ctx: Context) -> Iterator[Hit]:
     if tf.error_kind != "import_failed":
         return
     error = (tf.error or "").strip()
-    last = error.splitlines()[-1] if error else "no error text"
+    last = first_sentence(error.splitlines()[-1]) if error else "no error text"
     installed = installed_tf(ctx)
     what = f"TensorFlow {installed.version}" if installed else "TensorFlow"
     cause = None
@@ -235,12 +235,18 @@ def import_failed(ctx: Context) -> Iterator[Hit]:
         cause = _LIBRARY_RULES.get(family) or ("EC-LIB-008" if family in _MATH_FAMILIES else None)
     fix = _import_fix(ctx, error, library)
     yield Hit(
-        title=f"{what} fails to import: {last[:200]}",
+        title=f"{what} fails to import: {last}",
         detail="Until the import works TensorFlow cannot run at all, on the GPU or the CPU.",
         evidence=(("tensorflow import error", error[-2000:] or "none"),),
         fix=fix,
         caused_by=cause,
     )
+
+
+def first_sentence(line: str, limit: int = 160) -> str:
+    """The error's first sentence: "ImportError: Could not find 'cudart64_100.dll'" of a long message."""
+    head = re.split(r"(?<=[.!?'\"])\s+(?=[A-Z])", line.strip(), maxsplit=1)[0]
+    return head if len(head) <= limit else head[: limit - 3] + "..."
 
 
 def _library_in(error: str) -> Optional[str]:

@@ -15,12 +15,17 @@ _TF_UNUSABLE_KINDS = ("not_installed", "import_failed", "crashed", "bad_output",
 _TF_UNUSABLE_RULES = ("EC-PY-001", "EC-PY-002", "EC-TF-001", "EC-TF-006")
 
 
+# Links that only work when the links before them do: their errors are consequences.
+_DEPENDENT_LINKS = ("gpu", "driver", "compute", "libraries", "placement")
+
+
 def walk_chain(ctx: Context, findings: list[Finding]) -> tuple[list[Finding], Verdict]:
     """Name the first broken link and group the errors it causes under it.
 
-    Rules mark the consequences they know (a failed import caused by a missing DLL); here every
-    later error of the dependency chain becomes a consequence of the first broken link too. The
-    environment link is not a dependency of the others, so its errors stay causes of their own.
+    Rules mark the consequences they know (a failed import caused by a missing DLL). Here the later
+    errors of the GPU stack (driver, compute capability, libraries, placement) become consequences
+    of the first broken link too; after a Python failure everything does. Installation and
+    environment errors are no consequence of a missing driver and stay causes of their own.
     """
     findings = _known_causes(findings)
     steps = gpu_path(findings)
@@ -28,26 +33,34 @@ def walk_chain(ctx: Context, findings: list[Finding]) -> tuple[list[Finding], Ve
     first = roots[0] if roots else None
     if first is not None:
         rank = LINK_NAMES.index(first.link)
+        grouped = _DEPENDENT_LINKS if first.link != "python" else tuple(n for n in LINK_NAMES if n != "environment")
         findings = [
             dataclasses.replace(f, caused_by=first.id)
             if f is not first
             and f.severity is Severity.ERROR
             and f.caused_by is None
-            and f.link != "environment"
+            and f.link in grouped
             and LINK_NAMES.index(f.link) > rank
             else f
             for f in findings
         ]
     facts = ctx.facts
     gpus = usable_gpu_count(facts)
-    unusable = tensorflow_unusable(facts) or any(f.id in _TF_UNUSABLE_RULES for f in findings)
+    breaking = [f for f in findings if f.id in _TF_UNUSABLE_RULES]
+    unusable = tensorflow_unusable(facts) or bool(breaking)
+    if unusable:
+        # "broken" names what stops TensorFlow running at all (followed back to its cause), not
+        # an earlier GPU problem that would only send it to the CPU.
+        breaking = breaking or [f for f in findings if f.link == "tensorflow" and f.severity is Severity.ERROR]
+        if breaking:
+            first = _root_of(breaking[0], findings)
     plural = "s" if gpus != 1 else ""
     if gpus > 0 and not unusable and (first is None or facts.tensorflow.status == OK):
         reason = f"GPU ready ({gpus} GPU{plural})"
         if facts.quick or facts.tensorflow.status == SKIPPED:
             reason += "; TensorFlow itself not tested (--quick)"
         if first is not None:
-            reason += f"; but {first.title}"
+            reason += f"; but {_lower_first(first.title)}"
         return findings, Verdict(
             status=GPU_READY,
             reason=reason,
@@ -58,8 +71,15 @@ def walk_chain(ctx: Context, findings: list[Finding]) -> tuple[list[Finding], Ve
         )
     cpu = cpu_path(ctx, findings)
     if first is None:
+        warning = next((f for f in findings if f.severity is Severity.WARNING), None)
         return findings, Verdict(
-            status=CPU_ONLY, reason="no GPU usable by TensorFlow was found", gpus=0, gpu_path=steps, cpu_path=cpu
+            status=CPU_ONLY,
+            reason=warning.title if warning else "no GPU usable by TensorFlow was found",
+            first_broken_link=warning.link if warning else None,
+            finding_id=warning.id if warning else None,
+            gpus=0,
+            gpu_path=steps,
+            cpu_path=cpu,
         )
     return findings, Verdict(
         status=BROKEN if unusable else CPU_ONLY,
@@ -70,6 +90,23 @@ def walk_chain(ctx: Context, findings: list[Finding]) -> tuple[list[Finding], Ve
         gpu_path=steps,
         cpu_path=cpu,
     )
+
+
+def _root_of(finding: Finding, findings: list[Finding]) -> Finding:
+    by_id = {f.id: f for f in findings}
+    seen = {finding.id}
+    while finding.caused_by in by_id and finding.caused_by not in seen:
+        finding = by_id[finding.caused_by]
+        seen.add(finding.id)
+    return finding
+
+
+def _lower_first(title: str) -> str:
+    """ "Driver 450 is too old" -> "driver 450 is too old"; "CUDA ..." stays."""
+    word = title.split(" ", 1)[0]
+    if len(word) > 1 and word[0].isupper() and word[1:].isalpha() and word[1:].islower():
+        return title[0].lower() + title[1:]
+    return title
 
 
 def _known_causes(findings: list[Finding]) -> list[Finding]:
