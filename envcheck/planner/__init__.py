@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
-from envcheck.planner.policy import CPU, GPU, Alternative, Choice, Option, choose
+from envcheck.planner.options import CPU, GPU, Alternative, Choice, Option
+from envcheck.planner.policy import choose
 from envcheck.planner.steps import Step, plan_steps, requirement, shell_for
 from envcheck.planner.target import OS_TITLES, Target, apply_overrides, target_from_facts
 

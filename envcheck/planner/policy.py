@@ -13,227 +13,28 @@ the Python it needs; when none fits the GPU, the plan is for the CPU and says wh
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Iterable, Optional
-
-from packaging.version import Version
+from dataclasses import replace
+from typing import TYPE_CHECKING, Optional
 
 from envcheck.errors import NotFoundError
+from envcheck.planner.options import (
+    DRIVER_INSTALL,
+    DRIVER_OK,
+    DRIVER_UPGRADE,
+    GPU,
+    Alternative,
+    Choice,
+    Option,
+    cpu_option,
+    cpu_options,
+    driver_os,
+    gpu_option,
+    gpu_options,
+)
 from envcheck.planner.target import OS_TITLES, Target
 
 if TYPE_CHECKING:  # pragma: no cover
-    from envcheck.matrix import Matrix, TfBuild
-
-GPU = "gpu"
-CPU = "cpu"
-
-# How the plan's driver relates to the machine's.
-DRIVER_OK = "ok"
-DRIVER_UPGRADE = "upgrade"
-DRIVER_INSTALL = "install"  # a GPU was seen, but no driver answered
-DRIVER_UNKNOWN = "unknown"  # planning another machine without --driver
-DRIVER_NONE = "n/a"  # CPU plans
-
-
-@dataclass(frozen=True)
-class Option:
-    """One way to install: a TensorFlow build on an OS, for the GPU or the CPU."""
-
-    kind: str  # GPU or CPU
-    os: str
-    build: "TfBuild"
-    python: str
-    python_change: bool  # the machine's Python cannot run this build
-    support: Optional[str] = None  # "native" or "ptx" on the target GPU; None when not known
-    driver_min: Optional[Version] = None
-    driver_status: str = DRIVER_NONE
-    cuda_extra: Optional[str] = None  # the pip extra that brings CUDA and cuDNN as wheels ("and-cuda")
-
-    @property
-    def tf(self) -> str:
-        return str(self.build.tf)
-
-    @property
-    def cuda(self) -> Optional[str]:
-        return str(self.build.cuda) if self.kind == GPU and self.build.cuda else None
-
-    @property
-    def cudnn(self) -> Optional[str]:
-        return str(self.build.cudnn) if self.kind == GPU and self.build.cudnn else None
-
-    @property
-    def python_range(self) -> str:
-        return python_range(self.build.python)
-
-    def summary(self) -> str:
-        """One line: release, where, Python, CUDA, cuDNN, driver."""
-        parts = [f"TensorFlow {self.tf} on the {'GPU' if self.kind == GPU else 'CPU'}, {OS_TITLES[self.os]}"]
-        parts.append(f"Python {self.python}" + (" (a different Python)" if self.python_change else ""))
-        if self.cuda:
-            parts.append(f"CUDA {self.cuda}")
-        if self.cudnn:
-            parts.append(f"cuDNN {self.cudnn}")
-        if self.driver_min:
-            parts.append(f"driver >= {self.driver_min}")
-        return ", ".join(parts)
-
-
-@dataclass(frozen=True)
-class Alternative:
-    key: str  # "keep-driver", "newer-python", "wsl2", "native-windows", "cpu", "apple-metal", "newer-gpu"
-    title: str
-    text: str
-    option: Optional[Option] = None
-
-
-@dataclass(frozen=True)
-class Choice:
-    target: Target
-    option: Option
-    reasons: tuple[str, ...]
-    warnings: tuple[str, ...]
-    alternatives: tuple[Alternative, ...]
-
-
-# --- small helpers -------------------------------------------------------------------------------
-
-
-def python_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split("."))
-
-
-def python_range(versions: Iterable[str]) -> str:
-    ordered = sorted(versions, key=python_key)
-    if not ordered:
-        return "?"
-    return ordered[0] if len(ordered) == 1 else f"{ordered[0]}-{ordered[-1]}"
-
-
-def driver_os(os: str) -> str:
-    """Driver numbering: under WSL2 the driver is the Windows one, so Windows minimums apply."""
-    return "windows" if os in ("windows", "wsl") else "linux"
-
-
-def driver_floor(matrix: "Matrix", build: "TfBuild", os: str, support: Optional[str]) -> Optional[Version]:
-    """The oldest driver that runs this build's CUDA on ``os``.
-
-    From CUDA 11 on, a driver of the same major family runs newer minor releases (minor version
-    compatibility), so the floor is the family's, not the toolkit's. That does not cover JIT
-    compilation of PTX, so a card that only runs the build through PTX needs the toolkit's own
-    minimum."""
-    if build.cuda is None:
-        return None
-    dos = driver_os(os)
-    full = matrix.min_driver(build.cuda, dos)
-    if build.cuda.major >= 11 and support != "ptx":
-        floor = matrix.minor_compat_floor(build.cuda.major, dos)
-        if floor is not None and (full is None or floor < full):
-            return floor
-    return full
-
-
-def _pick_python(build: "TfBuild", wanted: Optional[str], bits: Optional[int]) -> tuple[str, bool]:
-    """The Python to use with ``build``: the machine's when the build supports it, else its newest."""
-    if wanted and build.supports_python(wanted) and bits in (None, 64):
-        return wanted, False
-    newest = max(build.python, key=python_key)
-    return newest, wanted is not None
-
-
-def _driver_status(target: Target, floor: Optional[Version]) -> str:
-    if target.driver is None:
-        local = target.origin("gpu") in ("NVML", "PCI bus")
-        return DRIVER_INSTALL if local and target.has_gpu else DRIVER_UNKNOWN
-    if floor is None:
-        return DRIVER_UNKNOWN
-    return DRIVER_OK if target.driver >= floor else DRIVER_UPGRADE
-
-
-def _gpu_support(matrix: "Matrix", build: "TfBuild", target: Target) -> Optional[str]:
-    """"native"/"ptx"/"none" for the target's GPU; None when its capability is not known."""
-    if not build.gpu or build.cuda is None:
-        return "none"
-    if target.compute_capability is None:
-        return None
-    return matrix.support(build, target.compute_capability)
-
-
-# The extra that platform.and_cuda_first refers to.
-AND_CUDA = "and-cuda"
-
-
-def cuda_extra(matrix: "Matrix", build: "TfBuild", os: str) -> Optional[str]:
-    """The pip extra that installs this build's CUDA libraries, on the OSes that have it."""
-    if os not in ("linux", "wsl") or not build.gpu or build.tf < matrix.platform.and_cuda_first:
-        return None
-    return build.pip_cuda.extra if build.pip_cuda is not None else AND_CUDA
-
-
-def gpu_option(matrix: "Matrix", build: "TfBuild", target: Target, os: str, python: Optional[str] = None) -> Option:
-    support = _gpu_support(matrix, build, target)
-    floor = driver_floor(matrix, build, os, support)
-    chosen, change = _pick_python(build, target.python if python is None else python, target.python_bits)
-    return Option(
-        kind=GPU,
-        os=os,
-        build=build,
-        python=chosen,
-        python_change=change,
-        support=support,
-        driver_min=floor,
-        driver_status=_driver_status(target, floor),
-        cuda_extra=cuda_extra(matrix, build, os),
-    )
-
-
-def cpu_option(build: "TfBuild", target: Target, os: str) -> Option:
-    chosen, change = _pick_python(build, target.python, target.python_bits)
-    return Option(kind=CPU, os=os, build=build, python=chosen, python_change=change)
-
-
-def release_rows(matrix: "Matrix", os: str) -> list["TfBuild"]:
-    """One row per release series, newest first. A minor row ("2.15") covers every patch release
-    and pip takes the newest patch; a patch row ("2.15.0") only describes that exact release, so
-    it stands for its series only where the matrix has no minor row."""
-    series: dict[tuple[int, ...], "TfBuild"] = {}
-    for build in matrix.tf_releases(os):
-        key = build.tf.release[:2]
-        current = series.get(key)
-        if current is None or len(build.tf.release) < len(current.tf.release) or (
-            len(build.tf.release) == len(current.tf.release) and build.tf > current.tf
-        ):
-            series[key] = build
-    return [series[key] for key in sorted(series, reverse=True)]
-
-
-def gpu_options(matrix: "Matrix", target: Target, os: str, *, python: bool = True) -> list[Option]:
-    """GPU options on ``os`` that fit the GPU (and the Python when ``python``), newest first."""
-    if os == "macos" and not matrix.platform.macos_gpu:
-        return []
-    out = []
-    for build in release_rows(matrix, os):
-        if not build.gpu or build.cuda is None:
-            continue
-        if os == "windows" and build.tf > matrix.platform.windows_native_gpu_last:
-            continue
-        option = gpu_option(matrix, build, target, os)
-        if option.support == "none":
-            continue
-        if python and option.python_change:
-            continue
-        out.append(option)
-    return out
-
-
-def cpu_options(matrix: "Matrix", target: Target, os: str, *, python: bool = True) -> list[Option]:
-    out = []
-    for build in release_rows(matrix, os):
-        option = cpu_option(build, target, os)
-        if python and option.python_change:
-            continue
-        out.append(option)
-    return out
-
+    from envcheck.matrix import Matrix
 
 def _fits_driver(option: Option) -> bool:
     return option.driver_status != DRIVER_UPGRADE
@@ -526,7 +327,7 @@ def _choose_pinned(matrix: "Matrix", target: Target) -> Choice:
             candidate = gpu_option(matrix, wsl_build, replace(target, python_bits=None), "wsl")
             if candidate.support != "none":
                 option = candidate
-                reasons.append(f"Its Linux build runs on the GPU under WSL2, so the plan is for WSL2.")
+                reasons.append("Its Linux build runs on the GPU under WSL2, so the plan is for WSL2.")
         native = next(iter(gpu_options(matrix, target, "windows") or gpu_options(matrix, target, "windows", python=False)), None)
         if native is not None:
             alternatives.append(

@@ -8,7 +8,7 @@ import textwrap
 from envcheck import __version__
 from envcheck.errors import UsageError
 from envcheck.planner import GPU, Plan, describe_target
-from envcheck.planner.policy import DRIVER_INSTALL, DRIVER_OK, DRIVER_UNKNOWN, DRIVER_UPGRADE
+from envcheck.planner.options import DRIVER_INSTALL, DRIVER_OK, DRIVER_UNKNOWN, DRIVER_UPGRADE
 from envcheck.planner.steps import BASH, POWERSHELL, Step, requirement
 from envcheck.planner.target import OS_TITLES
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
-from envcheck.planner.policy import (
+from envcheck.planner.options import (
     CPU,
     DRIVER_INSTALL,
     DRIVER_OK,
