@@ -1,0 +1,150 @@
+"""envcheck train: the reference multi-GPU CIFAR-10 trainer (MiniGoogLeNet, the post's protocol).
+
+Flags are checked here, before TensorFlow is imported, so a typo costs nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from envcheck.errors import UsageError
+
+DEFAULT_OUTPUT = "envcheck-train"
+
+
+def _count(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def add_device_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gpus", type=_count(0), metavar="N",
+                        help="mirror over the first N GPUs (default: every GPU TensorFlow sees; 0: the CPU)")
+    parser.add_argument("--cpu-replicas", type=_count(1), default=None, metavar="N",
+                        help="split the CPU into N logical devices and mirror over them (no GPU needed)")
+
+
+def add_data_flags(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--data", "--data-dir", type=Path, metavar="PATH", dest="data",
+                        help="CIFAR-10: the cifar-10-batches-py folder, a folder of train/<class>/ and "
+                             "test/<class>/ images, or a .tar.gz of either (default: the Keras cache)")
+    source.add_argument("--synthetic", action="store_true", help="generated images instead of CIFAR-10")
+    parser.add_argument("--subset", type=_count(1), metavar="N", help="train on the first N training images")
+    parser.add_argument("--val-subset", type=_count(1), metavar="N", help="validate on the first N test images")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--output", "-o", type=Path, default=Path(DEFAULT_OUTPUT), metavar="DIR",
+                        help=f"folder for the plot, history, summary and model (default: ./{DEFAULT_OUTPUT}); "
+                             "rerunning into a folder with an interrupted run resumes it")
+    add_device_flags(parser)
+    parser.add_argument("--multi-worker", action="store_true",
+                        help="MultiWorkerMirroredStrategy over the cluster in TF_CONFIG")
+    add_data_flags(parser)
+    parser.add_argument("--preset", choices=("post", "fast"), default="post",
+                        help="post: the post's 70-epoch protocol (default); fast: a shorter modern recipe")
+    parser.add_argument("--epochs", type=_count(1), metavar="N", help="epochs (default: 70, or the preset's)")
+    parser.add_argument("--steps-per-epoch", type=_count(1), metavar="N",
+                        help="steps per epoch (default: one pass over the training images)")
+    parser.add_argument("--batch-per-replica", type=_count(1), metavar="N",
+                        help="images per replica per step (default: 64, or the preset's)")
+    parser.add_argument("--lr", type=_positive_float, metavar="RATE",
+                        help="initial (peak) learning rate (default: 5e-3, or the preset's)")
+    parser.add_argument("--mixed-precision", action="store_true",
+                        help="float16 compute on GPUs (bfloat16 on CPUs), float32 weights")
+    parser.add_argument("--jit", action="store_true", help="compile the training step with XLA")
+    parser.add_argument("--seed", type=_count(0), default=0, metavar="N", help="random seed (default: 0)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar or per-epoch lines")
+
+
+def config_from_args(args: argparse.Namespace):
+    from envcheck.train.config import PRESETS, TrainConfig
+
+    if args.data is not None and not args.data.expanduser().exists():
+        raise UsageError(f"--data {args.data}: no such file or folder")
+    if args.output.exists() and not args.output.is_dir():
+        raise UsageError(f"--output {args.output}: exists and is not a folder")
+    recipe = PRESETS[args.preset]
+    overrides = {
+        name: value
+        for name, value in (("epochs", args.epochs), ("batch_per_replica", args.batch_per_replica),
+                            ("learning_rate", args.lr))
+        if value is not None
+    }
+    if overrides:
+        recipe = replace(recipe, **overrides)
+    if args.gpus and args.cpu_replicas and args.cpu_replicas > 1:
+        raise UsageError("--gpus and --cpu-replicas exclude each other: mirror over GPUs or over CPU devices")
+    return TrainConfig(
+        output=args.output,
+        recipe=recipe,
+        gpus=args.gpus if not args.cpu_replicas else 0,
+        cpu_replicas=args.cpu_replicas or 1,
+        multi_worker=args.multi_worker,
+        data=args.data.expanduser() if args.data else None,
+        synthetic=args.synthetic,
+        subset=args.subset,
+        val_subset=args.val_subset,
+        steps_per_epoch=args.steps_per_epoch,
+        mixed_precision=args.mixed_precision,
+        jit=args.jit,
+        seed=args.seed,
+        progress=not args.no_progress,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    from envcheck.train.trainer import train
+
+    result = train(config)
+    summary = result.summary
+    if not summary["devices"]["is_chief"]:
+        return 0
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(format_summary(summary, config.output))
+    return 0
+
+
+def format_summary(summary: dict, output: Path) -> str:
+    final = summary["final"]
+
+    def fmt(value, spec=".4f"):
+        return "-" if value is None else format(value, spec)
+
+    return "\n".join([
+        f"MiniGoogLeNet ({summary['parameters']:,} parameters) on {summary['data']['source']}: "
+        f"{summary['epochs']} epochs on {summary['replicas']} replica(s) ({', '.join(summary['devices']['devices'])})",
+        f"final: loss {fmt(final['loss'])}  accuracy {fmt(final['accuracy'])}  "
+        f"val_loss {fmt(final['val_loss'])}  val_accuracy {fmt(final['val_accuracy'])}",
+        f"time: {fmt(summary['seconds'], '.1f')} s, {fmt(summary['images_per_second_steady'], '.1f')} images/s "
+        f"({fmt(summary['images_per_second_per_replica'], '.1f')} per replica)",
+        f"outputs: {output}/ (history.png, history.json, history.csv, summary.json, model.keras)",
+    ])

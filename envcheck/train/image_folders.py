@@ -1,0 +1,195 @@
+"""CIFAR-10 as folders of images (train/<class>/*.jpg, test/<class>/*.jpg), or an archive of them.
+
+Archives are extracted once into the envcheck cache. Only the images a run needs are decoded (the
+first N of each class, in file-name order), with Pillow, and the decoded arrays are kept as .npz
+in the cache, so the second run with the same selection reads one file instead of thousands.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import math
+import os
+import shutil
+import tarfile
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from envcheck.train.data import CIFAR10_CLASSES, IMAGE_SHAPE, CifarData, DataError, find_test_folder
+
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".ppm"}
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+_COMPLETE_MARKER = ".envcheck-extracted"
+
+
+def is_archive(path: Path) -> bool:
+    return path.name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def extract_archive(archive: Path, cache: Path) -> Path:
+    """Extract `archive` once into the cache (keyed by its content) and return the folder."""
+    try:
+        key = _sha256(archive)[:16]
+    except OSError as exc:
+        raise DataError(f"--data {archive}: cannot read it ({exc.strerror or exc})") from None
+    stem = archive.name
+    for suffix in ARCHIVE_SUFFIXES:
+        if stem.lower().endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    target = cache / "datasets" / f"{stem}-{key}"
+    if (target / _COMPLETE_MARKER).exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Extract beside the target and rename: an interrupted extraction never looks complete.
+    staging = Path(tempfile.mkdtemp(prefix=f".{stem}-", dir=target.parent))
+    try:
+        with tarfile.open(archive) as tar:
+            _extract_safely(tar, staging)
+        (staging / _COMPLETE_MARKER).write_text(str(archive.name) + "\n")
+        if target.exists():  # a half-finished earlier attempt without the marker
+            shutil.rmtree(target, ignore_errors=True)
+        try:
+            os.replace(staging, target)
+        except OSError:
+            if not (target / _COMPLETE_MARKER).exists():  # not a concurrent extraction that won the race
+                raise
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise DataError(f"--data {archive}: not a readable .tar.gz/.tar archive ({type(exc).__name__}: {exc})") from None
+    except OSError as exc:
+        raise DataError(f"--data {archive}: cannot extract it into {target.parent} ({exc.strerror or exc})") from None
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _extract_safely(tar: tarfile.TarFile, destination: Path) -> None:
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(destination, filter="data")
+        return
+    # Pythons without extraction filters: refuse links, devices and paths that leave the folder.
+    root = destination.resolve()
+    members = []
+    for member in tar.getmembers():
+        if not (member.isfile() or member.isdir()):
+            continue
+        if not (root / member.name).resolve().is_relative_to(root):
+            raise tarfile.TarError(f"member {member.name!r} would be written outside the folder")
+        members.append(member)
+    tar.extractall(destination, members=members)
+
+
+def class_folders(split_dir: Path) -> list[str]:
+    """The class folder names in label order: CIFAR-10's order when they are its classes, else sorted."""
+    names = sorted(p.name for p in split_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if set(names) == set(CIFAR10_CLASSES):
+        return list(CIFAR10_CLASSES)
+    return names
+
+
+def choose_images(split_dir: Path, classes: list[str], limit: Optional[int]) -> list[tuple[Path, int]]:
+    """The first `limit` images, taken class by class in turn so that a subset stays balanced."""
+    per_class = None if limit is None else math.ceil(limit / max(1, len(classes)))
+    columns = []
+    for label, name in enumerate(classes):
+        folder = split_dir / name
+        files = sorted(
+            (p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES), key=lambda p: p.name
+        ) if folder.is_dir() else []
+        columns.append([(p, label) for p in files[:per_class]])
+    chosen = [item for row in _interleave(columns) for item in row]
+    return chosen if limit is None else chosen[:limit]
+
+
+def _interleave(columns: list[list[tuple[Path, int]]]):
+    for i in range(max((len(c) for c in columns), default=0)):
+        yield [c[i] for c in columns if i < len(c)]
+
+
+def decode_images(items: list[tuple[Path, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Decode with Pillow to (N, 32, 32, 3) uint8 RGB; any unreadable or mis-sized image is an error."""
+    from PIL import Image, UnidentifiedImageError
+
+    images = np.empty((len(items), *IMAGE_SHAPE), dtype=np.uint8)
+    labels = np.empty((len(items),), dtype=np.int64)
+    for i, (path, label) in enumerate(items):
+        try:
+            with Image.open(path) as image:
+                pixels = np.asarray(image.convert("RGB"))
+        except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as exc:
+            raise DataError(f"cannot read image {path} ({type(exc).__name__}: {exc})") from None
+        if pixels.shape != IMAGE_SHAPE:
+            raise DataError(f"image {path} is {pixels.shape[1]}x{pixels.shape[0]}; CIFAR-10 images are 32x32")
+        images[i] = pixels
+        labels[i] = label
+    return images, labels
+
+
+def load_split(split_dir: Path, classes: list[str], limit: Optional[int], cache: Optional[Path]):
+    items = choose_images(split_dir, classes, limit)
+    if not items:
+        raise DataError(f"{split_dir}: no images ({', '.join(sorted(IMAGE_SUFFIXES))}) in its class folders")
+    cached = _cache_file(cache, split_dir, classes, items) if cache is not None else None
+    if cached is not None and cached.exists():
+        try:
+            with np.load(cached) as stored:
+                return stored["images"], stored["labels"]
+        except (OSError, ValueError, KeyError, zlib.error):
+            pass  # a damaged cache file is rebuilt below
+    images, labels = decode_images(items)
+    if cached is not None:
+        _save_npz_atomically(cached, images=images, labels=labels)
+    return images, labels
+
+
+def _cache_file(cache: Path, split_dir: Path, classes: list[str], items) -> Path:
+    digest = hashlib.sha256(f"{split_dir.resolve()}|{classes}".encode())
+    for path, label in items:
+        stat = path.stat()
+        digest.update(f"{path.name}|{label}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
+    return cache / "decoded" / f"{split_dir.name}-{len(items)}-{digest.hexdigest()[:20]}.npz"
+
+
+def _save_npz_atomically(path: Path, **arrays: np.ndarray) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        handle, temp = tempfile.mkstemp(prefix=".decoded-", suffix=".npz", dir=path.parent)
+        with os.fdopen(handle, "wb") as out:
+            out.write(buffer.getvalue())
+        os.replace(temp, path)
+    except OSError:
+        pass  # the cache is an optimisation: a read-only cache folder must not stop training
+
+
+def load_image_folders(
+    root: Path, *, subset: Optional[int] = None, val_subset: Optional[int] = None, cache: Optional[Path] = None
+) -> CifarData:
+    train_dir, test_dir = root / "train", find_test_folder(root)
+    if test_dir is None or not train_dir.is_dir():
+        raise DataError(f"{root}: expected train/<class>/ and test/<class>/ image folders")
+    classes = class_folders(train_dir)
+    if not classes:
+        raise DataError(f"{train_dir}: no class folders (expected one folder of images per class)")
+    test_classes = class_folders(test_dir)
+    if test_classes != classes:
+        raise DataError(f"{test_dir}: class folders {test_classes} differ from {train_dir}'s {classes}")
+    x_train, y_train = load_split(train_dir, classes, subset, cache)
+    x_test, y_test = load_split(test_dir, classes, val_subset, cache)
+    return CifarData(x_train, y_train, x_test, y_test, tuple(classes), str(root), "image-folders")

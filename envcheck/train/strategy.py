@@ -1,0 +1,196 @@
+"""Which devices a run uses and the tf.distribute strategy over them.
+
+  --gpus N          MirroredStrategy over the first N GPUs (all visible GPUs by default; 0: CPU)
+  --cpu-replicas N  the CPU split into N logical devices, mirrored: the multi-replica code path on
+                    a machine without GPUs
+  --multi-worker    MultiWorkerMirroredStrategy from TF_CONFIG, over each worker's GPUs (or CPU)
+
+Device configuration must happen before TensorFlow starts its runtime, so a plan is made once,
+at the start of a process, before any tensor exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from envcheck.errors import UsageError
+
+
+@dataclass(frozen=True)
+class DevicePlan:
+    strategy: Any  # tf.distribute.Strategy
+    kind: str  # "gpu", "cpu" or "multi-worker"
+    devices: tuple[str, ...]  # this worker's devices
+    replicas: int  # replicas in sync, over all workers
+    workers: int = 1
+    worker_index: int = 0
+    is_chief: bool = True
+
+    @property
+    def uses_gpu(self) -> bool:
+        return any("GPU" in d.upper() for d in self.devices)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "strategy": type(self.strategy).__name__,
+            "kind": self.kind,
+            "devices": list(self.devices),
+            "replicas": self.replicas,
+            "workers": self.workers,
+            "worker_index": self.worker_index,
+            "is_chief": self.is_chief,
+        }
+
+
+def split_cpu(count: int) -> list[str]:
+    """Split the CPU into `count` logical devices (or check that it already is); their names."""
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    try:
+        current = tf.config.get_logical_device_configuration(cpu)
+        if count > 1 and (current is None or len(current) != count):
+            tf.config.set_logical_device_configuration(
+                cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(count)]
+            )
+    except RuntimeError:
+        pass  # the runtime has started: the split cannot change any more; checked below
+    logical = [d.name for d in tf.config.list_logical_devices("CPU")]
+    if len(logical) < count:
+        raise UsageError(
+            f"--cpu-replicas {count}: TensorFlow already started with {len(logical)} CPU device(s) in this "
+            "process; the CPU can only be split before TensorFlow starts"
+        )
+    return logical[:count]
+
+
+def select_gpus(requested: Optional[int]) -> list[str]:
+    """Make the first `requested` GPUs (all when None) the only visible ones; their logical names."""
+    import tensorflow as tf
+
+    physical = tf.config.list_physical_devices("GPU")
+    if requested is None:
+        requested = len(physical)
+    if requested > len(physical):
+        have = (
+            f"{len(physical)} GPU(s) TensorFlow can see ({', '.join(g.name for g in physical)})"
+            if physical
+            else "no GPU that TensorFlow can see (run `envcheck doctor` to find out why)"
+        )
+        raise UsageError(f"--gpus {requested}: this machine has {have}")
+    chosen = physical[:requested]
+    try:
+        tf.config.set_visible_devices(chosen, "GPU")
+    except RuntimeError:
+        pass  # already started with these devices visible (a second run in the same process)
+    enable_memory_growth(chosen)
+    return [d.name for d in tf.config.list_logical_devices("GPU")][:requested]
+
+
+def enable_memory_growth(gpus) -> None:
+    """Allocate GPU memory as needed instead of all at once, so a trainer can share its GPUs."""
+    if not gpus:
+        return
+    try:
+        from envcheck import runtime  # GPU selection and memory policy shared with user scripts
+    except ImportError:
+        runtime = None
+    if runtime is not None and hasattr(runtime, "configure"):
+        try:
+            runtime.configure(memory_growth=True)
+            return
+        except Exception:  # noqa: BLE001 - fall back to setting it directly below
+            pass
+    import tensorflow as tf
+
+    for gpu in gpus:
+        try:
+            tf.config.experimental.set_memory_growth(gpu, True)
+        except (RuntimeError, ValueError):
+            pass  # already initialised: growth can no longer change, and training still works
+
+
+def read_tf_config(environ=os.environ) -> dict[str, Any]:
+    """TF_CONFIG, checked: the cluster and this process's task, or a one-line error."""
+    raw = environ.get("TF_CONFIG")
+    if not raw:
+        raise UsageError(
+            "--multi-worker needs TF_CONFIG, e.g. "
+            '\'{"cluster": {"worker": ["host1:12345", "host2:12345"]}, "task": {"type": "worker", "index": 0}}\''
+        )
+    try:
+        config = json.loads(raw)
+        cluster, task = config["cluster"], config["task"]
+        members = cluster[task["type"]]
+        index = int(task["index"])
+        if not 0 <= index < len(members):
+            raise ValueError(f"task index {index} is not in the cluster's {len(members)} {task['type']}(s)")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"TF_CONFIG is not a valid cluster description ({type(exc).__name__}: {exc})") from None
+    return config
+
+
+def chief_of(config: dict[str, Any]) -> tuple[bool, int, int]:
+    """(is this process the chief, its worker index, the number of workers) from a TF_CONFIG.
+
+    The chief is the "chief" task when there is one, otherwise worker 0; it alone writes outputs.
+    """
+    cluster, task = config["cluster"], config["task"]
+    workers = len(cluster.get("chief", [])) + len(cluster.get("worker", []))
+    if "chief" in cluster:
+        is_chief = task["type"] == "chief"
+        index = 0 if is_chief else int(task["index"]) + len(cluster["chief"])
+    else:
+        index = int(task["index"])
+        is_chief = task["type"] == "worker" and index == 0
+    return is_chief, index, workers
+
+
+def plan_devices(gpus: Optional[int] = None, cpu_replicas: int = 1, multi_worker: bool = False) -> DevicePlan:
+    """Configure devices and build the strategy. Call before any other TensorFlow work."""
+    if gpus and cpu_replicas > 1:
+        raise UsageError("--gpus and --cpu-replicas exclude each other: mirror over GPUs or over CPU devices")
+    import tensorflow as tf
+
+    if multi_worker:
+        config = read_tf_config()
+        is_chief, index, workers = chief_of(config)
+        # MultiWorkerMirroredStrategy mirrors over every visible GPU of a worker, so narrow them first.
+        if gpus == 0:
+            tf.config.set_visible_devices([], "GPU")
+        else:
+            select_gpus(gpus)
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        return DevicePlan(
+            strategy, "multi-worker", _local_devices(strategy), strategy.num_replicas_in_sync, workers, index, is_chief
+        )
+
+    if cpu_replicas > 1 or gpus == 0:
+        try:
+            tf.config.set_visible_devices([], "GPU")
+        except RuntimeError:
+            pass
+        names = split_cpu(cpu_replicas)
+        if len(names) == 1:
+            return _single(tf.distribute.OneDeviceStrategy(names[0]), "cpu")
+        return _single(tf.distribute.MirroredStrategy(names), "cpu")
+
+    names = select_gpus(gpus)
+    if not names:  # no GPU asked for by number and none visible: the CPU
+        cpu = tf.config.list_logical_devices("CPU")[0].name
+        return _single(tf.distribute.OneDeviceStrategy(cpu), "cpu")
+    if len(names) == 1:
+        return _single(tf.distribute.OneDeviceStrategy(names[0]), "gpu")
+    return _single(tf.distribute.MirroredStrategy(names), "gpu")
+
+
+def _local_devices(strategy) -> tuple[str, ...]:
+    return tuple(strategy.extended.worker_devices)
+
+
+def _single(strategy, kind: str) -> DevicePlan:
+    """A plan for one machine: its devices as the strategy resolved them."""
+    return DevicePlan(strategy, kind, _local_devices(strategy), strategy.num_replicas_in_sync)
