@@ -171,6 +171,15 @@ def newest_release(ctx: "Context", *, gpu: bool, python: Optional[str] = None, a
     return None
 
 
+def tf_name(ctx: "Context") -> str:
+    """ "TensorFlow 1.13.1": the installed release as a person would name it."""
+    tf = installed_tf(ctx)
+    if tf is not None:
+        return f"TensorFlow {tf.version}"
+    build = tf_build(ctx)
+    return f"TensorFlow {minor(build.tf)}" if build is not None else "TensorFlow"
+
+
 def tf_label(build: "TfBuild") -> str:
     return minor(build.tf)
 

@@ -17,6 +17,7 @@ from envcheck.rules.common import (
     basename,
     copies_named,
     gpu_presence,
+    installed_tf,
     is_cuda_tf,
     library_family,
     mapped_into_tf,
@@ -28,6 +29,7 @@ from envcheck.rules.common import (
     shell_command,
     tf_build,
     tf_cuda,
+    tf_name,
     tf_used_gpu,
     winner_for,
 )
@@ -175,8 +177,6 @@ def tf_pip_reinstall(ctx: Context) -> Optional[Command]:
     build = tf_build(ctx)
     if build is None or build.pip_cuda is None or ctx.build_os != "linux":
         return None
-    from envcheck.rules.common import installed_tf
-
     tf = installed_tf(ctx)
     version = tf.version if tf is not None else f"{minor(build.tf)}.*"
     dist = "tensorflow" if tf is None or tf.distribution in ("tensorflow-gpu", "tensorflow-cpu") else tf.distribution
@@ -212,7 +212,7 @@ def cuda_fix(ctx: Context, names: list[Needed]) -> Fix:
     bin_dir = directory + ("\\bin" if ctx.os == "windows" else "/lib64")
     return Fix(
         text=(
-            f"Install CUDA {minor(cuda)} (TensorFlow {minor(build.tf)} was built against it and loads {files}) "
+            f"Install CUDA {minor(cuda)} ({tf_name(ctx)} was built against it and loads {files}) "
             f"from its download page, then make sure {bin_dir} is on {'PATH' if ctx.os == 'windows' else 'LD_LIBRARY_PATH'} "
             "and open a new terminal. Other CUDA versions can stay installed beside it."
         ),
@@ -239,7 +239,7 @@ def cudnn_fix(ctx: Context, names: list[Needed]) -> Fix:
     pinned = [f"{name}{spec}" for name, spec in sorted(pins.items()) if name.startswith("nvidia-cudnn")]
     if pinned and ctx.build_os == "linux":
         return Fix(
-            text=f"Install the cuDNN {version} wheel that TensorFlow {minor(build.tf)} pins.",
+            text=f"Install the cuDNN {version} wheel that {tf_name(ctx)} pins.",
             commands=(pip_command(ctx, "install", *pinned),),
             link=link,
         )
@@ -303,9 +303,10 @@ def cuda_runtime_missing(ctx: Context) -> Iterator[Hit]:
     cuda = tf_cuda(ctx) or str(build.cuda)
     n = gone[0]
     yield Hit(
-        title=f"{n.name} (CUDA {minor(cuda)} runtime) {_state(n)}: TensorFlow {minor(build.tf)} loads it; install CUDA {minor(cuda)}",
+        title=f"{n.name} (CUDA {minor(cuda)} runtime) {_state(n)}: {tf_name(ctx)} loads it"
+        + ("" if tf_pip_reinstall(ctx) is not None else f"; install CUDA {minor(cuda)}"),
         detail=(
-            f"TensorFlow {minor(build.tf)} was built with CUDA {minor(cuda)} and asks the loader for {n.name} by "
+            f"{tf_name(ctx)} was built with CUDA {minor(cuda)} and asks the loader for {n.name} by "
             "name; no other CUDA version's runtime satisfies it."
         ),
         evidence=_evidence(ctx, gone),
@@ -321,9 +322,9 @@ def cudnn_missing(ctx: Context) -> Iterator[Hit]:
     if gone:
         n = gone[0]
         yield Hit(
-            title=f"{n.name} (cuDNN {build.cudnn}) {_state(n)}: TensorFlow {minor(build.tf)} loads it",
+            title=f"{n.name} (cuDNN {build.cudnn}) {_state(n)}: {tf_name(ctx)} loads it",
             detail=(
-                f"TensorFlow {minor(build.tf)} was built with cuDNN {build.cudnn}; without it convolutions "
+                f"{tf_name(ctx)} was built with cuDNN {build.cudnn}; without it convolutions "
                 "(and with older releases TF's import) fail."
             ),
             evidence=_evidence(ctx, gone),
@@ -340,7 +341,7 @@ def cudnn_missing(ctx: Context) -> Iterator[Hit]:
         if any(not _unusable(c, n.family, build) for c in n.copies if c.on_loader_path and not _same_file(c, n.winner)):
             continue  # a good copy later on the path: EC-LIB-004 says how to reach it
         yield Hit(
-            title=f"cuDNN {have} ({n.winner.path}) is older than the cuDNN {build.cudnn} TensorFlow {minor(build.tf)} was built with",
+            title=f"cuDNN {have} ({n.winner.path}) is older than the cuDNN {build.cudnn} {tf_name(ctx)} was built with",
             detail="cuDNN must have the build's major version and an equal or newer minor version; TF refuses an older one at the first convolution.",
             evidence=_evidence(ctx, [n]),
             fix=cudnn_fix(ctx, [n]),
@@ -359,7 +360,7 @@ def wrong_version_installed(ctx: Context) -> Iterator[Hit]:
             listed = ", ".join(f"{basename(c.path)} ({copy_version(c)})" for c in others[:4])
             wanted = f"CUDA {minor(tf_cuda(ctx) or build.cuda)}" if n.family == "cudart" else f"cuDNN {build.cudnn}"
             yield Hit(
-                title=f"{FAMILY_TITLES.get(n.family, n.family)} of another version is installed ({listed}); TensorFlow {minor(build.tf)} needs {n.name} ({wanted})",
+                title=f"{FAMILY_TITLES.get(n.family, n.family)} of another version is installed ({listed}); {tf_name(ctx)} needs {n.name} ({wanted})",
                 detail="Each TensorFlow release loads the exact library version it was built with; other versions are ignored.",
                 evidence=tuple((c.path, copy_version(c)) for c in others) + (matrix_evidence(ctx, build),),
                 fix=Fix(text=f"Install {wanted} beside the version you have (see the fix above); the other version can stay."),
@@ -530,10 +531,9 @@ def math_library_missing(ctx: Context) -> Iterator[Hit]:
     gone = missing(ctx, MATH)
     if not gone:
         return
-    build = tf_build(ctx)
     files = ", ".join(n.name for n in gone)
     yield Hit(
-        title=f"CUDA libraries TensorFlow {minor(build.tf)} loads are missing: {files}",
+        title=f"CUDA libraries {tf_name(ctx)} loads are missing: {files}",
         detail="They come with the CUDA release TF was built with; TF lists no GPU while any is missing.",
         evidence=_evidence(ctx, gone),
         fix=cuda_fix(ctx, gone),

@@ -1,0 +1,240 @@
+"""Verdicts on realistic machines: the first broken link, its consequences, and the two ways forward."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from packaging.version import Version
+
+from envcheck.findings import BROKEN, CPU_ONLY, GPU_READY, Severity
+from envcheck.matrix import load_matrix
+from envcheck.rules import judge
+from envcheck.rules.environment import parse_visible_devices
+
+from . import builders as b
+from .builders import TensorflowFacts
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def by_id(report):
+    return {f.id: f for f in report.findings}
+
+
+def pip_steps(steps):
+    return [c.pip_args for s in steps for c in s.commands if c.pip_args]
+
+
+def test_setup_post_names_the_missing_dll_and_the_cuda_to_install():
+    report = judge(b.setup_post())
+    verdict = report.verdict
+    assert verdict.status == BROKEN  # the import fails: not even the CPU works
+    assert verdict.finding_id == "EC-LIB-001" and verdict.first_broken_link == "libraries"
+    assert "cudart64_100.dll" in verdict.line and "CUDA 10.0" in verdict.line
+    fix = by_id(report)["EC-LIB-001"].fix
+    # The download page of the version TF 1.13 needs, not the 9.0 page TF's own message points to.
+    assert fix.link == load_matrix().cuda("10.0").download_url
+    assert "10.0" in fix.link and "cuda-90" not in fix.link
+    assert any("v10.0\\bin" in c.line and c.shell == "powershell" for c in fix.commands)
+    # The failed import, the CUDA 9.0 copies and the other CUDA 10.0 DLLs are consequences, not news.
+    found = by_id(report)
+    for consequence in ("EC-TF-006", "EC-LIB-003", "EC-LIB-008", "EC-LIB-005"):
+        assert found[consequence].caused_by == "EC-LIB-001", consequence
+    assert "cudart64_90.dll" in found["EC-LIB-003"].title
+    assert report.exit_code == 1
+
+
+def test_setup_post_ways_forward():
+    verdict = judge(b.setup_post()).verdict
+    # GPU path: the causes only, in chain order, each once (the import error is not a step).
+    assert [s.text.split(":")[0] for s in verdict.gpu_path] == ["EC-LIB-001"]
+    # CPU path for the probed interpreter: drop the GPU-only package, install the CPU build of the same release.
+    assert pip_steps(verdict.cpu_path) == [("uninstall", "-y", "tensorflow-gpu"), ("install", "tensorflow==1.13.1")]
+    lines = [c.line for s in verdict.cpu_path for c in s.commands]
+    assert lines[0].startswith("& 'C:\\Users\\alex\\AppData\\Local\\Programs\\Python\\Python37\\python.exe' -m pip")
+    assert '$env:CUDA_VISIBLE_DEVICES = "-1"' in lines
+
+
+def test_setup_post_after_installing_cuda_10_and_cudnn_is_clear_up_to_tensorflow():
+    report = judge(b.cuda_10_installed(b.setup_post()))
+    assert not [f for f in report.findings if f.severity is Severity.ERROR]
+    assert report.verdict.status == GPU_READY and "--quick" in report.verdict.line
+
+
+def test_four_gpu_server_is_ready():
+    report = judge(b.server())
+    assert report.verdict.status == GPU_READY
+    assert report.verdict.line == "GPU ready (4 GPUs)"
+    assert report.findings == () and report.exit_code == 0
+    assert report.verdict.gpu_path == () and report.verdict.cpu_path == ()
+    assert {link.status for link in report.links} == {"ok"}
+
+
+def test_this_machine_runs_on_the_cpu():
+    report = judge(b.no_gpu())
+    assert report.verdict.status == CPU_ONLY
+    assert report.verdict.line == "CPU only: no NVIDIA GPU found"
+    toolkit = by_id(report)["EC-LIB-005"]
+    assert toolkit.severity is Severity.INFO and "CUDA 13.0" in toolkit.title and "12.5" in toolkit.title
+    statuses = {link.name: link.status for link in report.links}
+    assert statuses["gpu"] == "error" and statuses["driver"] == "skipped" and statuses["placement"] == "ok"
+    # Nothing to uninstall: the CUDA build runs on the CPU; hiding the GPU only silences CUDA.
+    assert pip_steps(report.verdict.cpu_path) == []
+    assert report.verdict.cpu_path[-1].commands[0].line == 'export CUDA_VISIBLE_DEVICES=""'
+
+
+def test_a_driver_too_old_is_the_cause_of_tf_seeing_no_gpu():
+    facts = b.tf_sees_no_gpu(
+        b.change(b.server(), {"nvml.driver_version": "450.80.02", "driver.version": "450.80.02"}),
+        "E cuda_driver.cc:282] failed call to cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+    )
+    report = judge(facts)
+    found = by_id(report)
+    assert report.verdict.status == CPU_ONLY and report.verdict.finding_id == "EC-DRV-001"
+    assert "525.60.13" in report.verdict.line  # the CUDA 12 floor from the matrix
+    assert found["EC-PLC-001"].caused_by == "EC-DRV-001"
+    # Which older TF runs on this driver as it is, for this Python (answered by the matrix).
+    matrix = load_matrix()
+    older = [
+        x for x in matrix.tf_releases("linux")
+        if x.gpu and x.cuda and x.supports_python("3.11") and (matrix.minor_compat_floor(x.cuda.major, "linux") or matrix.min_driver(x.cuda, "linux")) <= Version("450.80.02")
+    ]
+    fix = found["EC-DRV-001"].fix
+    if older:
+        newest = max(older, key=lambda x: x.tf)
+        assert f"Or keep driver 450.80.02 and install TensorFlow {newest.tf.major}.{newest.tf.minor}" in fix.text
+    else:
+        assert "Or keep driver" not in fix.text
+    assert all(c.pip_args is None for c in fix.commands), "an alternative must not be run by --apply"
+
+
+def test_driver_alternative_is_the_newest_release_the_driver_runs():
+    # TF 2.4 wants CUDA 11.0 (driver 450.80.02 at least); driver 415 runs CUDA 10.0 releases.
+    facts = b.with_tf(b.quick(b.server()), "tensorflow", "2.4.4")
+    facts = b.change(facts, {"python.version": "3.7.9", "nvml.driver_version": "415.27", "driver.version": "415.27"})
+    matrix = load_matrix()
+    fix = by_id(judge(facts))["EC-DRV-001"].fix
+    runs = [
+        x for x in matrix.tf_releases("linux")
+        if x.gpu and x.cuda and x.supports_python("3.7")
+        and (matrix.minor_compat_floor(x.cuda.major, "linux") or matrix.min_driver(x.cuda, "linux")) <= Version("415.27")
+    ]
+    assert runs, "the matrix should hold a release built for a CUDA that driver 415 runs"
+    newest = max(runs, key=lambda x: x.tf)
+    assert f"install TensorFlow {newest.tf.major}.{newest.tf.minor} (built for CUDA {newest.cuda})" in fix.text
+
+
+def test_hidden_gpus_are_the_reason_not_a_placement_failure():
+    facts = b.tf_sees_no_gpu(b.with_env(b.server(), CUDA_VISIBLE_DEVICES=""), "E cuda_driver.cc:282] failed call to cuInit: CUDA_ERROR_NO_DEVICE")
+    report = judge(facts)
+    assert report.verdict.status == CPU_ONLY and report.verdict.finding_id == "EC-ENV-003"
+    assert by_id(report)["EC-PLC-001"].caused_by == "EC-ENV-003"
+
+
+def test_environment_errors_stay_causes_of_their_own():
+    facts = b.with_env(b.no_driver_linux(b.server()), TF_FORCE_GPU_ALLOW_GROWTH="yes", CUDA_VISIBLE_DEVICES="0;1")
+    found = by_id(judge(facts))
+    assert found["EC-DRV-003"].caused_by == "EC-GPU-002"
+    assert found["EC-ENV-001"].caused_by is None
+
+
+def test_tensorflow_not_installed_is_broken_even_without_a_gpu():
+    facts = b.with_distributions(b.no_gpu(), drop=("tensorflow", "keras"))
+    facts = b.change(facts, {"tensorflow": TensorflowFacts(status="missing", error_kind="not_installed", error="No module named 'tensorflow'")})
+    report = judge(facts)
+    assert report.verdict.status == BROKEN and report.verdict.finding_id == "EC-TF-001"
+    assert by_id(report)["EC-TF-001"].caused_by is None  # not a consequence of the missing GPU
+    assert ("install", "tensorflow==2.21.*") in pip_steps(report.verdict.cpu_path)
+    assert any(c.line == "envcheck plan" for c in by_id(report)["EC-TF-001"].fix.commands)
+
+
+def test_quick_run_without_tensorflow_counts_nvml_gpus():
+    report = judge(b.quick(b.server()))
+    assert report.verdict.status == GPU_READY
+    assert report.verdict.line == "GPU ready (4 GPUs); TensorFlow itself not tested (--quick)"
+
+
+def test_a_cause_that_was_deselected_leaves_its_consequence_a_cause():
+    report = judge(b.setup_post(), ignore=("EC-LIB-001",))
+    assert "EC-LIB-001" not in by_id(report)
+    assert report.verdict.finding_id == "EC-TF-006"
+    assert "cudart64_100.dll" in report.verdict.line
+
+
+def test_select_by_prefix():
+    report = judge(b.setup_post(), select=("EC-TF",))
+    assert {f.id for f in report.findings} == {"EC-TF-006"}
+
+
+def test_fail_on_thresholds():
+    warned = b.with_env(b.server(), TF_FORCE_GPU_ALLOW_GROWTH="1")
+    assert judge(warned).exit_code == 0
+    assert judge(warned, fail_on="warning").exit_code == 1
+    assert judge(b.setup_post(), fail_on="never").exit_code == 0
+
+
+def test_a_crashing_rule_becomes_a_finding_and_the_others_still_run():
+    from envcheck.rules.engine import RULES, rule
+
+    @rule("EC-ENV-999", "test rule that crashes", "warning", "environment")
+    def crashing(ctx):
+        raise KeyError("boom")
+
+    try:
+        report = judge(b.setup_post())
+    finally:
+        del RULES["EC-ENV-999"]
+    internal = [f for f in report.findings if f.id == "EC-INT-001"]
+    assert len(internal) == 1 and "EC-ENV-999" in internal[0].title and internal[0].severity is Severity.WARNING
+    assert report.verdict.finding_id == "EC-LIB-001"
+
+
+def test_windows_native_after_2_10_gives_the_three_ways():
+    facts = b.with_distributions(b.setup_post(), ("tensorflow", "2.15.1"), drop=("tensorflow-gpu",))
+    facts = b.change(b.quick(facts), {"python.version": "3.10.11"})
+    finding = by_id(judge(facts))["EC-TF-004"]
+    assert "WSL2" in finding.fix.text and "2.10" in finding.fix.text and "CPU" in finding.fix.text
+    assert any("tensorflow==2.10.*" in c.line for c in finding.fix.commands)
+    assert any(c.line == "wsl --install" for c in finding.fix.commands)
+
+
+def test_compute_capability_names_the_newest_release_for_the_card():
+    finding = by_id(judge(b.server_gpus(b.server(), ("GeForce GTX 780", "3.5"))))["EC-CC-001"]
+    matrix = load_matrix()
+    newest = max((x for x in matrix.tf_releases("linux") if x.gpu and matrix.support(x, "3.5") != "none"), key=lambda x: x.tf)
+    assert f"is {newest.tf.major}.{newest.tf.minor}" in finding.title and "GeForce GTX 780" in finding.title
+
+
+def test_parse_visible_devices_like_cuda():
+    assert parse_visible_devices("0,1").entries == ("0", "1")
+    assert parse_visible_devices("").reason == "empty"
+    seen = parse_visible_devices("0,abc,1")
+    assert seen.entries == ("0",) and seen.stopped_at == "abc" and seen.reason == "malformed"
+    seen = parse_visible_devices("1,5,0", gpu_count=2)
+    assert seen.entries == ("1",) and seen.reason == "out_of_range"
+    assert parse_visible_devices("-1").hides_all
+    assert parse_visible_devices("0,-1,1").entries == ("0",)
+    assert parse_visible_devices("GPU-8f2", uuids=("GPU-8F2A-1234",)).entries == ("GPU-8f2",)
+    assert parse_visible_devices("GPU-999", uuids=("GPU-8F2A-1234",)).reason == "unknown_uuid"
+
+
+def test_facts_file_gives_the_same_findings_anywhere(tmp_path):
+    """The snapshot is the only input: another environment, another directory, same JSON verdict."""
+    snapshot = REPO / "tests" / "fixtures" / "facts" / "setup_post_win10.json"
+    outputs = []
+    for extra in ({}, {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3", "PATH": os.environ["PATH"] + ":/opt/cuda-9.0/bin"}):
+        env = {**os.environ, "PYTHONPATH": str(REPO), **extra}
+        proc = subprocess.run(
+            [sys.executable, "-m", "envcheck", "doctor", "--facts", str(snapshot), "--json"],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+        )
+        assert proc.returncode == 1, proc.stderr
+        data = json.loads(proc.stdout)
+        outputs.append((data["findings"], data["verdict"]))
+    assert outputs[0] == outputs[1]
+    assert outputs[0][1]["finding_id"] == "EC-LIB-001"
+    assert judge(b.setup_post()).verdict.line == outputs[0][1]["line"]
