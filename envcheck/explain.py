@@ -386,7 +386,20 @@ def _construct_mapping(loader: Any, node: Any) -> _Node:
     return result
 
 
+class _Seq(list):
+    """A YAML sequence that remembers the line of each item."""
+
+    lines: list[int]
+
+
+def _construct_sequence(loader: Any, node: Any) -> _Seq:
+    result = _Seq(loader.construct_object(child, deep=True) for child in node.value)
+    result.lines = [child.start_mark.line + 1 for child in node.value]
+    return result
+
+
 _LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
+_LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
 
 _PATTERN_KEYS = {
     "id", "title", "regex", "needles", "harmless", "meaning", "cause", "fix", "rule_ids",
@@ -461,8 +474,11 @@ class _Entry:
     def __init__(self, node: _Node, path: Path, label: str) -> None:
         self.node, self.path, self.label = node, path, label
 
-    def error(self, key: Optional[str], message: str) -> PatternsError:
+    def error(self, key: Optional[str], message: str, item: Optional[int] = None) -> PatternsError:
         line = self.node.key_lines.get(key, self.node.line) if key else self.node.line
+        value = self.node.get(key) if key else None
+        if item is not None and isinstance(value, _Seq) and item < len(value.lines):
+            line = value.lines[item]
         what = f"{self.label}, field {key!r}" if key else self.label
         return PatternsError(f"{self.path}:{line}: {what}: {message}")
 
@@ -503,7 +519,7 @@ def _parse_pattern(node: Any, path: Path) -> Pattern:
     if not isinstance(harmless, bool):
         raise entry.error("harmless", "expected true or false")
 
-    regexes = tuple(_compile(entry, source) for source in entry.texts("regex"))
+    regexes = tuple(_compile(entry, source, index) for index, source in enumerate(entry.texts("regex")))
     needles = entry.texts("needles")
     derive = entry.text("derive", required=False)
     if derive is not None and derive not in DERIVERS:
@@ -515,13 +531,13 @@ def _parse_pattern(node: Any, path: Path) -> Pattern:
         if specialize not in SPECIALIZERS:
             raise entry.error("specialize", f"unknown specializer {specialize!r} (known: {', '.join(sorted(SPECIALIZERS))})")
     os_names = entry.texts("os", required=False)
-    for os_name in os_names:
+    for index, os_name in enumerate(os_names):
         if os_name not in SOURCE_OSES:
-            raise entry.error("os", f"unknown OS {os_name!r} (one of {', '.join(SOURCE_OSES)})")
+            raise entry.error("os", f"unknown OS {os_name!r} (one of {', '.join(SOURCE_OSES)})", index)
     rule_ids = entry.texts("rule_ids", required=False)
-    for rule_id in rule_ids:
+    for index, rule_id in enumerate(rule_ids):
         if not RULE_ID.match(rule_id):
-            raise entry.error("rule_ids", f"{rule_id!r} is not a rule id like EC-LIB-001")
+            raise entry.error("rule_ids", f"{rule_id!r} is not a rule id like EC-LIB-001", index)
 
     # Placeholders may only name what every regex captures (or the deriver provides).
     names = set.intersection(*(set(r.groupindex) for r in regexes))
@@ -564,13 +580,14 @@ def _parse_fix(entry: _Entry, names: set[str]) -> FixTemplate:
     raw_commands = node.get("commands") or []
     if not isinstance(raw_commands, list):
         raise fix_entry.error("commands", "expected a list of {shell, line} mappings")
-    for raw in raw_commands:
+    for index, raw in enumerate(raw_commands):
         if not isinstance(raw, _Node) or set(raw) - {"shell", "line"} or not isinstance(raw.get("line"), str):
-            raise fix_entry.error("commands", "each command is a mapping with 'line' and optionally 'shell'")
+            raise fix_entry.error("commands", "each command is a mapping with 'line' and optionally 'shell'", index)
+        command_entry = _Entry(raw, entry.path, f"{entry.label} fix command")
         shell = raw.get("shell", "any")
         if shell not in SHELLS:
-            raise fix_entry.error("commands", f"shell must be one of {', '.join(SHELLS)}, got {shell!r}")
-        commands.append((shell, _template(fix_entry, "commands", raw["line"], names)))
+            raise command_entry.error("shell", f"shell must be one of {', '.join(SHELLS)}, got {shell!r}")
+        commands.append((shell, _template(command_entry, "line", raw["line"], names)))
     link = fix_entry.text("link", required=False)
     if link is not None:
         link = _template(fix_entry, "link", link, names)
@@ -591,14 +608,14 @@ def _template(entry: _Entry, key: str, text: str, names: set[str]) -> str:
     return text
 
 
-def _compile(entry: _Entry, source: str) -> re.Pattern[str]:
+def _compile(entry: _Entry, source: str, index: int) -> re.Pattern[str]:
     try:
         compiled = re.compile(source)
     except re.error as exc:
-        raise entry.error("regex", f"{source!r} does not compile: {exc}") from None
+        raise entry.error("regex", f"{source!r} does not compile: {exc}", index) from None
     problem = repeat_problem(source)
     if problem:
-        raise entry.error("regex", f"{source!r}: {problem}")
+        raise entry.error("regex", f"{source!r}: {problem}", index)
     return compiled
 
 

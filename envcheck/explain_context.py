@@ -250,6 +250,11 @@ def cuda_library(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Mach
 
 
 def _install_cuda_steps(ctx: MachineContext, dist: Distribution, build: "TfBuild") -> Iterator[MachineNote]:
+    yield from _install_notes(ctx, dist, build)
+    yield from _driver_check(ctx, dist, build)
+
+
+def _install_notes(ctx: MachineContext, dist: Distribution, build: "TfBuild") -> Iterator[MachineNote]:
     cuda_release = ctx.matrix.cuda(build.cuda) if ctx.matrix and build.cuda else None
     link = cuda_release.download_url if cuda_release else None
     if ctx.os == "windows":
@@ -289,6 +294,26 @@ def _install_cuda_steps(ctx: MachineContext, dist: Distribution, build: "TfBuild
         yield MachineNote(
             "Under WSL2 the NVIDIA driver is the Windows one (it provides /usr/lib/wsl/lib/libcuda.so.1); do not "
             "install a Linux display driver inside WSL."
+        )
+
+
+def _driver_check(ctx: MachineContext, dist: Distribution, build: "TfBuild") -> Iterator[MachineNote]:
+    """One line on whether this machine's driver is new enough for the CUDA about to be installed."""
+    facts = ctx.facts
+    driver_text = (facts.nvml.driver_version or facts.driver.version) if facts else None
+    driver = _version(driver_text)
+    if driver is None or ctx.matrix is None or build.cuda is None:
+        return
+    driver_os = "windows" if ctx.os in ("windows", "wsl") else "linux"
+    minimum = ctx.matrix.min_driver(build.cuda, driver_os)
+    if minimum is None:
+        return
+    if driver >= minimum:
+        yield MachineNote(f"The driver here ({driver_text}) is new enough for CUDA {build.cuda} (needs {minimum} on {driver_os}).")
+    else:
+        yield MachineNote(
+            f"The driver here ({driver_text}) is older than CUDA {build.cuda} needs ({minimum} on {driver_os}): "
+            f"upgrade it as well (EC-DRV-001)."
         )
 
 
@@ -484,8 +509,8 @@ def python_version(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Ma
         return
     newest = builds[-1]
     yield MachineNote(
-        f"Python {short} on {ctx.os} has TensorFlow wheels up to {newest.tf} in the matrix (pinned versions outside "
-        f"{builds[0].tf}–{newest.tf} have none).",
+        f"By the matrix, TensorFlow releases from {builds[0].tf} up to {newest.tf} have {ctx.os} wheels for Python "
+        f"{short}: pin one of those, and run pip as `python -m pip` so it installs for this Python.",
         commands=(_pip(f"{newest.distribution}=={newest.tf}.*"),),
     )
 

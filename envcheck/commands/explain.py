@@ -48,12 +48,14 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(render_catalogue(catalogue))
         return 0
     _check_options(args)
+    # Bad --matrix or --facts files are usage errors whatever the text holds, so read them first.
     matrix_loader = _matrix_loader(args.matrix)
+    snapshot = _load_snapshot(args.facts)
     with _open_input(args) as (stream, source):
         scan = catalogue.scan(stream)
     # Looking at the machine only helps explanations that have machine-specific advice.
     wants_facts = any(o.pattern.specialize for o in scan.occurrences)
-    ctx = _machine_context(args, matrix_loader, look=wants_facts)
+    ctx = _machine_context(args, matrix_loader, snapshot, look=wants_facts)
     explanations = explain(scan, ctx)
     from envcheck.explain_render import ExplainReport, render_json, render_text
 
@@ -133,15 +135,21 @@ def _open_input(args: argparse.Namespace) -> Iterator[tuple[IO[bytes], str]]:
         fh.close()
 
 
-def _machine_context(args: argparse.Namespace, matrix_loader, look: bool):
+def _load_snapshot(path: Optional[str]):
+    if not path:
+        return None
+    from envcheck.facts import load_facts
+
+    return load_facts(path)
+
+
+def _machine_context(args: argparse.Namespace, matrix_loader, snapshot, look: bool):
     from envcheck.explain_context import MachineContext
 
     if args.no_probe or not look:
         return MachineContext(None, matrix_loader, origin="")
-    if args.facts:
-        from envcheck.facts import load_facts
-
-        return MachineContext(load_facts(args.facts), matrix_loader, origin=f"the snapshot {args.facts}")
+    if snapshot is not None:
+        return MachineContext(snapshot, matrix_loader, origin=f"the snapshot {args.facts}")
     from envcheck.probes import ProbeOptions, collect
 
     facts = collect(ProbeOptions(python=args.python, quick=True))

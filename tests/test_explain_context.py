@@ -1,0 +1,340 @@
+"""Advice from the machine's facts: exact versions, files and commands, or nothing when unknown.
+
+Snapshots are built from the real Facts records (the same ones the probes fill and --facts reads);
+the compatibility matrix is the bundled one.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pytest
+
+from envcheck.explain import explain, load_patterns
+from envcheck.explain_context import MachineContext, expected_library_names
+from envcheck.facts import (
+    MISSING,
+    OK,
+    Distribution,
+    DriverFacts,
+    EnvFacts,
+    Facts,
+    GpuProcess,
+    LibrariesFacts,
+    LibraryCopy,
+    LibraryFacts,
+    NvmlFacts,
+    NvmlGpu,
+    PackagesFacts,
+    PciDevice,
+    PciFacts,
+    PlatformFacts,
+    PythonFacts,
+)
+from envcheck.matrix import as_version
+
+CATALOGUE = load_patterns()
+
+
+def machine(
+    os: str = "linux",
+    python: str = "3.11.7",
+    bits: int = 64,
+    packages: dict[str, str] | None = None,
+    gpus: tuple[str, ...] = (),
+    driver: Optional[str] = None,
+    env: dict[str, str] | None = None,
+    cpu_flags: tuple[str, ...] = ("avx", "avx2", "fma"),
+    pci_status: str = OK,
+    nvml: Optional[NvmlFacts] = None,
+    libraries: Optional[LibrariesFacts] = None,
+    nouveau: bool = False,
+) -> Facts:
+    nvml_facts = nvml or (
+        NvmlFacts(
+            status=OK,
+            driver_version=driver,
+            gpus=tuple(NvmlGpu(index=i, name=name, memory_total_mb=8192, memory_used_mb=0) for i, name in enumerate(gpus)),
+        )
+        if gpus and driver
+        else NvmlFacts(status=MISSING, error_kind="driver_not_loaded", error="Driver Not Loaded")
+    )
+    return Facts(
+        python=PythonFacts(version=python, bits=bits, executable="/envs/tf/bin/python", machine="x86_64"),
+        platform=PlatformFacts(os=os, system={"windows": "Windows", "macos": "Darwin"}.get(os, "Linux"), cpu="Test CPU", cpu_flags=cpu_flags, machine="x86_64"),
+        env=EnvFacts(variables=env or {}),
+        packages=PackagesFacts(distributions=tuple(Distribution(name=n, version=v) for n, v in (packages or {}).items())),
+        pci=PciFacts(
+            status=pci_status,
+            devices=tuple(
+                PciDevice(address=f"0000:0{i + 1}:00.0", vendor_id="0x10de", device_id="0x1c03", class_code="0x030000", name=name)
+                for i, name in enumerate(gpus)
+            ),
+        ),
+        driver=DriverFacts(status=OK, loaded=bool(driver), version=driver, nouveau_loaded=nouveau),
+        nvml=nvml_facts,
+        libraries=libraries or LibrariesFacts(status=MISSING),
+    )
+
+
+def explained(text: str, facts: Optional[Facts]):
+    (explanation,) = explain(CATALOGUE.scan_text(text), MachineContext(facts, origin="the test machine"))
+    return explanation
+
+
+def notes(explanation) -> str:
+    return "\n".join(n.text for n in explanation.machine)
+
+
+def commands(explanation) -> list[str]:
+    return [c.line for n in explanation.machine for c in n.commands]
+
+
+SETUP_POST = (
+    "ImportError: Could not find 'cudart64_100.dll'. TensorFlow requires that this DLL be installed in a "
+    "directory that is named in your %PATH% environment variable. Download and install CUDA 10.0 from this "
+    "URL: https://developer.nvidia.com/cuda-toolkit-archive"
+)
+
+
+def test_setup_post_on_its_own_windows_machine():
+    """Windows, Python 3.7, tensorflow-gpu 1.13.1, GTX 1060, driver 417.35: install CUDA 10.0 and cuDNN 7.4."""
+    facts = machine(os="windows", python="3.7.9", packages={"tensorflow-gpu": "1.13.1"}, gpus=("GeForce GTX 1060",), driver="417.35")
+    explanation = explained(SETUP_POST, facts)
+    text = notes(explanation)
+    assert "tensorflow-gpu 1.13.1 needs exactly CUDA 10.0 and cuDNN 7.4" in text
+    assert r"copy its bin, include and lib folders into C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v10.0" in text
+    assert explanation.machine[0].link == "https://developer.nvidia.com/cuda-10.0-download-archive"
+    assert "where.exe cudart64_100.dll" in commands(explanation)
+    assert "The driver here (417.35) is new enough for CUDA 10.0 (needs 411.31 on windows)" in text
+    assert all(c.shell == "powershell" for n in explanation.machine for c in n.commands)
+
+
+def test_windows_message_from_another_tensorflow_is_called_out():
+    """TF 2.10 asks for cudart64_110.dll, so a cudart64_100.dll message came from another install."""
+    facts = machine(os="windows", python="3.9.13", packages={"tensorflow": "2.10.1"}, gpus=("GeForce GTX 1060",), driver="472.12")
+    text = notes(explained(SETUP_POST, facts))
+    assert "built for CUDA 11.2 and cuDNN 8.1" in text
+    assert "asks for cudart64_110.dll, not cudart64_100.dll" in text
+
+
+def test_windows_tensorflow_past_native_gpu_support_never_loads_cuda():
+    facts = machine(os="windows", python="3.10.11", packages={"tensorflow": "2.15.0"})
+    text = notes(explained(SETUP_POST, facts))
+    assert "tensorflow 2.15.0 on windows is a CPU-only build and never loads cudart64_100.dll" in text
+
+
+def test_windows_message_explained_on_linux_says_so():
+    text = notes(explained(SETUP_POST, machine(os="linux", packages={"tensorflow": "2.15.0"})))
+    assert "This message is printed on windows, but the test machine runs linux" in text
+
+
+def test_linux_release_with_pip_cuda_gets_the_and_cuda_command():
+    facts = machine(os="linux", packages={"tensorflow": "2.15.1"}, gpus=("NVIDIA GeForce RTX 4090",), driver="550.54.14")
+    explanation = explained("Could not load dynamic library 'libcudart.so.12'; dlerror: libcudart.so.12: cannot open", facts)
+    assert 'python -m pip install "tensorflow[and-cuda]==2.15.1"' in commands(explanation)
+    (command,) = [c for n in explanation.machine for c in n.commands]
+    assert command.pip_args == ("install", "tensorflow[and-cuda]==2.15.1")
+
+
+def test_linux_release_without_pip_cuda_gets_the_toolkit_and_library_path():
+    facts = machine(os="linux", python="3.8.10", packages={"tensorflow": "2.4.1"}, gpus=("GeForce GTX 1080 Ti",), driver="460.32.03")
+    explanation = explained("Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open", facts)
+    assert "built for CUDA 11.0 and cuDNN 8.0" in notes(explanation)
+    assert "export LD_LIBRARY_PATH=/usr/local/cuda-11.0/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" in commands(explanation)
+    assert explanation.machine[0].link == "https://developer.nvidia.com/cuda-11.0-download-archive"
+
+
+def test_linux_message_for_another_cuda_major():
+    facts = machine(os="linux", packages={"tensorflow": "2.15.0"})
+    text = notes(explained("Could not load dynamic library 'libcudart.so.11.0'; dlerror: x", facts))
+    assert "asks for libcudart.so.12, not libcudart.so.11.0" in text
+
+
+def test_wsl_gets_the_windows_driver_reminder():
+    facts = machine(os="wsl", packages={"tensorflow": "2.16.1"})
+    text = notes(explained("Could not load dynamic library 'libcudnn.so.8'; dlerror: x", facts))
+    assert "[and-cuda]" in text and "do not install a Linux display driver inside WSL" in text
+
+
+def test_library_on_disk_but_not_on_the_loader_path():
+    copy = LibraryCopy(
+        path="/opt/cuda-11.0/lib64/libcudart.so.11.0",
+        directory="/opt/cuda-11.0/lib64",
+        origin="CUDA_HOME",
+        on_loader_path=False,
+    )
+    facts = machine(
+        packages={"tensorflow": "2.4.1"},
+        python="3.8.10",
+        libraries=LibrariesFacts(status=OK, libraries=(LibraryFacts(family="cudart", copies=(copy,)),)),
+    )
+    explanation = explained("Could not load dynamic library 'libcudart.so.11.0'; dlerror: x", facts)
+    assert "libcudart.so.11.0 is on this machine at /opt/cuda-11.0/lib64/libcudart.so.11.0" in notes(explanation)
+    assert "export LD_LIBRARY_PATH=/opt/cuda-11.0/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" in commands(explanation)
+
+
+def test_tensorflow_missing_from_the_probed_interpreter():
+    text = notes(explained("Could not load dynamic library 'libcudart.so.12'; dlerror: x", machine(packages={})))
+    assert "TensorFlow is not installed in /envs/tf/bin/python" in text
+
+
+def test_release_outside_the_matrix_is_unknown_not_guessed():
+    text = notes(explained("Could not load dynamic library 'libcudart.so.12'; dlerror: x", machine(packages={"tensorflow": "0.9.0"})))
+    assert "not in envcheck's compatibility matrix" in text
+
+
+CUINIT_303 = "failed call to cuInit: INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)"
+
+
+def test_no_driver_error_is_harmless_on_a_machine_without_nvidia_gpu():
+    explanation = explained(CUINIT_303, machine(gpus=()))
+    assert explanation.harmless
+    assert "no NVIDIA GPU" in notes(explanation)
+
+
+def test_no_driver_error_is_not_harmless_when_a_gpu_has_no_driver():
+    explanation = explained(CUINIT_303, machine(gpus=("GeForce GTX 1060",), driver=None, nouveau=True))
+    assert not explanation.harmless
+    assert "GeForce GTX 1060 but no working NVIDIA driver" in notes(explanation)
+    assert "nouveau" in notes(explanation)
+
+
+def test_harmless_notice_becomes_an_error_when_the_gpu_is_there():
+    explanation = explained("Could not find cuda drivers on your machine, GPU will not be used.", machine(gpus=("Tesla T4",), driver=None))
+    assert not explanation.harmless
+
+
+def test_driver_works_here_so_the_process_could_not_reach_it():
+    explanation = explained(CUINIT_303, machine(gpus=("Tesla T4",), driver="535.104.05"))
+    assert "docker --gpus all" in notes(explanation)
+    assert not explanation.harmless
+
+
+def test_unknown_pci_says_nothing_rather_than_guess():
+    explanation = explained(CUINIT_303, machine(gpus=(), pci_status="skipped"))
+    assert explanation.machine == ()
+    assert not explanation.harmless
+
+
+def test_macos_has_no_cuda():
+    explanation = explained("Could not find cuda drivers on your machine, GPU will not be used.", machine(os="macos"))
+    assert explanation.harmless and "macOS has no CUDA" in notes(explanation)
+
+
+NO_DEVICE = "failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected"
+
+
+@pytest.mark.parametrize("value", ["", "-1"])
+def test_cuda_visible_devices_hiding_every_gpu(value):
+    explanation = explained(NO_DEVICE, machine(gpus=("Tesla T4",), driver="535.104.05", env={"CUDA_VISIBLE_DEVICES": value}))
+    assert f"CUDA_VISIBLE_DEVICES is set to {value!r}" in notes(explanation)
+    assert "unset CUDA_VISIBLE_DEVICES" in commands(explanation)
+
+
+def test_cuda_visible_devices_out_of_range():
+    facts = machine(gpus=("Tesla T4", "Tesla T4"), driver="535.104.05", env={"CUDA_VISIBLE_DEVICES": "2,3"})
+    assert "names GPU 2, 3, but this machine has 2 (indexes 0 to 1)" in notes(explained(NO_DEVICE, facts))
+
+
+def test_pinned_gpu_beyond_the_visible_ones():
+    text = (
+        "Could not satisfy explicit device specification '/device:GPU:1' because no devices matching that "
+        "specification are registered in this process"
+    )
+    facts = machine(gpus=("Tesla T4", "Tesla T4"), driver="535.104.05", env={"CUDA_VISIBLE_DEVICES": "0"})
+    assert "here 1 is visible, so /device:GPU:1 does not exist" in notes(explained(text, facts))
+
+
+def test_illegal_instruction_on_a_cpu_without_avx():
+    explanation = explained("Illegal instruction (core dumped)", machine(cpu_flags=("sse4_1", "sse4_2")))
+    assert "Test CPU has no AVX instructions" in notes(explanation)
+
+
+def test_illegal_instruction_on_a_cpu_with_avx_points_elsewhere():
+    assert "missing AVX is not the cause" in notes(explained("Illegal instruction (core dumped)", machine()))
+
+
+def test_pip_finds_nothing_for_32_bit_python():
+    facts = machine(os="windows", python="3.7.9", bits=32)
+    assert "is 32-bit; TensorFlow publishes 64-bit wheels only" in notes(explained("ERROR: No matching distribution found for tensorflow", facts))
+
+
+def test_pip_finds_nothing_for_a_python_no_release_supports():
+    text = notes(explained("ERROR: No matching distribution found for tensorflow", machine(python="3.19.0")))
+    assert "No TensorFlow release in the matrix has linux wheels for Python 3.19 (EC-PY-002)" in text
+
+
+def test_pip_error_on_a_supported_python_names_the_newest_release():
+    from envcheck.matrix import load_matrix
+
+    newest = [b for b in load_matrix().tf_releases("linux") if b.supports_python("3.11")][-1]
+    explanation = explained("ERROR: No matching distribution found for tensorflow", machine(python="3.11.7"))
+    assert f"up to {newest.tf}" in notes(explanation)
+    assert f'python -m pip install "tensorflow=={newest.tf}.*"' in commands(explanation)
+
+
+def test_compute_capability_advice_needs_only_the_matrix():
+    text = (
+        "Ignoring visible gpu device (device: 0, name: GeForce GT 730, pci bus id: 0000:01:00.0, compute "
+        "capability: 3.5) with Cuda compute capability 3.5. The minimum required Cuda capability is 3.7."
+    )
+    explanation = explained(text, None)
+    matrix_note = notes(explanation)
+    assert "still runs on compute capability 3.5" in matrix_note
+    from envcheck.matrix import load_matrix
+
+    matrix = load_matrix()
+    newest = [b for b in matrix.tf_releases("linux") if b.gpu and matrix.support(b, "3.5") != "none"][-1]
+    assert f"is {newest.tf} " in matrix_note
+
+
+def test_driver_older_than_the_cuda_of_the_installed_tensorflow():
+    facts = machine(os="windows", python="3.9.13", packages={"tensorflow": "2.10.0"}, gpus=("GeForce GTX 1060",), driver="417.35")
+    text = notes(explained("CUDA driver version is insufficient for CUDA runtime version", facts))
+    assert "The driver here is 417.35; CUDA 11.2 (used by tensorflow 2.10.0) needs 460.82 or newer on windows" in text
+    assert "envcheck plan --driver 417.35" in text
+
+
+def test_driver_new_enough_points_at_another_runtime():
+    facts = machine(os="linux", packages={"tensorflow": "2.15.0"}, gpus=("Tesla T4",), driver="550.54.14")
+    assert "is new enough for CUDA 12.2" in notes(explained("CUDA driver version is insufficient for CUDA runtime version", facts))
+
+
+def test_memory_held_by_other_processes():
+    gpu = NvmlGpu(
+        index=0,
+        name="Tesla T4",
+        memory_total_mb=15360,
+        memory_used_mb=14000,
+        processes=(GpuProcess(pid=4242, name="python", used_memory_mb=13900),),
+    )
+    facts = machine(nvml=NvmlFacts(status=OK, driver_version="535.104.05", gpus=(gpu,)), gpus=("Tesla T4",), driver="535.104.05")
+    explanation = explained("Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR", facts)
+    assert "GPU 0 (Tesla T4) has 14000 of 15360 MiB in use by: pid 4242 python (13900 MiB)" in notes(explanation)
+    assert "export TF_FORCE_GPU_ALLOW_GROWTH=true" in commands(explanation)
+
+
+def test_a_broken_specializer_does_not_hide_the_explanation(monkeypatch):
+    from envcheck import explain_context
+
+    def broken(occurrence, ctx):
+        raise KeyError("boom")
+
+    monkeypatch.setitem(explain_context.SPECIALIZERS, "cpu_flags", broken)
+    explanation = explained("Illegal instruction (core dumped)", machine())
+    assert explanation.title.startswith("The process died on an illegal CPU instruction")
+    assert "this is a bug" in notes(explanation)
+
+
+@pytest.mark.parametrize(
+    "cuda, cudnn, windows, linux",
+    [
+        ("10.0", "7.4", {"cudart": "cudart64_100.dll", "cudnn": "cudnn64_7.dll"}, {"cudart": "libcudart.so.10.0", "cudnn": "libcudnn.so.7"}),
+        ("11.2", "8.1", {"cudart": "cudart64_110.dll", "cudnn": "cudnn64_8.dll"}, {"cudart": "libcudart.so.11.0", "cudnn": "libcudnn.so.8"}),
+        ("12.3", "8.9", {"cudart": "cudart64_12.dll", "cudnn": "cudnn64_8.dll"}, {"cudart": "libcudart.so.12", "cudnn": "libcudnn.so.8"}),
+    ],
+)
+def test_expected_library_names(cuda, cudnn, windows, linux):
+    names = expected_library_names(as_version(cuda), as_version(cudnn))
+    assert names == {"windows": windows, "linux": linux}
