@@ -112,7 +112,7 @@ def collect(options: ProbeOptions) -> Facts:
         worker = start_tf_worker(python_exe, options.environ, options.tf_timeout)
     try:
         nvml_run = _NvmlThread(options.nvml)
-        interp = probe_interpreter(options.python and python_exe, options.environ)
+        interp = probe_interpreter(python_exe if options.python else None, options.environ)
         python_facts = _section(PythonFacts, interp.get("python"), "python")
         packages_facts = _section(PackagesFacts, interp.get("packages"), "packages")
         facts = Facts(

@@ -20,9 +20,10 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
-from envcheck.facts import ERROR, SKIPPED, CudaToolkit, LibrariesFacts, LibraryFacts
+from envcheck.facts import ERROR, SKIPPED, CudaToolkit, LibrariesFacts
 from envcheck.probes.library_search import (
     Location,
+    env_get,
     find_libraries,
     ldconfig_locations,
     parse_ldconfig,
@@ -59,7 +60,7 @@ def probe_libraries(
     system = system or platform.system()
     try:
         if system == "Windows":
-            path = environ.get("PATH") or environ.get("Path") or ""
+            path = env_get(environ, "PATH") or ""
             result = search_windows(path.split(";"), environ, _list_names)
             facts = LibrariesFacts(
                 search_path=result.search_path,

@@ -286,6 +286,10 @@ def facts_from_worker(
             status=MISSING, error_kind="not_installed", error="TensorFlow is not installed in this interpreter", **base
         )
     if result.get("partial"):
+        if stage == "import" and _IMPORT_FAILURE.search(stderr):
+            return TensorflowFacts(
+                status=ERROR, error_kind="import_failed", error=_last_error_line(stderr), failed_stage="import", **base
+            )
         return TensorflowFacts(
             status=ERROR,
             error_kind="worker_failed",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from envcheck.probes.libraries import (
     load_results,
     probe_libraries,
     read_ldconfig_cache,
+    run_command,
     subprocess_load_tester,
 )
 from envcheck.probes.library_search import match_library, parse_ldconfig
@@ -163,7 +165,7 @@ def test_failing_ldconfig_is_reported_with_its_status():
 
 
 def test_this_machines_real_ldconfig_cache_reads():
-    entries, error = read_ldconfig_cache(__import__("envcheck.probes.libraries", fromlist=["run_command"]).run_command)
+    entries, error = read_ldconfig_cache(run_command)
     assert error is None and entries  # every glibc system has a cache with libc in it
 
 
@@ -275,3 +277,13 @@ def test_load_tester_failure_is_recorded_not_raised(tmp_path):
     facts = probe(tmp_path, pip_dirs=[str(_wheel_cudart().parent)], load_tester=broken)
     assert facts.status == "ok"
     assert any("interpreter vanished" in e for e in facts.search_errors)
+
+
+def test_wheel_folders_come_from_the_interpreter_even_when_run_isolated(tmp_path):
+    """The interpreter probe runs with -I, yet the user's PYTHONPATH wheels are where TF looks too."""
+    site = tmp_path / "site"
+    (site / "nvidia/cudnn/lib").mkdir(parents=True)
+    (site / "nvidia/__init__.py").write_text("")
+    env = dict(os.environ, PYTHONPATH=str(site))
+    proc = subprocess.run([sys.executable, "-I", str(INTERPRETER_SCRIPT)], capture_output=True, text=True, env=env, check=True)
+    assert str(site / "nvidia/cudnn/lib") in json.loads(proc.stdout)["library_dirs"]["pip"]

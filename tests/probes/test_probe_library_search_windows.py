@@ -167,3 +167,12 @@ def test_dll_name_versions(digits, version):
 )
 def test_windows_names(name, expected):
     assert match_library(name, "windows") == expected
+
+
+def test_windows_probe_reads_path_whatever_its_case(tmp_path):
+    from envcheck.probes.libraries import probe_libraries
+
+    (tmp_path / "cudart64_110.dll").write_bytes(b"MZ")
+    facts = probe_libraries({"Path": str(tmp_path)}, system="Windows")
+    (copy,) = family(facts, "cudart").copies
+    assert (copy.file_version, copy.origin, copy.loads) == ("11.0", "PATH", None)

@@ -306,3 +306,13 @@ def test_real_tensorflow_cuda_build_without_a_driver_runs_both_ops_on_the_cpu():
     assert any(("cuInit" in line) or ("cuda drivers" in line) for line in facts.log_lines), facts.log_lines
     assert any("(MatMul): /job:" in line or "Executing op MatMul" in line for line in facts.log_lines)
     assert any("libcudart.so.12" in path for path in facts.mapped_libraries)
+
+
+def test_process_that_exits_inside_the_import_with_an_import_error_on_stderr():
+    """A native extension that prints its failure and exits instead of raising."""
+    stderr = "ImportError: libcublas.so.11: cannot open shared object file: No such file or directory\n"
+    facts = facts_from_worker(output({"stage": "import", "partial": True}), stderr, 1)
+    assert (facts.error_kind, facts.failed_stage) == ("import_failed", "import")
+    assert "libcublas.so.11" in facts.error
+    quiet = facts_from_worker(output({"stage": "import", "partial": True}), "", 1)
+    assert (quiet.error_kind, quiet.failed_stage) == ("worker_failed", "import")
