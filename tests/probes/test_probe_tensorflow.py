@@ -316,3 +316,37 @@ def test_process_that_exits_inside_the_import_with_an_import_error_on_stderr():
     assert "libcublas.so.11" in facts.error
     quiet = facts_from_worker(output({"stage": "import", "partial": True}), "", 1)
     assert (quiet.error_kind, quiet.failed_stage) == ("worker_failed", "import")
+
+
+@pytest.mark.parametrize(
+    "line, kept",
+    [
+        ("Could not load dynamic library 'cudart64_110.dll'; dlerror: cudart64_110.dll not found", True),
+        ("Successfully opened dynamic library libcublas.so.10", True),
+        ("Cannot dlopen some GPU libraries. Skipping registering GPU devices...", True),
+        ("failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected", True),
+        ("Could not find cuda drivers on your machine, GPU will not be used.", True),
+        ("Loaded cuDNN version 8907", True),
+        ("Failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED", True),
+        ("TF-TRT Warning: Could not find TensorRT", True),
+        ("MatMul: (MatMul): /job:localhost/replica:0/task:0/device:GPU:0", True),
+        ("_EagerConst: (_EagerConst): /job:localhost/replica:0/task:0/device:GPU:0", False),
+        ("Executing op Conv2D in device /job:localhost/replica:0/task:0/device:GPU:0", True),
+        ("Executing op RandomUniform in device /job:localhost/replica:0/task:0/device:GPU:0", False),
+        ("Created device /job:localhost/replica:0/task:0/device:GPU:0 with 10 MB memory", True),
+        ("kernel driver does not appear to be running on this host (gpu01): /proc/driver/nvidia/version does not exist", True),
+        ("kernel reported version is: 550.54.15", True),
+        ("Ignoring visible gpu device (device: 0, name: GeForce GT 730, compute capability: 3.5)", True),
+        ("ImportError: DLL load failed while importing _pywrap_tensorflow_internal", True),
+        ("OOM when allocating tensor with shape[8192,8192]", True),
+        ("ptxas returned an error during compilation of ptx to sass", True),
+        ("Can't find libdevice directory ${CUDA_DIR}/nvvm/libdevice", True),
+        ("Fatal Python error: Segmentation fault", True),
+        ("oneDNN custom operations are on. You may see slightly different numerical results", False),
+        ("This TensorFlow binary is optimized to use available CPU instructions in performance-critical operations.", False),
+        ("To enable the following instructions: AVX2 AVX512F FMA, in other operations, rebuild TensorFlow", False),
+        ("Your CPU supports instructions that this TensorFlow binary was not compiled to use: AVX2 FMA", False),
+    ],
+)
+def test_each_log_pattern_keeps_its_line_and_leaves_its_neighbour(line, kept):
+    assert (important_log_lines(line) == (line,)) is kept
