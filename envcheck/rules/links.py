@@ -32,7 +32,7 @@ def link_statuses(ctx: Context, findings: list[Finding], verdict: Verdict) -> tu
             status = LINK_ERROR
         elif any(f.severity is Severity.WARNING for f in here):
             status = LINK_WARNING
-        elif not probed or (absent and name in _GPU_LINKS and not here):
+        elif not probed or (absent and name in _GPU_LINKS and all(f.severity is Severity.INFO for f in here)):
             status = LINK_SKIPPED
         else:
             status = LINK_OK
@@ -88,6 +88,8 @@ def _libraries(ctx: Context, facts: Facts):
     probed = lib.status != SKIPPED
     if is_cuda_tf(ctx) is False:
         return "not needed by a CPU-only TensorFlow build", lib.seconds, probed
+    if gpu_presence(facts) == ABSENT:
+        return "not needed without a GPU", lib.seconds, probed
     build = tf_build(ctx)
     if probed and build is not None and build.libraries:
         from envcheck.rules.libraries import all_needed  # noqa: PLC0415 - a rule module, loaded with the rules
