@@ -16,7 +16,8 @@ from envcheck.errors import UsageError
 DEFAULT_OUTPUT = "envcheck-train"
 
 
-def _count(minimum: int):
+def count_arg(minimum: int):
+    """An argparse type: a whole number of at least `minimum` (counts, sizes, seeds)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -40,9 +41,9 @@ def _positive_float(text: str) -> float:
 
 
 def add_device_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--gpus", type=_count(0), metavar="N",
+    parser.add_argument("--gpus", type=count_arg(0), metavar="N",
                         help="mirror over the first N GPUs (default: every GPU TensorFlow sees; 0: the CPU)")
-    parser.add_argument("--cpu-replicas", type=_count(1), default=None, metavar="N",
+    parser.add_argument("--cpu-replicas", type=count_arg(1), default=None, metavar="N",
                         help="split the CPU into N logical devices and mirror over them (no GPU needed)")
 
 
@@ -52,8 +53,8 @@ def add_data_flags(parser: argparse.ArgumentParser) -> None:
                         help="CIFAR-10: the cifar-10-batches-py folder, a folder of train/<class>/ and "
                              "test/<class>/ images, or a .tar.gz of either (default: the Keras cache)")
     source.add_argument("--synthetic", action="store_true", help="generated images instead of CIFAR-10")
-    parser.add_argument("--subset", type=_count(1), metavar="N", help="train on the first N training images")
-    parser.add_argument("--val-subset", type=_count(1), metavar="N", help="validate on the first N test images")
+    parser.add_argument("--subset", type=count_arg(1), metavar="N", help="train on the first N training images")
+    parser.add_argument("--val-subset", type=count_arg(1), metavar="N", help="validate on the first N test images")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -66,17 +67,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_data_flags(parser)
     parser.add_argument("--preset", choices=("post", "fast"), default="post",
                         help="post: the post's 70-epoch protocol (default); fast: a shorter modern recipe")
-    parser.add_argument("--epochs", type=_count(1), metavar="N", help="epochs (default: 70, or the preset's)")
-    parser.add_argument("--steps-per-epoch", type=_count(1), metavar="N",
+    parser.add_argument("--epochs", type=count_arg(1), metavar="N", help="epochs (default: 70, or the preset's)")
+    parser.add_argument("--steps-per-epoch", type=count_arg(1), metavar="N",
                         help="steps per epoch (default: one pass over the training images)")
-    parser.add_argument("--batch-per-replica", type=_count(1), metavar="N",
+    parser.add_argument("--batch-per-replica", type=count_arg(1), metavar="N",
                         help="images per replica per step (default: 64, or the preset's)")
     parser.add_argument("--lr", type=_positive_float, metavar="RATE",
                         help="initial (peak) learning rate (default: 5e-3, or the preset's)")
     parser.add_argument("--mixed-precision", action="store_true",
                         help="float16 compute on GPUs (bfloat16 on CPUs), float32 weights")
     parser.add_argument("--jit", action="store_true", help="compile the training step with XLA")
-    parser.add_argument("--seed", type=_count(0), default=0, metavar="N", help="random seed (default: 0)")
+    parser.add_argument("--seed", type=count_arg(0), default=0, metavar="N", help="random seed (default: 0)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar or per-epoch lines")
 

@@ -1,0 +1,60 @@
+"""envcheck validate: check that TensorFlow computes, agrees across replicas and trains on the GPUs.
+
+Exit codes as the doctor's: 0 every check passed, 1 a check failed, 2 bad usage, 3 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from envcheck.errors import UsageError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from envcheck.commands.train import count_arg
+
+    parser.add_argument("--level", type=int, choices=(1, 2, 3), default=2,
+                        help="1: matmul and convolution on each device; 2: plus the cross-replica all-reduce "
+                             "(default); 3: plus a training run")
+    parser.add_argument("--train", action="store_true", help="the same as --level 3")
+    parser.add_argument("--full", action="store_true",
+                        help="with level 3: the post's full 70-epoch protocol on the real CIFAR-10, "
+                             "accuracy compared with the post's (needs a GPU)")
+    parser.add_argument("--data", "--data-dir", type=Path, metavar="PATH", dest="data",
+                        help="CIFAR-10 for level 3 (python batches, image folders, or an archive); "
+                             "default: the Keras cache, or synthetic data for the quick run")
+    parser.add_argument("--gpus", type=count_arg(0), metavar="N", help="use the first N GPUs (default: all; 0: the CPU)")
+    parser.add_argument("--cpu-replicas", type=count_arg(1), metavar="N",
+                        help="logical CPU devices to mirror over when no GPU is used (default: 2)")
+    parser.add_argument("--output", "-o", type=Path, metavar="DIR",
+                        help="keep the level 3 run's outputs here (default: a temporary folder; "
+                             "envcheck-validate-full for --full, so that it can be resumed)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    level = 3 if args.train or args.full else args.level
+    if args.train and args.level not in (2, 3):
+        raise UsageError("--train is level 3; drop --level or use --level 3")
+    if args.data is not None and not args.data.expanduser().exists():
+        raise UsageError(f"--data {args.data}: no such file or folder")
+    if args.gpus and args.cpu_replicas:
+        raise UsageError("--gpus and --cpu-replicas exclude each other: validate GPUs or CPU devices")
+    from envcheck.validation import run_validation
+    from envcheck.validation.checks import render_terminal
+
+    report = run_validation(
+        level, full=args.full, data=args.data.expanduser() if args.data else None, output=args.output,
+        gpus=args.gpus, cpu_replicas=args.cpu_replicas, progress=not args.json,
+    )
+    if args.json:
+        json.dump(report.to_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        from rich.console import Console
+
+        render_terminal(report, Console())
+    return report.exit_code
