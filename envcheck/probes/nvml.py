@@ -26,6 +26,7 @@ _KIND_BY_CODE = {
     13: "function_not_found",  # NVML_ERROR_FUNCTION_NOT_FOUND: a driver older than the binding
 }
 NOT_SUPPORTED = 3
+LIBRARY_NOT_FOUND = 12
 FUNCTION_NOT_FOUND = 13
 _MIB = 1024 * 1024
 
@@ -38,6 +39,15 @@ def probe_nvml(nvml: Any = None) -> NvmlFacts:
     """Query NVML through ``nvml`` (the ``pynvml`` module, or a stand-in with its interface)."""
     started = time.perf_counter()
     if nvml is None:
+        missing = _library_load_error()
+        if missing is not None:
+            return NvmlFacts(
+                status=MISSING,
+                error_kind="library_not_found",
+                error_code=LIBRARY_NOT_FOUND,
+                error=f"NVML Shared Library Not Found (NVML error {LIBRARY_NOT_FOUND}): {missing}",
+                seconds=time.perf_counter() - started,
+            )
         try:
             import pynvml as nvml
         except ImportError as exc:
@@ -77,6 +87,23 @@ def probe_nvml(nvml: Any = None) -> NvmlFacts:
             nvml.nvmlShutdown()
         except Exception:  # noqa: BLE001 - nothing to do about a failed shutdown
             pass
+
+
+def _library_load_error() -> Optional[str]:
+    """Why libnvidia-ml.so.1 does not load, asked the way pynvml asks (Linux only), or None.
+
+    Importing pynvml costs tens of milliseconds; a machine without the driver's library (most
+    machines that end up on the CPU path) is told apart with one failed dlopen instead.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError as exc:
+        return str(exc)
+    return None
 
 
 def _query(nvml: Any, started: float) -> NvmlFacts:
