@@ -145,11 +145,15 @@ class Catalogue:
     patterns: tuple[Pattern, ...]
 
     def __post_init__(self) -> None:
-        by_needle: dict[bytes, list[int]] = {}
-        for index, pattern in enumerate(self.patterns):
-            for needle in pattern.needles:
-                by_needle.setdefault(needle.encode("utf-8"), []).append(index)
-        object.__setattr__(self, "_needles", tuple((n, tuple(ix)) for n, ix in by_needle.items()))
+        # Each distinct needle costs one pass over the input. A needle that contains another one
+        # needs no pass of its own: every line holding it also holds the shorter one.
+        needles = {n.encode("utf-8") for p in self.patterns for n in p.needles}
+        anchors = sorted(n for n in needles if not any(o != n and o in n for o in needles))
+        by_anchor = []
+        for anchor in anchors:
+            indexes = tuple(i for i, p in enumerate(self.patterns) if any(anchor in n.encode("utf-8") for n in p.needles))
+            by_anchor.append((anchor, indexes))
+        object.__setattr__(self, "_anchors", tuple(by_anchor))
 
     def get(self, pattern_id: str) -> Optional[Pattern]:
         return next((p for p in self.patterns if p.id == pattern_id), None)
@@ -174,21 +178,18 @@ class Catalogue:
         return ScanResult(found.ordered(), lines=lines, bytes=total, dropped=found.dropped)
 
     def _scan_block(self, block: bytes, lines_before: int, max_line: int, found: "_Accumulator") -> None:
-        candidates: dict[int, tuple[int, set[int]]] = {}  # line start -> (line end, pattern indexes)
-        for needle, indexes in self._needles:  # type: ignore[attr-defined]
-            position = block.find(needle)
+        candidates: dict[int, tuple[int, tuple[int, ...]]] = {}  # line start -> (line end, pattern indexes)
+        for anchor, indexes in self._anchors:  # type: ignore[attr-defined]
+            position = block.find(anchor)
             while position >= 0:
                 start = block.rfind(b"\n", 0, position) + 1
                 end = block.find(b"\n", position)
                 if end < 0:
                     end = len(block)
-                if position + len(needle) <= start + max_line:
+                if position + len(anchor) <= start + max_line:
                     entry = candidates.get(start)
-                    if entry is None:
-                        candidates[start] = (end, set(indexes))
-                    else:
-                        entry[1].update(indexes)
-                position = block.find(needle, end + 1)
+                    candidates[start] = (end, indexes if entry is None else tuple(sorted({*entry[1], *indexes})))
+                position = block.find(anchor, end + 1)
         line_number = lines_before
         previous = 0
         for start in sorted(candidates):
@@ -196,7 +197,7 @@ class Catalogue:
             previous = start
             end, indexes = candidates[start]
             text = block[start : min(end, start + max_line)].decode("utf-8", "replace").rstrip("\r").lstrip("\ufeff")
-            for index in sorted(indexes):
+            for index in indexes:
                 pattern = self.patterns[index]
                 hit = pattern.match(text)
                 if hit:
@@ -234,19 +235,25 @@ class ScanResult:
 class _Accumulator:
     def __init__(self) -> None:
         self._by_key: dict[tuple[str, str], Occurrence] = {}
+        self._by_groups: dict[tuple[Any, ...], Occurrence] = {}  # the same capture seen before
         self.dropped = 0
 
     def add(self, pattern: Pattern, hit: re.Match[str], line_number: int, text: str) -> None:
-        variables = pattern.variables(hit)
-        title = fill(pattern.title, variables)
-        key = (pattern.id, title)
-        occurrence = self._by_key.get(key)
+        seen = (pattern.id, hit.re, hit.groups())
+        occurrence = self._by_groups.get(seen)
         if occurrence is None:
-            if len(self._by_key) >= MAX_GROUPS:
-                self.dropped += 1
-                return
-            occurrence = Occurrence(pattern, variables, title, line_number, excerpt(text, hit))
-            self._by_key[key] = occurrence
+            variables = pattern.variables(hit)
+            title = fill(pattern.title, variables)
+            key = (pattern.id, title)
+            occurrence = self._by_key.get(key)
+            if occurrence is None:
+                if len(self._by_key) >= MAX_GROUPS:
+                    self.dropped += 1
+                    return
+                occurrence = Occurrence(pattern, variables, title, line_number, excerpt(text, hit))
+                self._by_key[key] = occurrence
+            if len(self._by_groups) < 4 * MAX_GROUPS:
+                self._by_groups[seen] = occurrence
         occurrence.count += 1
         if len(occurrence.line_numbers) < MAX_LINE_NUMBERS:
             occurrence.line_numbers.append(line_number)
