@@ -73,7 +73,8 @@ def configure(
 ) -> list:
     """Configure TensorFlow's devices and return the logical devices to train on.
 
-    gpus: an index or a list of indices in nvidia-smi's (PCI bus) order; None for all.
+    gpus: an index or a list of indices in nvidia-smi's (PCI bus) order; None for all; [] for none
+        (the CPU on purpose, without a warning: TF1's CUDA_VISIBLE_DEVICES="").
     memory_growth: allocate GPU memory as needed instead of (almost) all of it at start.
     memory_limit_mb / memory_fraction: cap each chosen GPU's memory, in MiB or as a share of its
         total (the TF1 ``per_process_gpu_memory_fraction``); at most one of them.
@@ -105,7 +106,9 @@ def configure(
     import tensorflow as tf
 
     physical = tf.config.list_physical_devices("GPU")
-    if physical:
+    if settings.gpus == ():
+        devices = _configure_cpu(tf, settings)
+    elif physical:
         devices = _configure_gpus(tf, settings, physical, facts)
     else:
         devices = _configure_cpu_fallback(tf, settings)
@@ -226,14 +229,19 @@ def _configure_cpu_fallback(tf: Any, settings: Settings) -> list:
     reason = gpu_unavailable_reason(tf)
     if settings.fallback == "error":
         raise GpuUnavailableError(f"no GPU usable by TensorFlow: {reason}. Run `envcheck doctor` for the fix, or pass fallback='cpu'.")
-    _too_late_guard(lambda: tf.config.set_visible_devices([], "GPU"))
-    if settings.cpu_replicas:
-        _split_cpu(tf, settings.cpu_replicas)
-    _placement_options(tf, settings)
+    devices = _configure_cpu(tf, settings)
     if not _state.warned:
         _state.warned = True
         asked = f" (gpus={list(settings.gpus)} asked for)" if settings.gpus else ""
         warnings.warn(f"no GPU usable{asked}, running on the CPU: {reason}", GpuFallbackWarning, stacklevel=3)
+    return devices
+
+
+def _configure_cpu(tf: Any, settings: Settings) -> list:
+    _too_late_guard(lambda: tf.config.set_visible_devices([], "GPU"))
+    if settings.cpu_replicas:
+        _split_cpu(tf, settings.cpu_replicas)
+    _placement_options(tf, settings)
     return tf.config.list_logical_devices("CPU")
 
 

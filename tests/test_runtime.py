@@ -47,6 +47,12 @@ SCENARIOS = {
         report(first=[d.name for d in first], again=[d.name for d in again], warnings=[str(w.message) for w in fallback],
                order=os.environ.get("CUDA_DEVICE_ORDER"), late=late)
     """,
+    "cpu_on_purpose": """
+        with warnings.catch_warnings(record=True) as caught:
+            devices = runtime.configure(gpus=[], soft_placement=True, log_placement=False)
+        import tensorflow as tf
+        report(devices=[d.name for d in devices], warnings=len(caught), soft=tf.config.get_soft_device_placement())
+    """,
     "error": """
         try:
             runtime.configure(fallback="error")
@@ -104,6 +110,12 @@ def test_no_gpu_falls_back_to_the_cpu_with_one_warning_and_the_doctors_reason(sc
     assert "running on the CPU" in result["warnings"][0] and "no NVIDIA GPU found" in result["warnings"][0]
     assert result["order"] == "PCI_BUS_ID"
     assert result["late"] and "before any TensorFlow op" in result["late"]
+
+
+@pytest.mark.slow
+def test_gpus_empty_means_the_cpu_on_purpose(scenarios):
+    result = scenarios["cpu_on_purpose"]
+    assert result == {"devices": ["/device:CPU:0"], "warnings": 0, "soft": True}
 
 
 @pytest.mark.slow
