@@ -241,7 +241,7 @@ def facts_from_worker(
     logs = important_log_lines(stderr, stdout)
     base = _from_result(result) if result else {}
     base.update(log_lines=logs, returncode=returncode, seconds=seconds)
-    stage = (result or {}).get("failed_stage") or (result or {}).get("stage")
+    stage = _word((result or {}).get("failed_stage")) or _word((result or {}).get("stage"))
     if timed_out:
         return TensorflowFacts(
             status=ERROR,
@@ -297,15 +297,12 @@ def facts_from_worker(
             failed_stage=stage,
             **base,
         )
-    failed = result.get("failed_stage")
+    failed = _word(result.get("failed_stage"))
+    error = str(result["error"]) if result.get("error") is not None else None
     if failed == "import":
-        return TensorflowFacts(
-            status=ERROR, error_kind="import_failed", error=result.get("error"), failed_stage="import", **base
-        )
+        return TensorflowFacts(status=ERROR, error_kind="import_failed", error=error, failed_stage="import", **base)
     if failed:
-        return TensorflowFacts(
-            status=ERROR, error_kind="worker_failed", error=result.get("error"), failed_stage=failed, **base
-        )
+        return TensorflowFacts(status=ERROR, error_kind="worker_failed", error=error, failed_stage=failed, **base)
     return TensorflowFacts(status=OK, **base)
 
 
@@ -320,13 +317,16 @@ def _from_result(result: dict) -> dict:
         value = result.get(key)
         return value if isinstance(value, bool) else None
 
-    def strings(key: str) -> tuple[str, ...]:
+    def items(key: str) -> list:
         value = result.get(key)
-        return tuple(str(v) for v in value) if isinstance(value, list) else ()
+        return value if isinstance(value, list) else []
+
+    def strings(key: str) -> tuple[str, ...]:
+        return tuple(str(v) for v in items(key))
 
     def devices(key: str) -> tuple[TfDevice, ...]:
         out = []
-        for item in result.get(key) or ():
+        for item in items(key):
             if isinstance(item, dict) and "name" in item:
                 details = item.get("details") if isinstance(item.get("details"), dict) else {}
                 out.append(
@@ -339,7 +339,7 @@ def _from_result(result: dict) -> dict:
         return tuple(out)
 
     placement = []
-    for item in result.get("placement") or ():
+    for item in items("placement"):
         if isinstance(item, dict) and "op" in item:
             seconds = item.get("seconds")
             placement.append(
@@ -372,6 +372,10 @@ def _from_result(result: dict) -> dict:
         mapped_libraries=strings("mapped_libraries"),
         import_seconds=float(import_seconds) if isinstance(import_seconds, (int, float)) else None,
     )
+
+
+def _word(value: object) -> Optional[str]:
+    return value if isinstance(value, str) and value else None
 
 
 def _first_line(text: str) -> str:

@@ -350,3 +350,32 @@ def test_process_that_exits_inside_the_import_with_an_import_error_on_stderr():
 )
 def test_each_log_pattern_keeps_its_line_and_leaves_its_neighbour(line, kept):
     assert (important_log_lines(line) == (line,)) is kept
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    max_leaves=20,
+)
+_keys = st.sampled_from(sorted(set(COMPLETE) | {"partial", "failed_stage", "error", "not_installed"}))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    result=st.dictionaries(_keys, _json, max_size=12),
+    stderr=st.text(max_size=200),
+    returncode=st.one_of(st.none(), st.integers(-64, 300)),
+    timed_out=st.booleans(),
+)
+def test_any_worker_output_becomes_a_snapshot_that_reads_back(result, stderr, returncode, timed_out):
+    """Whatever a worker (or something posing as one) prints, the facts are valid and round-trip."""
+    from envcheck.facts import Facts, facts_from_dict, to_json
+
+    facts = facts_from_worker(output(result), stderr, returncode, timed_out=timed_out)
+    assert facts.status in ("ok", "error", "missing")
+    assert facts.error_kind is None or facts.error_kind in TF_ERROR_KINDS
+    snapshot = Facts(tensorflow=facts)
+    assert facts_from_dict(json.loads(to_json(snapshot))) == snapshot
