@@ -198,7 +198,10 @@ class LibraryCopy:
 class LibraryFacts:
     """All copies of one library family (cudart, cudnn, cublas, ...) in search order."""
 
-    family: str  # "cudart", "cudnn", "cublas", "cufft", "curand", "cusolver", "cusparse", "nvcuda", ...
+    # "cudart", "cudnn", "cublas", "cublaslt", "cufft", "curand", "cusolver", "cusparse", "nvjitlink",
+    # "nccl", "nvcuda" (the driver's nvcuda.dll / libcuda.so.1), and on Windows "msvcp140", "zlibwapi".
+    # Every family searched is listed, with no copies when none was found.
+    family: str
     copies: tuple[LibraryCopy, ...] = ()
     # Path of the copy the loader takes for the newest name found (cudart64_110.dll over
     # cudart64_100.dll, libcudart.so.12 over .so.11). Rules that know which name TF asks for
