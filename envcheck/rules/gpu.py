@@ -38,9 +38,9 @@ def no_nvidia_gpu(ctx: Context) -> Iterator[Hit]:
         evidence=tuple(looked),
         fix=Fix(
             text=(
-                "Run on the CPU (see the CPU path), or use a machine with an NVIDIA GPU: a cloud "
-                "GPU instance, or pass the GPU into the container (docker run --gpus all, with "
-                "the NVIDIA Container Toolkit) or the VM (PCI passthrough)."
+                "Use a machine with an NVIDIA GPU: a cloud GPU instance, or pass the GPU into the "
+                "container (docker run --gpus all, with the NVIDIA Container Toolkit) or the VM "
+                "(PCI passthrough). Until then TensorFlow runs on the CPU (see the CPU path)."
             ),
             link="https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html",
         ),

@@ -80,6 +80,8 @@ def _compute(ctx: Context, facts: Facts):
     ccs = sorted({g.compute_capability for g in facts.nvml.gpus if g.compute_capability})
     if ccs:
         return "compute capability " + ", ".join(ccs), None, True
+    if gpu_presence(facts) == ABSENT:
+        return "none (no GPU)", None, True
     return "unknown (no GPU seen through the driver)", None, bool(facts.nvml.gpus)
 
 
