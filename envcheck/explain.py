@@ -264,13 +264,17 @@ class _Accumulator:
 
 
 def excerpt(text: str, hit: re.Match[str]) -> str:
-    """The line, shortened around the match when it is long."""
-    text = text.strip()
-    if len(text) <= EXCERPT_CHARS:
-        return text
-    start = max(0, min(hit.start() - 40, len(text) - EXCERPT_CHARS))
-    piece = text[start : start + EXCERPT_CHARS]
-    return ("…" if start else "") + piece + ("…" if start + EXCERPT_CHARS < len(text) else "")
+    """The line from where the message starts: a log prefix (time, level, source file) far before
+    the match is dropped, and the rest is cut at EXCERPT_CHARS."""
+    start = hit.start()
+    if start > 40:
+        bracket = text.rfind("] ", 0, start)
+        start = bracket + 2 if bracket >= 0 and start - bracket <= 60 else start - 20
+    else:
+        start = 0
+    piece = text[start:].strip()
+    cut = len(piece) > EXCERPT_CHARS
+    return ("…" if start else "") + piece[:EXCERPT_CHARS] + ("…" if cut else "")
 
 
 class _SafeDict(dict):

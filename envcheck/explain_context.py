@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 from packaging.version import InvalidVersion, Version
 
 from envcheck.errors import EnvcheckError
-from envcheck.facts import OK, Distribution, Facts
+from envcheck.facts import MISSING, OK, Distribution, Facts
 from envcheck.findings import Command
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -186,6 +186,11 @@ def _pip(spec: str) -> Command:
     return Command(f'python -m pip install "{spec}"', shell="any", pip_args=("install", spec))
 
 
+def _bus_read(facts: Facts) -> bool:
+    """The PCI probe looked at the bus (``missing``: it found no NVIDIA device there)."""
+    return facts.pci.status in (OK, MISSING)
+
+
 def _gpu_names(facts: Facts) -> list[str]:
     if facts.nvml.status == OK and facts.nvml.gpus:
         return [g.name or f"GPU {g.index}" for g in facts.nvml.gpus]
@@ -337,7 +342,7 @@ def gpu_presence(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Mach
         return
     names = _gpu_names(facts)
     if not names:
-        if facts.pci.status == OK:
+        if _bus_read(facts):
             yield MachineNote(
                 "This machine has no NVIDIA GPU (none on the PCI bus), so TensorFlow runs on the CPU and this "
                 "message is expected: nothing to fix.",
@@ -445,7 +450,7 @@ def visible_devices(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[M
             f"{'is' if visible == 1 else 'are'} visible, so {device} does not exist. Use "
             "tf.config.list_logical_devices('GPU') to pick devices, or tf.config.set_soft_device_placement(True)."
         )
-    elif count == 0 or (count is None and facts.pci.status == OK and not facts.pci.devices):
+    elif count == 0 or (count is None and _bus_read(facts) and not facts.pci.devices):
         yield MachineNote("This machine has no NVIDIA GPU that CUDA can use: TensorFlow runs on the CPU here.", harmless=True)
 
 

@@ -220,3 +220,21 @@ def test_probing_this_machine_adds_its_facts():
 def test_unknown_text_in_a_real_process_exits_1():
     result = run_envcheck("explain", "--no-probe", "-", input="all fine\n")
     assert result.code == 1 and result.err == ""
+
+
+def test_this_machines_own_log_is_judged_with_its_own_facts():
+    """The log captured on a machine without an NVIDIA GPU, explained on this machine: whether the
+    driver-less cuInit error is harmless follows what the probes see here."""
+    from envcheck.facts import MISSING
+    from envcheck.probes import ProbeOptions, collect
+
+    facts = collect(ProbeOptions(quick=True))
+    result = run_envcheck("explain", "--json", "--file", str(LOGS / "tf221_cpu_machine_import.log"))
+    data = json.loads(result.out)
+    (cuinit,) = [e for e in data["explanations"] if e["id"] == "cuinit-no-driver"]
+    no_nvidia_here = facts.pci.status == MISSING and not facts.nvml.gpus
+    if no_nvidia_here:
+        assert cuinit["harmless"] is True and result.code == 0
+        assert "no NVIDIA GPU" in cuinit["on_this_machine"][0]["text"]
+    elif facts.pci.status == OK and facts.pci.devices:
+        assert cuinit["harmless"] is False

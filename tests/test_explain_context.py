@@ -45,7 +45,7 @@ def machine(
     driver: Optional[str] = None,
     env: dict[str, str] | None = None,
     cpu_flags: tuple[str, ...] = ("avx", "avx2", "fma"),
-    pci_status: str = OK,
+    pci_status: Optional[str] = None,
     nvml: Optional[NvmlFacts] = None,
     libraries: Optional[LibrariesFacts] = None,
     nouveau: bool = False,
@@ -65,7 +65,7 @@ def machine(
         env=EnvFacts(variables=env or {}),
         packages=PackagesFacts(distributions=tuple(Distribution(name=n, version=v) for n, v in (packages or {}).items())),
         pci=PciFacts(
-            status=pci_status,
+            status=pci_status or (OK if gpus else MISSING),  # the probe's "missing": bus read, no NVIDIA device
             devices=tuple(
                 PciDevice(address=f"0000:0{i + 1}:00.0", vendor_id="0x10de", device_id="0x1c03", class_code="0x030000", name=name)
                 for i, name in enumerate(gpus)

@@ -242,3 +242,16 @@ def test_arbitrary_bytes_never_crash_and_lines_add_up(data, chunk):
 )
 def test_cuda_library_version(name, family, version):
     assert cuda_library_version(name) == (family, version)
+
+
+def test_excerpt_starts_where_the_message_starts():
+    line = (
+        "2021-01-12 10:01:33.530021: W tensorflow/stream_executor/platform/default/dso_loader.cc:60] "
+        "Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file"
+    )
+    (occurrence,) = CATALOGUE.scan_text(line).occurrences
+    assert occurrence.excerpt.startswith("…Could not load dynamic library 'libcudnn.so.8'")
+    long_line = CUDART_100 + " " + "x" * 1000
+    (occurrence,) = CATALOGUE.scan_text(long_line).occurrences
+    assert occurrence.excerpt.startswith("ImportError: Could not find") and occurrence.excerpt.endswith("x…")
+    assert len(occurrence.excerpt) == explain_module.EXCERPT_CHARS + 1
