@@ -2,274 +2,46 @@
 right version; the copy the loader takes is the good one.
 
 Which file names a release loads (``cudart64_100.dll``, ``libcudnn.so.9``...) comes from the
-matrix; where copies are comes from the library probe.
+matrix; where copies are comes from the library probe (see ``library_state``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Iterator
 
-from envcheck.facts import ERROR, SKIPPED, LibraryCopy
-from envcheck.findings import Command, Fix, Severity
+from envcheck.findings import Fix, Severity
 from envcheck.rules.common import (
     ABSENT,
     basename,
-    copies_named,
     gpu_presence,
-    installed_tf,
     is_cuda_tf,
-    library_family,
-    mapped_into_tf,
     matrix_evidence,
-    memo,
     minor,
     parse_version,
     pip_command,
-    shell_command,
     tf_build,
     tf_cuda,
     tf_name,
     tf_used_gpu,
-    winner_for,
 )
 from envcheck.rules.engine import Context, Hit, rule
-from envcheck.rules.pip_cuda import cuda_pins, installed_cuda_wheels
-
-CUDA_RUNTIME = ("cudart",)
-CUDNN = ("cudnn",)
-MATH = ("cublas", "cublaslt", "cufft", "curand", "cusolver", "cusparse")
-FAMILY_TITLES = {
-    "cudart": "CUDA runtime",
-    "cudnn": "cuDNN",
-    "cublas": "cuBLAS",
-    "cublaslt": "cuBLASLt",
-    "cufft": "cuFFT",
-    "curand": "cuRAND",
-    "cusolver": "cuSOLVER",
-    "cusparse": "cuSPARSE",
-}
-
-
-@dataclass(frozen=True)
-class Needed:
-    """One library file the build loads and what the probe found for it."""
-
-    name: str  # the file name TF asks the loader for
-    family: str
-    winner: Optional[LibraryCopy]  # the copy the loader takes
-    copies: tuple[LibraryCopy, ...]  # every copy with that name, loader path or not
-
-    @property
-    def usable(self) -> bool:
-        return self.winner is not None and self.winner.loads is not False
-
-    @property
-    def off_path(self) -> tuple[LibraryCopy, ...]:
-        return tuple(c for c in self.copies if not c.on_loader_path)
-
-
-def libraries_apply(ctx: Context) -> bool:
-    """Library checks mean something for a CUDA build of a known release, where a GPU may be, with
-    a library probe that ran, and unless TF already ran an op on the GPU (then they were found)."""
-    facts = ctx.facts
-    return (
-        is_cuda_tf(ctx) is True
-        and tf_build(ctx) is not None
-        and gpu_presence(facts) != ABSENT
-        and facts.libraries.status not in (SKIPPED, ERROR)
-        and not tf_used_gpu(facts)
-    )
-
-
-def needed(ctx: Context, families: tuple[str, ...]) -> list[Needed]:
-    def compute() -> list[Needed]:
-        build = tf_build(ctx)
-        return [
-            Needed(name, library_family(name), winner_for(ctx, name), tuple(copies_named(ctx, name)))
-            for name in (build.libraries if build is not None else ())
-        ]
-
-    return [n for n in memo(ctx, "needed_libraries", compute) if n.family in families]
-
-
-def all_needed(ctx: Context) -> list[Needed]:
-    return needed(ctx, CUDA_RUNTIME + CUDNN + MATH)
-
-
-def missing(ctx: Context, families: tuple[str, ...]) -> list[Needed]:
-    if not libraries_apply(ctx):
-        return []
-    return [
-        n
-        for n in needed(ctx, families)
-        if not n.usable and not mapped_into_tf(ctx, n.name) and n.family not in broken_wheel_families(ctx)
-    ]
-
-
-def broken_wheel_families(ctx: Context) -> set[str]:
-    """Families whose pip wheel is installed but gives no loadable copy: EC-LIB-006's finding
-    (reinstall the wheel), more precise than "the library is missing"."""
-    return {family for _dist, family, _broken in broken_wheels(ctx)}
-
-
-def broken_wheels(ctx: Context) -> list[tuple]:
-    def compute():
-        facts = ctx.facts
-        if facts.libraries.status in (SKIPPED, ERROR) or ctx.build_os != "linux":
-            return []
-        out = []
-        for dist, family in installed_cuda_wheels(facts):
-            lib = next((x for x in facts.libraries.libraries if x.family == family), None)
-            pip_copies = [c for c in (lib.copies if lib else ()) if c.origin == "pip"]
-            broken = [c for c in pip_copies if c.loads is False]
-            if not pip_copies or broken:
-                out.append((dist, family, broken))
-        return out
-
-    return memo(ctx, "broken_wheels", compute)
-
-
-def other_versions(ctx: Context, family: str, name: str) -> list[LibraryCopy]:
-    """Copies of the same library under another version's file name (cudart64_90.dll for _100)."""
-    windows = ctx.build_os == "windows"
-    out = []
-    for lib in ctx.facts.libraries.libraries:
-        if lib.family != family:
-            continue
-        for copy in lib.copies:
-            if windows and basename(copy.path).lower() == name.lower():
-                continue
-            if not windows and (basename(copy.path) == name or basename(copy.path).startswith(name + ".")):
-                continue
-            out.append(copy)
-    return out
-
-
-def copy_version(copy: LibraryCopy) -> str:
-    return copy.reported_version or copy.file_version or "unknown version"
-
-
-def search_where(ctx: Context) -> str:
-    return "PATH" if ctx.build_os == "windows" else "the loader's path (LD_LIBRARY_PATH, the ldconfig cache, pip wheels)"
-
-
-def cuda_dir(ctx: Context, cuda: object) -> str:
-    if ctx.os == "windows":
-        return f"C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v{minor(cuda)}"
-    return f"/usr/local/cuda-{minor(cuda)}"
-
-
-def add_to_loader_path(ctx: Context, directory: str) -> Command:
-    return shell_command(
-        ctx,
-        f"export LD_LIBRARY_PATH={directory}" + "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}",
-        f'$env:Path = "{directory};" + $env:Path',
-    )
-
-
-def check_command(ctx: Context, name: str) -> Command:
-    return shell_command(ctx, f"ldconfig -p | grep {name}", f"where.exe {name}")
-
-
-def tf_pip_reinstall(ctx: Context) -> Optional[Command]:
-    """``pip install tensorflow[and-cuda]==X``: the pip wheels carry every CUDA library TF loads."""
-    build = tf_build(ctx)
-    if build is None or build.pip_cuda is None or ctx.build_os != "linux":
-        return None
-    tf = installed_tf(ctx)
-    version = tf.version if tf is not None else f"{minor(build.tf)}.*"
-    dist = "tensorflow" if tf is None or tf.distribution in ("tensorflow-gpu", "tensorflow-cpu") else tf.distribution
-    return pip_command(ctx, "install", f"{dist}[{build.pip_cuda.extra}]=={version}")
-
-
-def cuda_fix(ctx: Context, names: list[Needed]) -> Fix:
-    """Install the CUDA release TF was built with (or its pip wheels), and make its folder reachable."""
-    build = tf_build(ctx)
-    cuda = tf_cuda(ctx) or str(build.cuda)
-    release = ctx.matrix.cuda(minor(cuda)) if cuda else None
-    link = release.download_url if release is not None else None
-    files = ", ".join(n.name for n in names)
-    off_path = [c for n in names for c in n.off_path]
-    if off_path:
-        directory = off_path[0].directory
-        return Fix(
-            text=f"{files} is in {directory}, where the loader does not look: add that folder to {'PATH' if ctx.os == 'windows' else 'LD_LIBRARY_PATH'} (for good: in your shell profile).",
-            commands=(add_to_loader_path(ctx, directory), check_command(ctx, names[0].name)),
-            link=link,
-        )
-    pip_step = tf_pip_reinstall(ctx)
-    if pip_step is not None:
-        return Fix(
-            text=(
-                f"Install the CUDA {minor(cuda)} libraries TensorFlow loads as pip wheels (no system "
-                f"toolkit needed): reinstall TensorFlow with its [{build.pip_cuda.extra}] extra."
-            ),
-            commands=(pip_step,),
-            link=link,
-        )
-    directory = cuda_dir(ctx, cuda)
-    bin_dir = directory + ("\\bin" if ctx.os == "windows" else "/lib64")
-    return Fix(
-        text=(
-            f"Install CUDA {minor(cuda)} ({tf_name(ctx)} was built against it and loads {files}) "
-            f"from its download page, then make sure {bin_dir} is on {'PATH' if ctx.os == 'windows' else 'LD_LIBRARY_PATH'} "
-            "and open a new terminal. Other CUDA versions can stay installed beside it."
-        ),
-        commands=(add_to_loader_path(ctx, bin_dir), check_command(ctx, names[0].name)),
-        link=link,
-    )
-
-
-def cudnn_fix(ctx: Context, names: list[Needed]) -> Fix:
-    build = tf_build(ctx)
-    cuda = tf_cuda(ctx) or str(build.cuda)
-    version = build.cudnn
-    release = ctx.matrix.cudnn(version) if version is not None else None
-    link = release.download_url if release is not None else None
-    files = ", ".join(n.name for n in names)
-    off_path = [c for n in names for c in n.off_path]
-    if off_path:
-        return Fix(
-            text=f"{files} is in {off_path[0].directory}, where the loader does not look: add that folder to the search path.",
-            commands=(add_to_loader_path(ctx, off_path[0].directory), check_command(ctx, names[0].name)),
-            link=link,
-        )
-    pins = cuda_pins(ctx)
-    pinned = [f"{name}{spec}" for name, spec in sorted(pins.items()) if name.startswith("nvidia-cudnn")]
-    if pinned and ctx.build_os == "linux":
-        return Fix(
-            text=f"Install the cuDNN {version} wheel that {tf_name(ctx)} pins.",
-            commands=(pip_command(ctx, "install", *pinned),),
-            link=link,
-        )
-    directory = cuda_dir(ctx, cuda)
-    if ctx.os == "windows":
-        source = ".\\cuda\\*" if version is not None and version.major <= 7 else ".\\cudnn-windows-x86_64-*\\*"
-        commands = (
-            Command(f"Copy-Item -Recurse -Force {source} '{directory}\\'", shell="powershell"),
-            check_command(ctx, names[0].name),
-        )
-        where = f"copy its bin, include and lib folders into {directory} (whose bin folder is on PATH)"
-    else:
-        commands = (
-            Command(
-                f"sudo cp -P cudnn-*-archive/include/cudnn*.h {directory}/include/ && "
-                f"sudo cp -P cudnn-*-archive/lib/libcudnn* {directory}/lib64/ && sudo ldconfig",
-                shell="bash",
-            ),
-            check_command(ctx, names[0].name),
-        )
-        where = f"copy its include and lib files into {directory}"
-    return Fix(
-        text=(
-            f"Download cuDNN {version} for CUDA {minor(cuda)} (a free NVIDIA developer account is "
-            f"needed), unzip it and {where}."
-        ),
-        commands=commands,
-        link=link,
-    )
-
+from envcheck.rules.library_fixes import add_to_loader_path, check_command, cuda_fix, cudnn_fix, search_where, tf_pip_reinstall
+from envcheck.rules.library_state import (
+    CUDA_RUNTIME,
+    CUDNN,
+    FAMILY_TITLES,
+    MATH,
+    Needed,
+    broken_wheels,
+    copy_version,
+    libraries_apply,
+    missing,
+    needed,
+    other_versions,
+    same_file,
+    unusable,
+)
+from envcheck.rules.pip_cuda import cuda_pins
 
 def _evidence(ctx: Context, names: list[Needed]) -> tuple[tuple[str, str], ...]:
     build = tf_build(ctx)
@@ -338,7 +110,7 @@ def cudnn_missing(ctx: Context) -> Iterator[Hit]:
         have = parse_version(n.winner.reported_version) if n.winner is not None else None
         if have is None or have.release[:2] >= build.cudnn.release[:2]:
             continue
-        if any(not _unusable(c, n.family, build) for c in n.copies if c.on_loader_path and not _same_file(c, n.winner)):
+        if any(not unusable(c, n.family, build) for c in n.copies if c.on_loader_path and not same_file(c, n.winner)):
             continue  # a good copy later on the path: EC-LIB-004 says how to reach it
         yield Hit(
             title=f"cuDNN {have} ({n.winner.path}) is older than the cuDNN {build.cudnn} {tf_name(ctx)} was built with",
@@ -377,11 +149,11 @@ def shadowing_copy(ctx: Context) -> Iterator[Hit]:
     for n in needed(ctx, CUDA_RUNTIME + CUDNN + MATH):
         if n.winner is None:
             continue
-        reachable = [c for c in n.copies if c.on_loader_path and not _same_file(c, n.winner)]
+        reachable = [c for c in n.copies if c.on_loader_path and not same_file(c, n.winner)]
         if not reachable:
             continue
-        bad = _unusable(n.winner, n.family, build)
-        good = next((c for c in reachable if not _unusable(c, n.family, build)), None)
+        bad = unusable(n.winner, n.family, build)
+        good = next((c for c in reachable if not unusable(c, n.family, build)), None)
         if bad and good is not None:
             yield Hit(
                 title=f"{n.winner.path} ({bad}) shadows the good {n.name} at {good.path}",
@@ -406,20 +178,6 @@ def shadowing_copy(ctx: Context) -> Iterator[Hit]:
                     commands=(add_to_loader_path(ctx, newer[0].directory), check_command(ctx, n.name)),
                 ),
             )
-
-
-def _same_file(a: LibraryCopy, b: LibraryCopy) -> bool:
-    return a.path == b.path or (a.realpath is not None and a.realpath == b.realpath)
-
-
-def _unusable(copy: LibraryCopy, family: str, build) -> Optional[str]:
-    if copy.loads is False:
-        return "fails to load"
-    if family == "cudnn" and build is not None and build.cudnn is not None:
-        have = parse_version(copy.reported_version)
-        if have is not None and have.release[:2] < build.cudnn.release[:2]:
-            return f"cuDNN {have}, older than {build.cudnn}"
-    return None
 
 
 @rule("EC-LIB-005", "A CUDA toolkit is present but not the version this TensorFlow wants", "warning", "libraries")

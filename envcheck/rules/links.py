@@ -94,7 +94,7 @@ def _libraries(ctx: Context, facts: Facts):
         return "not needed without a GPU", lib.seconds, probed
     build = tf_build(ctx)
     if probed and build is not None and build.libraries:
-        from envcheck.rules.libraries import all_needed  # noqa: PLC0415 - a rule module, loaded with the rules
+        from envcheck.rules.library_state import all_needed  # noqa: PLC0415
 
         wanted = all_needed(ctx)
         gone = [n.name for n in wanted if not n.usable]

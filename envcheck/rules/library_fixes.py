@@ -1,0 +1,132 @@
+"""Fixes for missing CUDA and cuDNN libraries: the release to install, where it goes, and how to
+make the loader find it, per platform."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from envcheck.findings import Command, Fix
+from envcheck.rules.common import installed_tf, minor, pip_command, shell_command, tf_build, tf_cuda, tf_name
+from envcheck.rules.engine import Context
+from envcheck.rules.library_state import Needed
+from envcheck.rules.pip_cuda import cuda_pins
+
+def search_where(ctx: Context) -> str:
+    return "PATH" if ctx.build_os == "windows" else "the loader's path (LD_LIBRARY_PATH, the ldconfig cache, pip wheels)"
+
+
+def cuda_dir(ctx: Context, cuda: object) -> str:
+    if ctx.os == "windows":
+        return f"C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v{minor(cuda)}"
+    return f"/usr/local/cuda-{minor(cuda)}"
+
+
+def add_to_loader_path(ctx: Context, directory: str) -> Command:
+    return shell_command(
+        ctx,
+        f"export LD_LIBRARY_PATH={directory}" + "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}",
+        f'$env:Path = "{directory};" + $env:Path',
+    )
+
+
+def check_command(ctx: Context, name: str) -> Command:
+    return shell_command(ctx, f"ldconfig -p | grep {name}", f"where.exe {name}")
+
+
+def tf_pip_reinstall(ctx: Context) -> Optional[Command]:
+    """``pip install tensorflow[and-cuda]==X``: the pip wheels carry every CUDA library TF loads."""
+    build = tf_build(ctx)
+    if build is None or build.pip_cuda is None or ctx.build_os != "linux":
+        return None
+    tf = installed_tf(ctx)
+    version = tf.version if tf is not None else f"{minor(build.tf)}.*"
+    dist = "tensorflow" if tf is None or tf.distribution in ("tensorflow-gpu", "tensorflow-cpu") else tf.distribution
+    return pip_command(ctx, "install", f"{dist}[{build.pip_cuda.extra}]=={version}")
+
+
+def cuda_fix(ctx: Context, names: list[Needed]) -> Fix:
+    """Install the CUDA release TF was built with (or its pip wheels), and make its folder reachable."""
+    build = tf_build(ctx)
+    cuda = tf_cuda(ctx) or str(build.cuda)
+    release = ctx.matrix.cuda(minor(cuda)) if cuda else None
+    link = release.download_url if release is not None else None
+    files = ", ".join(n.name for n in names)
+    off_path = [c for n in names for c in n.off_path]
+    if off_path:
+        directory = off_path[0].directory
+        return Fix(
+            text=f"{files} is in {directory}, where the loader does not look: add that folder to {'PATH' if ctx.os == 'windows' else 'LD_LIBRARY_PATH'} (for good: in your shell profile).",
+            commands=(add_to_loader_path(ctx, directory), check_command(ctx, names[0].name)),
+            link=link,
+        )
+    pip_step = tf_pip_reinstall(ctx)
+    if pip_step is not None:
+        return Fix(
+            text=(
+                f"Install the CUDA {minor(cuda)} libraries TensorFlow loads as pip wheels (no system "
+                f"toolkit needed): reinstall TensorFlow with its [{build.pip_cuda.extra}] extra."
+            ),
+            commands=(pip_step,),
+            link=link,
+        )
+    directory = cuda_dir(ctx, cuda)
+    bin_dir = directory + ("\\bin" if ctx.os == "windows" else "/lib64")
+    return Fix(
+        text=(
+            f"Install CUDA {minor(cuda)} ({tf_name(ctx)} was built against it and loads {files}) "
+            f"from its download page, then make sure {bin_dir} is on {'PATH' if ctx.os == 'windows' else 'LD_LIBRARY_PATH'} "
+            "and open a new terminal. Other CUDA versions can stay installed beside it."
+        ),
+        commands=(add_to_loader_path(ctx, bin_dir), check_command(ctx, names[0].name)),
+        link=link,
+    )
+
+
+def cudnn_fix(ctx: Context, names: list[Needed]) -> Fix:
+    build = tf_build(ctx)
+    cuda = tf_cuda(ctx) or str(build.cuda)
+    version = build.cudnn
+    release = ctx.matrix.cudnn(version) if version is not None else None
+    link = release.download_url if release is not None else None
+    files = ", ".join(n.name for n in names)
+    off_path = [c for n in names for c in n.off_path]
+    if off_path:
+        return Fix(
+            text=f"{files} is in {off_path[0].directory}, where the loader does not look: add that folder to the search path.",
+            commands=(add_to_loader_path(ctx, off_path[0].directory), check_command(ctx, names[0].name)),
+            link=link,
+        )
+    pins = cuda_pins(ctx)
+    pinned = [f"{name}{spec}" for name, spec in sorted(pins.items()) if name.startswith("nvidia-cudnn")]
+    if pinned and ctx.build_os == "linux":
+        return Fix(
+            text=f"Install the cuDNN {version} wheel that {tf_name(ctx)} pins.",
+            commands=(pip_command(ctx, "install", *pinned),),
+            link=link,
+        )
+    directory = cuda_dir(ctx, cuda)
+    if ctx.os == "windows":
+        source = ".\\cuda\\*" if version is not None and version.major <= 7 else ".\\cudnn-windows-x86_64-*\\*"
+        commands = (
+            Command(f"Copy-Item -Recurse -Force {source} '{directory}\\'", shell="powershell"),
+            check_command(ctx, names[0].name),
+        )
+        where = f"copy its bin, include and lib folders into {directory} (whose bin folder is on PATH)"
+    else:
+        commands = (
+            Command(
+                f"sudo cp -P cudnn-*-archive/include/cudnn*.h {directory}/include/ && "
+                f"sudo cp -P cudnn-*-archive/lib/libcudnn* {directory}/lib64/ && sudo ldconfig",
+                shell="bash",
+            ),
+            check_command(ctx, names[0].name),
+        )
+        where = f"copy its include and lib files into {directory}"
+    return Fix(
+        text=(
+            f"Download cuDNN {version} for CUDA {minor(cuda)} (a free NVIDIA developer account is "
+            f"needed), unzip it and {where}."
+        ),
+        commands=commands,
+        link=link,
+    )
