@@ -328,7 +328,7 @@ def _total_memory_mb(facts: Any) -> dict[int, int]:
     out = {}
     for position, entry in enumerate(seen.entries):
         match = next(
-            (g for g in nvml_gpus if (entry.isdigit() and g.index == int(entry)) or (g.uuid and g.uuid.lower().startswith(entry.lower()))),
+            (g for g in nvml_gpus if (entry.isascii() and entry.isdigit() and g.index == int(entry)) or (g.uuid and g.uuid.lower().startswith(entry.lower()))),
             None,
         )
         if match is not None and match.memory_total_mb:

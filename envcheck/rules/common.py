@@ -342,6 +342,14 @@ def pip_command(ctx: "Context", *args: str, step: bool = True) -> Command:
     return Command(line, shell=ctx.shell, pip_args=tuple(args) if step else None)
 
 
+def python_line(ctx: "Context", code: str) -> str:
+    """``<probed python> -c "<code>"`` quoted for the platform's shell (``code`` has no double quotes)."""
+    exe = python_exe(ctx)
+    quoted = _quote(ctx, exe)
+    prefix = "& " if ctx.shell == "powershell" and quoted != exe else ""
+    return f'{prefix}{quoted} -c "{code}"'
+
+
 def shell_command(ctx: "Context", bash: str, powershell: Optional[str] = None) -> Command:
     """A non-pip command in the shell of the probed platform (PowerShell on native Windows)."""
     if ctx.shell == "powershell":

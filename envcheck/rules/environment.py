@@ -41,7 +41,7 @@ def parse_visible_devices(value: str, gpu_count: Optional[int] = None, uuids: tu
     accepted: list[str] = []
     for token in value.split(","):
         entry = token.strip()
-        if re.fullmatch(r"[+-]?\d+", entry):
+        if re.fullmatch(r"[+-]?[0-9]+", entry):
             index = int(entry)
             if index < 0:
                 return VisibleDevices(value, tuple(accepted), entry, NEGATIVE)
@@ -213,7 +213,7 @@ def allow_growth_value(ctx: Context) -> Iterator[Hit]:
 def log_level_hides(ctx: Context) -> Iterator[Hit]:
     """Level 2 drops warnings ("Could not load dynamic library ..."), level 3 errors too."""
     value = ctx.facts.env_var("TF_CPP_MIN_LOG_LEVEL")
-    if value is None or not value.strip().isdigit() or int(value) < 2:
+    if value is None or not re.fullmatch(r"[0-9]+", value.strip()) or int(value) < 2:
         return
     yield Hit(
         title=f"TF_CPP_MIN_LOG_LEVEL={value} hides TensorFlow's {'warnings' if int(value) == 2 else 'warnings and errors'}, which name the missing GPU libraries",

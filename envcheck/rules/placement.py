@@ -12,6 +12,7 @@ from envcheck.rules.common import (
     gpu_count_tf,
     gpu_presence,
     is_cuda_tf,
+    python_line,
     shell_command,
     short_device,
     tf_build,
@@ -36,14 +37,17 @@ def _why_lines(ctx: Context, limit: int = 8) -> tuple[tuple[str, str], ...]:
     return tuple(("tensorflow log", line) for line in lines[:limit])
 
 
+_LIST_GPUS = "import tensorflow as tf; print(tf.config.list_physical_devices('GPU'))"
+
+
 def _explain_fix(ctx: Context, text: str) -> Fix:
     return Fix(
         text=text + " Paste TensorFlow's log into `envcheck explain` for the fix of each message.",
         commands=(
             shell_command(
                 ctx,
-                f"TF_CPP_MIN_LOG_LEVEL=0 {ctx.facts.python.executable or 'python3'} -c \"import tensorflow as tf; print(tf.config.list_physical_devices('GPU'))\" 2>&1 | envcheck explain -",
-                f"$env:TF_CPP_MIN_LOG_LEVEL = '0'; & '{ctx.facts.python.executable or 'python'}' -c \"import tensorflow as tf; print(tf.config.list_physical_devices('GPU'))\" 2>&1 | envcheck explain -",
+                f"TF_CPP_MIN_LOG_LEVEL=0 {python_line(ctx, _LIST_GPUS)} 2>&1 | envcheck explain -",
+                f"$env:TF_CPP_MIN_LOG_LEVEL = '0'; {python_line(ctx, _LIST_GPUS)} 2>&1 | envcheck explain -",
             ),
         ),
     )

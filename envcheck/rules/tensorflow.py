@@ -27,6 +27,7 @@ from envcheck.rules.common import (
     newest_release,
     parse_version,
     pip_command,
+    python_line,
     shell_command,
     tf_build,
     tf_label,
@@ -310,7 +311,10 @@ def probe_crashed(ctx: Context) -> Iterator[Hit]:
         title = f"TensorFlow {'crashed' if kind == 'crashed' else 'failed'}{stage} ({why})"
         fix = Fix(
             text="Run TensorFlow by hand to see the whole error, then paste it into `envcheck explain`.",
-            commands=(shell_command(ctx, f"{ctx.facts.python.executable or 'python'} -c \"import tensorflow as tf; print(tf.config.list_physical_devices())\""), Command("envcheck explain", shell="any")),
+            commands=(
+                shell_command(ctx, python_line(ctx, "import tensorflow as tf; print(tf.config.list_physical_devices())")),
+                Command("envcheck explain", shell="any"),
+            ),
         )
         severity = None
     evidence = [("tensorflow probe", f"{kind}: {tf.error or ''}".strip())]
