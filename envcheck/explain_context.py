@@ -239,19 +239,30 @@ def cuda_library(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Mach
             "message came from another TensorFlow (another environment or machine)."
         )
         return
-    wanted = build.cuda if family == "cudart" else build.cudnn if family == "cudnn" else None
-    asked = variables.get("cuda_version") or variables.get("cudnn_version")
-    if wanted is not None and asked and not (
-        _same_runtime(asked, wanted) if family == "cudart" else _version(asked) is not None and _version(asked).release[0] == wanted.release[0]
-    ):
+    if _asks_for_other_versions(variables, build):
         expected = expected_library_names(build.cuda, build.cudnn)["windows" if library.endswith(".dll") else "linux"]
+        wanted = expected.get(family) or f"the CUDA {build.cuda} one"
         yield MachineNote(
             f"The installed {dist.name} {dist.version} was built for CUDA {build.cuda} and cuDNN {build.cudnn}, so it "
-            f"asks for {expected.get(family, 'another file')}, not {library}: this log comes from a different "
-            "TensorFlow (another environment or machine)."
+            f"asks for {wanted}, not {library}: this log comes from a different TensorFlow (another environment "
+            "or machine)."
         )
         return
     yield from _install_cuda_steps(ctx, dist, build)
+
+
+def _asks_for_other_versions(variables: dict[str, str], build: "TfBuild") -> bool:
+    """Whether the file in the message belongs to another CUDA/cuDNN than ``build`` loads."""
+    family, asked = variables.get("family", ""), _version(variables.get("lib_version"))
+    if asked is None:
+        return False
+    if family == "cudart" and build.cuda is not None:
+        return not _same_runtime(variables["lib_version"], build.cuda)
+    if family == "cudnn" and build.cudnn is not None:
+        return asked.release[0] != build.cudnn.release[0]
+    if family == "cublas" and build.cuda is not None and asked.release[0] >= 11:
+        return asked.release[0] != build.cuda.release[0]  # cuBLAS took CUDA's major number from 11 on
+    return False
 
 
 def _install_cuda_steps(ctx: MachineContext, dist: Distribution, build: "TfBuild") -> Iterator[MachineNote]:

@@ -86,7 +86,7 @@ def render_text(report: ExplainReport, show_harmless: bool = True) -> str:
         f"envcheck explain: {_plural(len(report.explanations), 'known message')} in {where} "
         f"({report.to_act_on} to act on, {harmless} harmless)."
     )
-    if report.machine:
+    if report.machine and any(e.machine for e in report.explanations):
         out.append(f"Advice marked 'On this machine' uses the facts of {report.machine}.")
     if scan.dropped:
         out.append(f"{scan.dropped} further matches were not shown (more than the distinct messages envcheck keeps).")

@@ -238,3 +238,16 @@ def test_this_machines_own_log_is_judged_with_its_own_facts():
         assert "no NVIDIA GPU" in cuinit["on_this_machine"][0]["text"]
     elif facts.pci.status == OK and facts.pci.devices:
         assert cuinit["harmless"] is False
+
+
+def test_another_interpreter_can_be_looked_at():
+    import sys
+
+    result = run_envcheck("explain", "--python", sys.executable, "--json", "ERROR: No matching distribution found for tensorflow")
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["machine"]["probed"] is True
+
+
+def test_bad_python_is_exit_2():
+    result = run_envcheck("explain", "--python", "no/such/python", "ERROR: No matching distribution found for tensorflow")
+    assert result.code == 2 and "--python no/such/python: no such file" in result.err

@@ -338,3 +338,16 @@ def test_a_broken_specializer_does_not_hide_the_explanation(monkeypatch):
 def test_expected_library_names(cuda, cudnn, windows, linux):
     names = expected_library_names(as_version(cuda), as_version(cudnn))
     assert names == {"windows": windows, "linux": linux}
+
+
+def test_cublas_of_another_cuda_major():
+    facts = machine(os="linux", packages={"tensorflow": "2.15.0"})
+    text = notes(explained("Could not load dynamic library 'libcublas.so.11'; dlerror: x", facts))
+    assert "asks for the CUDA 12.2 one, not libcublas.so.11" in text
+
+
+def test_cufft_numbering_is_not_taken_for_cuda():
+    """cuFFT 10 ships with CUDA 11: its number says nothing about CUDA, so no mismatch is claimed."""
+    facts = machine(os="linux", python="3.8.10", packages={"tensorflow": "2.4.1"})
+    text = notes(explained("Could not load dynamic library 'libcufft.so.10'; dlerror: x", facts))
+    assert "different TensorFlow" not in text and "built for CUDA 11.0" in text

@@ -103,6 +103,8 @@ def _open_input(args: argparse.Namespace) -> Iterator[tuple[IO[bytes], str]]:
         yield io.BytesIO(" ".join(args.text).encode("utf-8", "surrogateescape")), "the argument"
         return
     if args.text == ["-"] or args.file == "-":
+        if sys.stdin.isatty():
+            print("envcheck explain: reading standard input; end it with Ctrl-D (Ctrl-Z Enter on Windows)", file=sys.stderr)
         yield sys.stdin.buffer, "standard input"
         return
     path = args.file
