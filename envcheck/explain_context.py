@@ -226,6 +226,8 @@ def cuda_library(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Mach
             "environment. Rerun with --python pointing at that environment's interpreter."
         )
         return
+    if ctx.matrix is None or ctx.os is None:
+        return  # without the OS or the matrix nothing specific can be said
     build = ctx.tf_build(dist.version)
     if build is None:
         yield MachineNote(

@@ -351,3 +351,10 @@ def test_cufft_numbering_is_not_taken_for_cuda():
     facts = machine(os="linux", python="3.8.10", packages={"tensorflow": "2.4.1"})
     text = notes(explained("Could not load dynamic library 'libcufft.so.10'; dlerror: x", facts))
     assert "different TensorFlow" not in text and "built for CUDA 11.0" in text
+
+
+def test_unknown_os_gives_no_version_claims():
+    facts = machine(packages={"tensorflow": "2.15.0"})
+    facts = type(facts)(**{**facts.__dict__, "platform": PlatformFacts(status="error", error="boom")})
+    explanation = explained("Could not load dynamic library 'libcudart.so.12'; dlerror: x", facts)
+    assert "compatibility matrix" not in notes(explanation) and "CUDA 12" not in notes(explanation)
