@@ -39,6 +39,8 @@ from envcheck.rules.library_state import (
     needed,
     other_versions,
     same_file,
+    toolkit_fits,
+    toolkit_of,
     unusable,
 )
 from envcheck.rules.pip_cuda import cuda_pins
@@ -108,7 +110,10 @@ def cudnn_missing(ctx: Context) -> Iterator[Hit]:
         return
     for n in needed(ctx, CUDNN):
         have = parse_version(n.winner.reported_version) if n.winner is not None else None
-        if have is None or have.release[:2] >= build.cudnn.release[:2]:
+        if have is None:
+            yield from _cudnn_of_other_cuda(ctx, n)
+            continue
+        if have.release[:2] >= build.cudnn.release[:2]:
             continue
         if any(not unusable(c, n.family, build) for c in n.copies if c.on_loader_path and not same_file(c, n.winner)):
             continue  # a good copy later on the path: EC-LIB-004 says how to reach it
@@ -118,6 +123,25 @@ def cudnn_missing(ctx: Context) -> Iterator[Hit]:
             evidence=_evidence(ctx, [n]),
             fix=cudnn_fix(ctx, [n]),
         )
+
+
+def _cudnn_of_other_cuda(ctx: Context, n: Needed) -> Iterator[Hit]:
+    """cuDNN is built per CUDA release under one file name (cudnn64_7.dll); a copy that sits only in
+    another CUDA version's folder is that version's build, the setup guides' "copy cuDNN into the
+    CUDA folder" step done for the old CUDA."""
+    cuda = tf_cuda(ctx)
+    reachable = [c for c in n.copies if c.on_loader_path]
+    homes = [toolkit_of(ctx, c) for c in reachable]
+    if not reachable or any(home is None or toolkit_fits(ctx, home.version, cuda) for home in homes):
+        return
+    build = tf_build(ctx)
+    other = homes[0]
+    yield Hit(
+        title=f"{n.name} is only in the CUDA {other.version} folder: that is the cuDNN for CUDA {other.version}; {tf_name(ctx)} needs cuDNN {build.cudnn} for CUDA {minor(cuda)}",
+        detail="NVIDIA builds cuDNN separately for each CUDA release under the same file name; the copy in an old CUDA folder belongs to that CUDA.",
+        evidence=tuple((c.path, f"in {home.path} (CUDA {home.version})") for c, home in zip(reachable, homes)) + (matrix_evidence(ctx, build),),
+        fix=cudnn_fix(ctx, [n]),
+    )
 
 
 @rule("EC-LIB-003", "A CUDA/cuDNN library of the wrong version is installed instead", "error", "libraries")
@@ -188,17 +212,7 @@ def toolkit_other_version(ctx: Context) -> Iterator[Hit]:
     want = parse_version(cuda)
     if not toolkits or want is None:
         return
-    compat_by_major = ctx.matrix.minor_compat_floor(want.release[0], "linux") is not None
-
-    def matches(version: str) -> bool:
-        have = parse_version(version)
-        if have is None:
-            return True  # unknown is not a mismatch
-        if compat_by_major and have.release[0] == want.release[0]:
-            return True
-        return have.release[:2] == want.release[:2]
-
-    if any(matches(t.version) for t in toolkits):
+    if any(toolkit_fits(ctx, t.version, cuda) for t in toolkits):
         return
     runtime_missing = bool(missing(ctx, CUDA_RUNTIME))
     served_elsewhere = not runtime_missing and bool(needed(ctx, CUDA_RUNTIME)) and libraries_apply(ctx)

@@ -8,7 +8,7 @@ from typing import Optional
 from envcheck.findings import Command, Fix
 from envcheck.rules.common import installed_tf, minor, pip_command, shell_command, tf_build, tf_cuda, tf_name
 from envcheck.rules.engine import Context
-from envcheck.rules.library_state import Needed
+from envcheck.rules.library_state import CUDA_RUNTIME, MATH, Needed, missing
 from envcheck.rules.pip_cuda import cuda_pins
 
 def search_where(ctx: Context) -> str:
@@ -96,6 +96,8 @@ def cudnn_fix(ctx: Context, names: list[Needed]) -> Fix:
             commands=(add_to_loader_path(ctx, off_path[0].directory), check_command(ctx, names[0].name)),
             link=link,
         )
+    if tf_pip_reinstall(ctx) is not None and missing(ctx, CUDA_RUNTIME + MATH):
+        return cuda_fix(ctx, names)  # one reinstall with the CUDA extra brings cuDNN along with the rest
     pins = cuda_pins(ctx)
     pinned = [f"{name}{spec}" for name, spec in sorted(pins.items()) if name.startswith("nvidia-cudnn")]
     if pinned and ctx.build_os == "linux":

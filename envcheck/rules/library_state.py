@@ -150,3 +150,25 @@ def unusable(copy: LibraryCopy, family: str, build) -> Optional[str]:
         if have is not None and have.release[:2] < build.cudnn.release[:2]:
             return f"cuDNN {have}, older than {build.cudnn}"
     return None
+
+
+def toolkit_fits(ctx: Context, version: object, cuda: object) -> bool:
+    """Whether a CUDA toolkit of ``version`` serves code built with ``cuda``: the same release, or
+    the same major where the matrix records minor-version compatibility. Unknown is no mismatch."""
+    have, want = parse_version(version), parse_version(cuda)
+    if have is None or want is None:
+        return True
+    if have.release[0] == want.release[0] and ctx.matrix.minor_compat_floor(want.release[0], "linux") is not None:
+        return True
+    return have.release[:2] == want.release[:2]
+
+
+def toolkit_of(ctx: Context, copy: LibraryCopy):
+    """The CUDA toolkit whose folder holds ``copy``, if the probe recorded one."""
+    windows = ctx.build_os == "windows"
+    where = copy.directory.lower() if windows else copy.directory
+    for toolkit in ctx.facts.libraries.toolkits:
+        root = (toolkit.path.lower() if windows else toolkit.path).rstrip("\\/")
+        if where == root or where.startswith(root + ("\\" if windows else "/")):
+            return toolkit
+    return None

@@ -20,12 +20,16 @@ from envcheck.rules.common import (
 from envcheck.rules.engine import Context
 
 
-def gpu_path(findings: list[Finding]) -> tuple[PathStep, ...]:
-    """The fixes of the errors that are causes (not consequences), in chain order, each once."""
+def gpu_path(findings: list[Finding], also: frozenset[int] = frozenset()) -> tuple[PathStep, ...]:
+    """The fixes of the errors that are causes, in chain order, each once. ``also`` holds the
+    positions of consequences that still need their own fix (cuDNN missing as well as the driver
+    being too old); a consequence a rule marked itself is solved by its cause."""
     steps: list[PathStep] = []
     seen: set[str] = set()
-    for f in findings:
-        if f.severity is not Severity.ERROR or f.caused_by is not None or f.fix is None or f.fix.text in seen:
+    for position, f in enumerate(findings):
+        if f.severity is not Severity.ERROR or f.fix is None or f.fix.text in seen:
+            continue
+        if f.caused_by is not None and position not in also:
             continue
         seen.add(f.fix.text)
         steps.append(PathStep(text=f"{f.id}: {f.fix.text}", commands=f.fix.commands, link=f.fix.link))

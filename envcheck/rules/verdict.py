@@ -28,22 +28,26 @@ def walk_chain(ctx: Context, findings: list[Finding]) -> tuple[list[Finding], Ve
     environment errors are no consequence of a missing driver and stay causes of their own.
     """
     findings = _known_causes(findings)
-    steps = gpu_path(findings)
     roots = [f for f in findings if f.severity is Severity.ERROR and f.caused_by is None]
     first = roots[0] if roots else None
+    own_fix: set[int] = set()
     if first is not None:
         rank = LINK_NAMES.index(first.link)
         grouped = _DEPENDENT_LINKS if first.link != "python" else tuple(n for n in LINK_NAMES if n != "environment")
-        findings = [
-            dataclasses.replace(f, caused_by=first.id)
-            if f is not first
-            and f.severity is Severity.ERROR
-            and f.caused_by is None
-            and f.link in grouped
-            and LINK_NAMES.index(f.link) > rank
-            else f
-            for f in findings
-        ]
+        for position, f in enumerate(findings):
+            if (
+                f is not first
+                and f.severity is Severity.ERROR
+                and f.caused_by is None
+                and f.link in grouped
+                and LINK_NAMES.index(f.link) > rank
+            ):
+                findings[position] = dataclasses.replace(f, caused_by=first.id)
+                # A later broken link still needs its own fix, unless it only reports the symptom
+                # (TF lists no GPU) of what is broken before it.
+                if f.link != "placement":
+                    own_fix.add(position)
+    steps = gpu_path(findings, frozenset(own_fix))
     facts = ctx.facts
     gpus = usable_gpu_count(facts)
     breaking = [f for f in findings if f.id in _TF_UNUSABLE_RULES]

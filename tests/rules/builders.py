@@ -14,6 +14,7 @@ from typing import Any
 from envcheck.facts import (
     ERROR,
     MISSING,
+    CudaToolkit,
     SKIPPED,
     Distribution,
     Facts,
@@ -166,9 +167,11 @@ def windows_copies(facts: Facts, directory: str, *names: str) -> Facts:
 def cuda_10_installed(facts: Facts, without: tuple[str, ...] = ()) -> Facts:
     """The setup post after installing CUDA 10.0 and cuDNN 7.4 (less the files in ``without``)."""
     names = ("cudart64_100.dll", "cublas64_100.dll", "cufft64_100.dll", "curand64_100.dll", "cusolver64_100.dll", "cudnn64_7.dll")
-    directory = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v10.0\\bin"
+    root = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v10.0"
+    toolkit = CudaToolkit(path=root, version="10.0", origin="CUDA_PATH", version_source="CUDA_PATH_V10_0")
+    facts = change(facts, {"libraries.toolkits": (toolkit,) + facts.libraries.toolkits})
     # The import error of the original snapshot no longer applies: judge it as a --quick run.
-    return windows_copies(quick(facts), directory, *(n for n in names if n not in without))
+    return windows_copies(quick(facts), root + "\\bin", *(n for n in names if n not in without))
 
 
 def library_copies(facts: Facts, family: str, *copies: LibraryCopy) -> Facts:

@@ -114,6 +114,7 @@ CASES: tuple[Case, ...] = (
     ),
     Case("EC-LIB-002", lambda: b.library_copies(b.cuda_10_installed(b.setup_post()), "cudnn"), lambda: b.cuda_10_installed(b.setup_post()), "cudnn64_7.dll missing"),
     Case("EC-LIB-002", lambda: b.library_copies(b.quick(b.server()), "cudnn", _pip_copy("libcudnn.so.8", "8.6.0")), lambda: b.library_copies(b.quick(b.server()), "cudnn", _pip_copy("libcudnn.so.8", "8.9.4")), "cuDNN 8.6 older than the build's 8.9"),
+    Case("EC-LIB-002", b.setup_post, lambda: b.cuda_10_installed(b.setup_post()), "cudnn64_7.dll only in the CUDA 9.0 folder"),
     Case("EC-LIB-003", b.setup_post, lambda: b.library_copies(b.setup_post(), "cudart"), "CUDA 9.0 runtime instead of 10.0"),
     Case(
         "EC-LIB-004",

@@ -50,8 +50,12 @@ def test_setup_post_names_the_missing_dll_and_the_cuda_to_install():
 
 def test_setup_post_ways_forward():
     verdict = judge(b.setup_post()).verdict
-    # GPU path: the causes only, in chain order, each once (the import error is not a step).
-    assert [s.text.split(":")[0] for s in verdict.gpu_path] == ["EC-LIB-001"]
+    # GPU path, the guide's order: CUDA 10.0, then the cuDNN for CUDA 10.0 (the copy in the 9.0
+    # folder is 9.0's); the consequences (the import error, the other DLLs) are no steps.
+    assert [s.text.split(":")[0] for s in verdict.gpu_path] == ["EC-LIB-001", "EC-LIB-002"]
+    cudnn = verdict.gpu_path[1]
+    assert "cuDNN 7.4 for CUDA 10.0" in cudnn.text and cudnn.link == load_matrix().cudnn("7.4").download_url
+    assert any("CUDA\\v10.0" in c.line and c.line.startswith("Copy-Item") for c in cudnn.commands)
     # CPU path for the probed interpreter: drop the GPU-only package, install the CPU build of the same release.
     assert pip_steps(verdict.cpu_path) == [("uninstall", "-y", "tensorflow-gpu"), ("install", "tensorflow==1.13.1")]
     lines = [c.line for s in verdict.cpu_path for c in s.commands]
@@ -238,3 +242,15 @@ def test_facts_file_gives_the_same_findings_anywhere(tmp_path):
     assert outputs[0] == outputs[1]
     assert outputs[0][1]["finding_id"] == "EC-LIB-001"
     assert judge(b.setup_post()).verdict.line == outputs[0][1]["line"]
+
+
+def test_probed_snapshots_of_this_machine_and_a_two_gpu_server():
+    """Snapshots the real probes wrote (this machine; two A100s through the fake NVML)."""
+    this = judge(b.named("this_machine"))
+    assert this.verdict.status == CPU_ONLY and this.verdict.finding_id == "EC-GPU-001"
+    server = judge(b.named("fake_nvml_2gpu"))
+    found = by_id(server)
+    # Two A100s and a driver, but no cuDNN or cuBLAS wheels next to TF 2.21: CPU only, because of the libraries.
+    assert server.verdict.status == CPU_ONLY and server.verdict.first_broken_link == "libraries"
+    assert "EC-GPU-001" not in found and found["EC-PLC-001"].caused_by is not None
+    assert "2x NVIDIA A100-SXM4-80GB" in {link.name: link.summary for link in server.links}["gpu"]
