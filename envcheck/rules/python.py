@@ -64,6 +64,7 @@ def python_version_unsupported(ctx: Context) -> Iterator[Hit]:
         if build is None or not build.python or build.supports_python(py.version):
             return  # an uncovered release is EC-TF-008's "unknown", never a guess
         what = f"{tf.distribution} {tf.version}"
+        wheels = f"it has wheels for Python {', '.join(build.python)}"
     else:
         # Nothing installed yet: is there any release this interpreter can install?
         build = newest_release(ctx, gpu=False)
@@ -72,6 +73,7 @@ def python_version_unsupported(ctx: Context) -> Iterator[Hit]:
         ):
             return
         what = f"any TensorFlow release up to {tf_label(build)}"
+        wheels = f"the newest has wheels for Python {', '.join(build.python)}"
     alternative = newest_release(ctx, gpu=False, python=py.version)
     commands = [shell_command(ctx, f"python{build.python[-1]} -m venv tf-env", f"py -{build.python[-1]} -m venv tf-env")]
     text = (
@@ -85,7 +87,7 @@ def python_version_unsupported(ctx: Context) -> Iterator[Hit]:
         )
         commands.append(pip_command(ctx, "install", cpu_requirement(alternative), step=False))
     yield Hit(
-        title=f"Python {pyminor} is not supported by {what} (it has wheels for Python {', '.join(build.python)})",
+        title=f"Python {pyminor} is not supported by {what} ({wheels})",
         detail=(
             f"TensorFlow publishes wheels per Python version; {what} has none for Python {pyminor}, "
             "so pip finds no matching distribution or the installed copy cannot import."
