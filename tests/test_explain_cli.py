@@ -251,3 +251,12 @@ def test_another_interpreter_can_be_looked_at():
 def test_bad_python_is_exit_2():
     result = run_envcheck("explain", "--python", "no/such/python", "ERROR: No matching distribution found for tensorflow")
     assert result.code == 2 and "--python no/such/python: no such file" in result.err
+
+
+def test_help_documents_the_exit_status(capsys):
+    from envcheck.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["explain", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "exit status: 0 when at least one known message was found, 1 when none was (or the input was empty), 2" in out
