@@ -126,6 +126,9 @@ def test_markdown_is_redacted_by_default():
     assert "<details>" in text and "</details>" in text
     assert "**Verdict:** CPU only" in text
     assert "| NVIDIA driver | **error** | driver 470.57 |" in text
+    assert "### Two ways forward" in text
+    assert text.index("To use the GPU, in this order:") < text.index("To run on the CPU today:")
+    assert 'export CUDA_VISIBLE_DEVICES=""' in text
 
 
 def test_markdown_no_redact_keeps_everything():

@@ -60,6 +60,23 @@ def _markdown(report: Report) -> str:
                 lines.append(f"  - See <{f.fix.link}>")
     lines.append("")
 
+    if v.status != "gpu-ready" and (v.gpu_path or v.cpu_path):
+        lines.append("### Two ways forward")
+        lines.append("")
+        for heading, steps in (("To use the GPU, in this order:", v.gpu_path), ("To run on the CPU today:", v.cpu_path)):
+            if not steps:
+                continue
+            lines.append(f"**{heading}**")
+            lines.append("")
+            for n, step in enumerate(steps, 1):
+                lines.append(f"{n}. {step.text}" + (f" See <{step.link}>" if step.link else ""))
+                if step.commands:
+                    lines.append("")
+                    lines.append("   ```")
+                    lines.extend(f"   {c.line}" for c in step.commands)
+                    lines.append("   ```")
+            lines.append("")
+
     lines.append("### Environment")
     lines.append("")
     py, pf = facts.python, facts.platform
