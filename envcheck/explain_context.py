@@ -297,22 +297,38 @@ def _install_notes(ctx: MachineContext, dist: Distribution, build: "TfBuild") ->
             commands=(_pip(spec),),
         )
     else:
-        lib_dir = f"/usr/local/cuda-{build.cuda}/lib64"
-        yield MachineNote(
-            f"{dist.name} {dist.version} was built for CUDA {build.cuda} and cuDNN {build.cudnn}, which it finds on "
-            f"the system library path (this release has no pip extra for them): install CUDA {build.cuda} and "
-            f"cuDNN {build.cudnn} for CUDA {build.cuda}, then make the library folder visible.",
-            commands=(
-                Command(f'export LD_LIBRARY_PATH={lib_dir}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}', shell="bash"),
-                Command("ldconfig -p | grep -E 'libcudart|libcudnn'", shell="bash"),
-            ),
-            link=link,
-        )
+        yield _system_cuda_note(ctx, dist, build, link)
     if ctx.os == "wsl":
         yield MachineNote(
             "Under WSL2 the NVIDIA driver is the Windows one (it provides /usr/lib/wsl/lib/libcuda.so.1); do not "
             "install a Linux display driver inside WSL."
         )
+
+
+def _system_cuda_note(ctx: MachineContext, dist: Distribution, build: "TfBuild", link: Optional[str]) -> MachineNote:
+    """Releases before the pip extra find CUDA and cuDNN on the library path: conda in a conda
+    environment (what TensorFlow's install guide used for those releases), else NVIDIA's apt repository."""
+    major, minor = (build.cuda.release + (0,))[:2] if build.cuda else (0, 0)
+    cudnn = ".".join(str(p) for p in build.cudnn.release[:2]) if build.cudnn else ""
+    in_conda = ctx.facts is not None and ctx.facts.python.in_conda
+    if in_conda:
+        install = Command(f"conda install -c conda-forge cudatoolkit={major}.{minor} cudnn={cudnn}", shell="bash")
+        lib_dir = "$CONDA_PREFIX/lib"
+    else:
+        install = Command(f"sudo apt-get install cuda-libraries-{major}-{minor}", shell="bash")
+        lib_dir = f"/usr/local/cuda-{major}.{minor}/lib64"
+    where = "into this conda environment" if in_conda else "from NVIDIA's CUDA apt repository (cuDNN from the cuDNN archive)"
+    return MachineNote(
+        f"{dist.name} {dist.version} was built for CUDA {build.cuda} and cuDNN {build.cudnn}, which it finds on "
+        f"the system library path (this release has no pip extra for them): install CUDA {major}.{minor} and "
+        f"cuDNN {cudnn} {where}, then make the library folder visible.",
+        commands=(
+            install,
+            Command(f"export LD_LIBRARY_PATH={lib_dir}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}", shell="bash"),
+            Command("ldconfig -p | grep -E 'libcudart|libcudnn'", shell="bash"),
+        ),
+        link=link,
+    )
 
 
 def _driver_check(ctx: MachineContext, dist: Distribution, build: "TfBuild") -> Iterator[MachineNote]:

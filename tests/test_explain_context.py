@@ -358,3 +358,13 @@ def test_unknown_os_gives_no_version_claims():
     facts = type(facts)(**{**facts.__dict__, "platform": PlatformFacts(status="error", error="boom")})
     explanation = explained("Could not load dynamic library 'libcudart.so.12'; dlerror: x", facts)
     assert "compatibility matrix" not in notes(explanation) and "CUDA 12" not in notes(explanation)
+
+
+def test_release_before_the_pip_extra_in_a_conda_environment_gets_conda():
+    """TF 2.4 finds CUDA on the library path: in a conda env the conda packages, else apt."""
+    facts = machine(os="linux", python="3.8.10", packages={"tensorflow": "2.4.1"})
+    conda = type(facts)(**{**facts.__dict__, "python": PythonFacts(version="3.8.10", bits=64, executable="/envs/tf/bin/python", in_conda=True)})
+    message = "Could not load dynamic library 'libcudart.so.11.0'; dlerror: x"
+    assert "conda install -c conda-forge cudatoolkit=11.0 cudnn=8.0" in commands(explained(message, conda))
+    assert "export LD_LIBRARY_PATH=$CONDA_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" in commands(explained(message, conda))
+    assert "sudo apt-get install cuda-libraries-11-0" in commands(explained(message, facts))
