@@ -65,6 +65,9 @@ def test_environment_allow_list_never_records_other_values():
         "TF_FORCE_GPU_ALLOW_GROWTH": "true",
         "AWS_SECRET_ACCESS_KEY": "hunter2",
         "GITHUB_TOKEN": "ghp_x",
+        "TF_VAR_db_password": "s3cret",
+        "TF_TOKEN_app_terraform_io": "tok",
+        "TF_CLI_CONFIG_FILE": "/home/x/.terraformrc",
         "HOME": "/home/x",
     }
     recorded = probe_environment(env).variables

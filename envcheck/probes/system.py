@@ -29,11 +29,15 @@ ENV_ALLOW_EXACT = (
     "XLA_FLAGS",
 )
 ENV_ALLOW_PREFIXES = ("CUDA_PATH", "TF_")
+# Terraform shares the TF_ prefix and keeps credentials and variables there: never record them.
+ENV_DENY_PREFIXES = ("TF_VAR_", "TF_TOKEN_", "TF_CLI_", "TF_WORKSPACE", "TF_LOG", "TF_INPUT", "TF_IN_AUTOMATION", "TF_DATA_DIR")
 
 _TF_CPU_FLAGS = ("avx", "avx2", "avx512f", "fma", "sse4_1", "sse4_2")
 
 
 def allowed_variable(name: str) -> bool:
+    if name.startswith(ENV_DENY_PREFIXES):
+        return False
     return name in ENV_ALLOW_EXACT or name.startswith(ENV_ALLOW_PREFIXES)
 
 
