@@ -92,14 +92,22 @@ def measure(command: list[str]) -> dict:
     return json.loads(result.stdout)
 
 
-def median_run(command: list[str], repeat: int) -> dict:
-    runs = [measure(command) for _ in range(repeat)]
-    return {
-        "seconds": statistics.median(r["seconds"] for r in runs),
-        "rss_mb": max(r["rss_mb"] for r in runs),
-        "rc": runs[-1]["rc"],
-        "out": runs[-1]["out"],
-    }
+def interleaved(commands: list[list[str]], repeat: int) -> list[dict]:
+    """Median time and highest peak RSS of each command, the commands taking turns so that load
+    from elsewhere on the machine hits them alike."""
+    runs: list[list[dict]] = [[] for _ in commands]
+    for _ in range(repeat):
+        for i, command in enumerate(commands):
+            runs[i].append(measure(command))
+    return [
+        {
+            "seconds": statistics.median(r["seconds"] for r in these),
+            "rss_mb": max(r["rss_mb"] for r in these),
+            "rc": these[-1]["rc"],
+            "out": these[-1]["out"],
+        }
+        for these in runs
+    ]
 
 
 def main() -> int:
@@ -131,16 +139,19 @@ def main() -> int:
         write_repeated(inputs["binary"], size, random.Random(3).randbytes(1 << 20))
 
         env_cmd = [sys.executable, "-m", "envcheck", "explain", "--no-probe", "--json", "--file"]
-        print(f"envcheck explain on {args.mb:g} MB inputs, median of {args.repeat} runs (fresh process each)")
+        print(f"envcheck explain on {args.mb:g} MB inputs, median of {args.repeat} runs (fresh process each, taking turns with grep)")
         print(f"{'input':<9} {'envcheck s':>10} {'MB/s':>7} {'peak RSS MB':>11} {'found':>6}   "
               f"{'grep -c -F s':>12} {'MB/s':>7} {'peak RSS MB':>11} {'lines':>9}   ratio")
         for name, path in inputs.items():
             mb = path.stat().st_size / (1024 * 1024)
-            mine = median_run([*env_cmd, str(path)], args.repeat)
+            commands = [[*env_cmd, str(path)]]
+            if grep:
+                commands.append([grep, "-c", "-a", "-F", "-f", str(needle_file), str(path)])
+            mine, *reference = interleaved(commands, args.repeat)
             hit = re.search(r'"found": (\d+)', mine["out"])
             found = hit.group(1) if hit and mine["rc"] in (0, 1) else f"rc={mine['rc']}"
-            if grep:
-                ref = median_run([grep, "-c", "-a", "-F", "-f", str(needle_file), str(path)], args.repeat)
+            if reference:
+                ref = reference[0]
                 ref_cols = f"{ref['seconds']:>12.2f} {mb / ref['seconds']:>7.0f} {ref['rss_mb']:>11.1f} {ref['out'].strip():>9}"
                 ratio = f"{mine['seconds'] / ref['seconds']:.1f}x"
             else:
