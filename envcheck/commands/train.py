@@ -87,6 +87,10 @@ def config_from_args(args: argparse.Namespace):
 
     if args.data is not None and not args.data.expanduser().exists():
         raise UsageError(f"--data {args.data}: no such file or folder")
+    if args.multi_worker:
+        from envcheck.train.strategy import read_tf_config
+
+        read_tf_config()  # a missing or malformed TF_CONFIG is a usage error, before TensorFlow starts
     if args.output.exists() and not args.output.is_dir():
         raise UsageError(f"--output {args.output}: exists and is not a folder")
     recipe = PRESETS[args.preset]

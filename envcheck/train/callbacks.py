@@ -104,7 +104,7 @@ class EpochRecorder(keras.callbacks.Callback):
             "accuracy": _finite_or_none(logs.get("accuracy")),
             "val_loss": _finite_or_none(logs.get("val_loss")),
             "val_accuracy": _finite_or_none(logs.get("val_accuracy")),
-            "learning_rate": round(self._learning_rate, 10),  # float32 noise off: 5e-3, not 0.004999999888
+            "learning_rate": float(f"{self._learning_rate:.7g}"),  # float32 noise off: 5e-3, not 0.004999999888
             "seconds": round(end - self._epoch_start, 3),
             "train_seconds": round(train_seconds, 3),
             "images": self.images_per_epoch,

@@ -35,7 +35,7 @@ class DevicePlan:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "strategy": type(self.strategy).__name__,
+            "strategy": strategy_name(self.strategy),
             "kind": self.kind,
             "devices": list(self.devices),
             "replicas": self.replicas,
@@ -43,6 +43,16 @@ class DevicePlan:
             "worker_index": self.worker_index,
             "is_chief": self.is_chief,
         }
+
+
+def strategy_name(strategy) -> str:
+    """The public tf.distribute name (MultiWorkerMirroredStrategy's class calls itself otherwise)."""
+    import tensorflow as tf
+
+    for name in ("MultiWorkerMirroredStrategy", "MirroredStrategy", "OneDeviceStrategy"):
+        if isinstance(strategy, getattr(tf.distribute, name)):
+            return name
+    return type(strategy).__name__
 
 
 def split_cpu(count: int) -> list[str]:
@@ -68,7 +78,11 @@ def split_cpu(count: int) -> list[str]:
 
 
 def select_gpus(requested: Optional[int]) -> list[str]:
-    """Make the first `requested` GPUs (all when None) the only visible ones; their logical names."""
+    """Make the first `requested` GPUs (all when None) the only visible ones; their device names.
+
+    Only configuration, no device listing: TensorFlow's runtime must not start here, because a
+    multi-worker strategy can only be created before it does.
+    """
     import tensorflow as tf
 
     physical = tf.config.list_physical_devices("GPU")
@@ -87,7 +101,8 @@ def select_gpus(requested: Optional[int]) -> list[str]:
     except RuntimeError:
         pass  # already started with these devices visible (a second run in the same process)
     enable_memory_growth(chosen)
-    return [d.name for d in tf.config.list_logical_devices("GPU")][:requested]
+    # Visible GPUs are numbered from 0 in the order they were made visible.
+    return [f"/gpu:{i}" for i in range(len(chosen))]
 
 
 def enable_memory_growth(gpus) -> None:

@@ -58,6 +58,17 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
     _quiet_tensorflow()
     from envcheck.train.strategy import plan_devices
 
+    # Resume point and data first: neither needs TensorFlow, and their errors should not wait for it.
+    output = OutputFolder(config.output)
+    resume_key = config.resume_key()
+    state = output.read_resume_state()
+    if state is not None and state.get("settings") != resume_key:
+        raise UsageError(
+            f"{config.output} holds an interrupted run with other settings; resume it with the same "
+            f"flags, or use another --output (or delete {output.resume_dir} to start over)"
+        )
+    if data is None:
+        data = load_data(config)
     if plan is None:
         plan = plan_devices(config.gpus, config.cpu_replicas, config.multi_worker)
     if config.jit and plan.kind == "cpu" and plan.replicas > 1:
@@ -72,8 +83,6 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
     from envcheck.train.model import build_training_model, network_of
     from envcheck.train.schedule import schedule_for
 
-    if data is None:
-        data = load_data(config)
     recipe = config.recipe
     global_batch = recipe.batch_per_replica * plan.replicas
     steps = pipeline.steps_per_epoch(len(data.x_train), global_batch, config.steps_per_epoch)
@@ -83,14 +92,6 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
             f"({recipe.batch_per_replica} per replica x {plan.replicas} replicas): use more images or a smaller batch"
         )
 
-    output = OutputFolder(config.output)
-    resume_key = config.resume_key()
-    state = output.read_resume_state()
-    if state is not None and state.get("settings") != resume_key:
-        raise UsageError(
-            f"{config.output} holds an interrupted run with other settings; resume it with the same "
-            f"flags, or use another --output (or delete {output.resume_dir} to start over)"
-        )
     epochs_done = state["epochs_done"] if state else 0
     rows = [row for row in output.read_history() if row.get("epoch", 0) <= epochs_done] if state else []
 
@@ -155,7 +156,15 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
     ]
 
     started = time.time()
-    if epochs_done < recipe.epochs:
+    if epochs_done < recipe.epochs and plan.kind == "multi-worker":
+        from envcheck.train.loop import fit_distributed
+
+        fit_distributed(
+            model, plan.strategy, train_data, val_data, epochs=recipe.epochs, initial_epoch=epochs_done,
+            steps_per_epoch=steps, global_batch=global_batch, label_smoothing=recipe.label_smoothing,
+            jit=bool(config.jit), callbacks=callbacks,
+        )
+    elif epochs_done < recipe.epochs:
         model.fit(
             train_data,
             validation_data=val_data,

@@ -62,6 +62,10 @@ def run_validation(
     from envcheck.validation.replicas import run_level2
 
     plan = plan_for_validation(gpus, cpu_replicas)
+    if full and level >= 3:
+        from envcheck.validation.training import require_gpu_for_full
+
+        require_gpu_for_full(plan)  # before levels 1 and 2, not after them
     report = ValidationReport(level=level, devices=[short_device(d) for d in plan.devices])
     if not plan.uses_gpu:
         report.notes.append(

@@ -37,8 +37,9 @@ def relative_error(result: np.ndarray, reference: np.ndarray) -> float:
 
 
 def short_device(name: str) -> str:
-    """'/job:localhost/replica:0/task:0/device:GPU:1' -> 'GPU:1'."""
-    return name.rsplit("device:", 1)[-1].upper()
+    """'/job:localhost/replica:0/task:0/device:GPU:1', '/device:GPU:1', '/gpu:1' -> 'GPU:1'."""
+    parts = name.rstrip("/").rsplit("/", 1)[-1].split(":")
+    return f"{parts[-2].upper()}:{parts[-1]}" if len(parts) >= 2 else name.upper()
 
 
 def _timed(op: Callable, inputs: tuple[np.ndarray, ...], device: str, repeats: int):

@@ -100,11 +100,15 @@ def quick_config(plan, data_path: Optional[Path], output: Path, progress: bool):
     )
 
 
+def require_gpu_for_full(plan) -> None:
+    if not plan.uses_gpu:
+        raise UsageError("--full runs the post's 70 epochs over 50,000 images: that needs a GPU (days on a CPU)")
+
+
 def full_config(plan, data_path: Optional[Path], output: Path, progress: bool):
     from envcheck.train.config import PRESETS, TrainConfig
 
-    if not plan.uses_gpu:
-        raise UsageError("--full runs the post's 70 epochs over 50,000 images: that needs a GPU (days on a CPU)")
+    require_gpu_for_full(plan)
     return TrainConfig(output=output, recipe=PRESETS["post"], data=data_path, progress=progress)
 
 

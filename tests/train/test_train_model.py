@@ -1,0 +1,122 @@
+"""MiniGoogLeNet's shape and size, and the on-device preprocessing the post did in numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+keras = pytest.importorskip("keras")
+
+from envcheck.train.model import (  # noqa: E402
+    MINI_GOOGLENET_PARAMETERS,
+    build_mini_googlenet,
+    build_training_model,
+    network_of,
+    shift_along_axis,
+)
+
+
+@pytest.fixture(scope="module")
+def network():
+    return build_mini_googlenet(10)
+
+
+def test_parameter_count_matches_the_posts_network(network):
+    assert network.count_params() == MINI_GOOGLENET_PARAMETERS == 1_656_250
+
+
+@pytest.mark.parametrize("layer, shape", [
+    ("stem_relu", (None, 32, 32, 96)),
+    ("inception_1a_concat", (None, 32, 32, 64)),
+    ("inception_1b_concat", (None, 32, 32, 80)),
+    ("downsample_1_concat", (None, 15, 15, 160)),
+    ("inception_2d_concat", (None, 15, 15, 144)),
+    ("downsample_2_concat", (None, 7, 7, 240)),
+    ("inception_3b_concat", (None, 7, 7, 336)),
+    ("average_pool", (None, 1, 1, 336)),
+    ("probabilities", (None, 10)),
+])
+def test_output_shapes(network, layer, shape):
+    assert tuple(network.get_layer(layer).output.shape) == shape
+
+
+def test_every_block_is_conv_with_bias_then_batchnorm_then_relu(network):
+    convs = [layer for layer in network.layers if isinstance(layer, keras.layers.Conv2D)]
+    assert len(convs) == 1 + 2 * 8 + 2  # stem, 8 inception modules of two, 2 downsample modules
+    for conv in convs:
+        assert conv.use_bias
+        block = conv.name[: -len("_conv")]
+        assert isinstance(network.get_layer(f"{block}_bn"), keras.layers.BatchNormalization)
+        assert network.get_layer(f"{block}_relu").activation is keras.activations.relu
+
+
+def test_training_model_takes_uint8_and_subtracts_the_per_pixel_mean():
+    images = np.random.default_rng(0).integers(0, 256, size=(6, 32, 32, 3), dtype=np.uint8)
+    mean = images.astype(np.float64).mean(axis=0)
+    model = build_training_model(mean, 10, seed=1)
+    assert model.input.dtype == "uint8"
+    assert network_of(model).count_params() == MINI_GOOGLENET_PARAMETERS
+    subtracted = model.get_layer("mean_subtraction")(images)
+    np.testing.assert_allclose(np.asarray(subtracted), images - mean.astype(np.float32), atol=1e-4)
+    probabilities = model(images, training=False).numpy()
+    assert probabilities.shape == (6, 10)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
+
+
+def numpy_shift(image: np.ndarray, dy: float, dx: float) -> np.ndarray:
+    """What ImageDataGenerator's shift with fill_mode="nearest" computes (bilinear, edge-clamped)."""
+    h, w = image.shape[:2]
+
+    def sample(axis_size, shift):
+        pos = np.clip(np.arange(axis_size) - shift, 0, axis_size - 1)
+        low = np.floor(pos).astype(int)
+        return low, np.minimum(low + 1, axis_size - 1), pos - low
+
+    r0, r1, rw = sample(h, dy)
+    c0, c1, cw = sample(w, dx)
+    rows = image[r0] * (1 - rw)[:, None, None] + image[r1] * rw[:, None, None]
+    return rows[:, c0] * (1 - cw)[None, :, None] + rows[:, c1] * cw[None, :, None]
+
+
+def test_the_shift_fills_with_the_nearest_edge_pixel():
+    image = np.random.default_rng(1).normal(size=(1, 32, 32, 3)).astype(np.float32)
+    shifted = shift_along_axis(tf.constant(image), tf.constant([3.0]), axis=2).numpy()[0]
+    np.testing.assert_allclose(shifted[:, 3:], image[0][:, :-3], atol=1e-6)
+    for column in range(3):  # "nearest": the border column repeated, not reflected, not zeros
+        np.testing.assert_allclose(shifted[:, column], image[0][:, 0], atol=1e-6)
+
+
+def test_the_shift_matches_the_posts_numpy_shift_at_fractional_offsets():
+    images = np.random.default_rng(2).normal(size=(3, 32, 32, 3)).astype(np.float32)
+    dys, dxs = np.array([-2.6, 0.4, 3.2]), np.array([1.7, -3.1, 0.0])
+    out = shift_along_axis(tf.constant(images), tf.constant(dys, tf.float32), axis=1)
+    out = shift_along_axis(out, tf.constant(dxs, tf.float32), axis=2).numpy()
+    for i in range(3):
+        np.testing.assert_allclose(out[i], numpy_shift(images[i], dys[i], dxs[i]), atol=1e-4)
+
+
+def test_augmentation_flips_horizontally_only_and_only_while_training():
+    model = build_training_model(np.zeros((32, 32, 3)), 10, seed=3)
+    flip = model.get_layer("random_flip")
+    assert flip.get_config()["mode"] == "horizontal"
+    shift = model.get_layer("random_shift")
+    assert (shift.height_factor, shift.width_factor) == (0.1, 0.1)
+    images = tf.constant(np.random.default_rng(3).normal(size=(64, 32, 32, 3)).astype(np.float32))
+    np.testing.assert_array_equal(flip(images, training=False).numpy(), images.numpy())
+    np.testing.assert_array_equal(shift(images, training=False).numpy(), images.numpy())
+    flipped = flip(images, training=True).numpy()
+    mirrored = [np.array_equal(f, im[:, ::-1]) for f, im in zip(flipped, images.numpy())]
+    unchanged = [np.array_equal(f, im) for f, im in zip(flipped, images.numpy())]
+    assert all(m or u for m, u in zip(mirrored, unchanged))  # never upside down
+    assert 10 < sum(mirrored) < 54
+    moved = shift(images, training=True).numpy()
+    assert not np.allclose(moved, images.numpy())
+
+
+def test_a_saved_training_model_loads_with_its_preprocessing(tmp_path):
+    images = np.random.default_rng(4).integers(0, 256, size=(4, 32, 32, 3), dtype=np.uint8)
+    model = build_training_model(images.mean(axis=0), 10, seed=4)
+    model.save(tmp_path / "model.keras")
+    loaded = keras.models.load_model(tmp_path / "model.keras")
+    np.testing.assert_allclose(loaded.predict(images, verbose=0), model.predict(images, verbose=0), atol=1e-5)
