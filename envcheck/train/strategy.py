@@ -77,11 +77,13 @@ def split_cpu(count: int) -> list[str]:
     return logical[:count]
 
 
-def select_gpus(requested: Optional[int]) -> list[str]:
+def select_gpus(requested: Optional[int], *, may_start_runtime: bool = True) -> list[str]:
     """Make the first `requested` GPUs (all when None) the only visible ones; their device names.
 
-    Only configuration, no device listing: TensorFlow's runtime must not start here, because a
-    multi-worker strategy can only be created before it does.
+    With `may_start_runtime` (single-machine runs) envcheck.runtime does the work: GPUs numbered
+    as nvidia-smi shows them, memory growth on. A multi-worker strategy must be created before
+    TensorFlow's runtime starts, which envcheck.runtime's device listing would do, so that path
+    sets visibility and memory growth directly.
     """
     import tensorflow as tf
 
@@ -95,37 +97,38 @@ def select_gpus(requested: Optional[int]) -> list[str]:
             else "no GPU that TensorFlow can see (run `envcheck doctor` to find out why)"
         )
         raise UsageError(f"--gpus {requested}: this machine has {have}")
+    if requested == 0:
+        return []
+    if may_start_runtime:
+        names = _configure_with_runtime(requested)
+        if names is not None:
+            return names
     chosen = physical[:requested]
     try:
         tf.config.set_visible_devices(chosen, "GPU")
     except RuntimeError:
         pass  # already started with these devices visible (a second run in the same process)
-    enable_memory_growth(chosen)
+    for gpu in chosen:
+        try:
+            # Allocate as needed instead of all at once, so a trainer can share its GPUs.
+            tf.config.experimental.set_memory_growth(gpu, True)
+        except (RuntimeError, ValueError):
+            pass  # already initialised: growth can no longer change, and training still works
     # Visible GPUs are numbered from 0 in the order they were made visible.
     return [f"/gpu:{i}" for i in range(len(chosen))]
 
 
-def enable_memory_growth(gpus) -> None:
-    """Allocate GPU memory as needed instead of all at once, so a trainer can share its GPUs."""
-    if not gpus:
-        return
+def _configure_with_runtime(count: int) -> Optional[list[str]]:
+    """The first `count` GPUs through envcheck.runtime; None when it is absent or TensorFlow already started."""
     try:
-        from envcheck import runtime  # GPU selection and memory policy shared with user scripts
+        from envcheck import runtime
     except ImportError:
-        runtime = None
-    if runtime is not None and hasattr(runtime, "configure"):
-        try:
-            runtime.configure(memory_growth=True)
-            return
-        except Exception:  # noqa: BLE001 - fall back to setting it directly below
-            pass
-    import tensorflow as tf
-
-    for gpu in gpus:
-        try:
-            tf.config.experimental.set_memory_growth(gpu, True)
-        except (RuntimeError, ValueError):
-            pass  # already initialised: growth can no longer change, and training still works
+        return None
+    try:
+        devices = runtime.configure(gpus=list(range(count)), memory_growth=True, fallback="error")
+    except getattr(runtime, "RuntimeConfigError", RuntimeError):
+        return None
+    return [d.name for d in devices]
 
 
 def read_tf_config(environ=os.environ) -> dict[str, Any]:
@@ -177,7 +180,7 @@ def plan_devices(gpus: Optional[int] = None, cpu_replicas: int = 1, multi_worker
         if gpus == 0:
             tf.config.set_visible_devices([], "GPU")
         else:
-            select_gpus(gpus)
+            select_gpus(gpus, may_start_runtime=False)
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
         return DevicePlan(
             strategy, "multi-worker", _local_devices(strategy), strategy.num_replicas_in_sync, workers, index, is_chief

@@ -102,7 +102,7 @@ def quick_config(plan, data_path: Optional[Path], output: Path, progress: bool):
 
 def require_gpu_for_full(plan) -> None:
     if not plan.uses_gpu:
-        raise UsageError("--full runs the post's 70 epochs over 50,000 images: that needs a GPU (days on a CPU)")
+        raise UsageError("--full runs the post's 70 epochs over 50,000 images: that needs a GPU (hours to days on a CPU)")
 
 
 def full_config(plan, data_path: Optional[Path], output: Path, progress: bool):

@@ -67,6 +67,24 @@ def test_more_gpus_than_the_machine_has_names_what_is_there(monkeypatch):
     )
 
 
+def test_gpus_are_chosen_through_envcheck_runtime_with_memory_growth(monkeypatch):
+    tf = pytest.importorskip("tensorflow")
+    runtime = pytest.importorskip("envcheck.runtime")
+    from envcheck.train import strategy
+
+    four = [tf.config.PhysicalDevice(f"/physical_device:GPU:{i}", "GPU") for i in range(4)]
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: four if kind == "GPU" else [])
+    calls = []
+
+    def configure(**kwargs):
+        calls.append(kwargs)
+        return [tf.config.LogicalDevice(f"/device:GPU:{i}", "GPU") for i in kwargs["gpus"]]
+
+    monkeypatch.setattr(runtime, "configure", configure)
+    assert strategy.select_gpus(2) == ["/device:GPU:0", "/device:GPU:1"]
+    assert calls == [{"gpus": [0, 1], "memory_growth": True, "fallback": "error"}]
+
+
 def test_more_gpus_on_a_machine_without_any_points_at_the_doctor(cli, monkeypatch):
     tf = pytest.importorskip("tensorflow")
     monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [])
