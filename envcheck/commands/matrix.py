@@ -86,15 +86,18 @@ def cuda_answer(matrix: Matrix, version: str) -> dict[str, Any]:
         known = matrix.cuda_releases()
         hint = " (give major.minor, e.g. 12.2)" if len(wanted.release) < 2 else ""
         raise NotFoundError(f"CUDA {version} is not in the matrix{hint}; it covers CUDA {known[0].version} to {known[-1].version}")
-    major = release.version.release[0]
+    major = matrix.cuda_major(release.version.release[0])
     return {
         "cuda": str(release.version),
         "min_driver": {"linux": _str(release.min_driver_linux), "windows": _str(release.min_driver_windows)},
-        "minor_compat_floor": {"linux": _str(matrix.minor_compat_floor(major, "linux")), "windows": _str(matrix.minor_compat_floor(major, "windows"))},
+        "minor_compat_floor": {
+            "linux": _str(major.minor_compat_floor_linux if major else None),
+            "windows": _str(major.minor_compat_floor_windows if major else None),
+        },
         "supported_architectures": list(release.architectures),
         "download_url": release.download_url,
-        "notes": list(release.notes),
-        "sources": list(release.sources),
+        "notes": list(release.notes) + (list(major.notes) if major else []),
+        "sources": list(release.sources) + [s for s in (major.sources if major else ()) if s not in release.sources],
     }
 
 
@@ -172,7 +175,7 @@ def _tf_text(a: dict[str, Any]) -> str:
     )
     pip_cuda = None
     if a["pip_cuda"]:
-        pip_cuda = f"pip install {a['distribution']}[{a['pip_cuda']['extra']}]  ({len(a['pip_cuda']['packages'])} nvidia-* wheels pinned)"
+        pip_cuda = f"pip install {a['distribution']}[{a['pip_cuda']['extra']}]  (pulls {len(a['pip_cuda']['packages'])} packages: nvidia-* CUDA libraries)"
     body = _lines([
         ("package", a["distribution"]),
         ("python", a["python"]),

@@ -93,7 +93,7 @@ class _Reader:
         return node.value.strip()
 
     def optional(self, node: Node | None, where: str, read: Callable[[Node, str], T]) -> T | None:
-        if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == _NULL):
+        if node is None or _is_null(node):
             return None
         return read(node, where)
 
@@ -146,6 +146,10 @@ class _Reader:
         linux = self.optional(fields["linux"], f"{where}.linux", self.version)
         windows = self.optional(fields["windows"], f"{where}.windows", self.version)
         return linux, windows
+
+
+def _is_null(node: Node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag == _NULL
 
 
 def _describe(node: Node) -> str:
@@ -210,8 +214,9 @@ def _read_tf_os(
     if "compute_capabilities" in f:
         archs = r.texts(f["compute_capabilities"], f"{where}.compute_capabilities", lambda n, w: _arch(r, n, w), "sm_XY/compute_XY entries")
     if cuda is None:
-        for key in ("cudnn", "compute_capabilities", "pip_cuda"):
-            if key in f and not (isinstance(f[key], yaml.ScalarNode) and f[key].tag == _NULL) and (key != "compute_capabilities" or archs):
+        gpu_only = {"cudnn": cudnn, "compute_capabilities": archs, "pip_cuda": "pip_cuda" in f and not _is_null(f["pip_cuda"])}
+        for key, given in gpu_only.items():
+            if given:
                 raise r.fail(f[key], f"{where}.{key}", "expected nothing for a CPU-only build (cuda is null)")
     else:
         if cuda.release[:2] not in cuda_rows:
@@ -301,9 +306,15 @@ def _read_cuda(r: _Reader, node: Node, where: str) -> CudaRelease:
 
 
 def _read_cuda_major(r: _Reader, node: Node, where: str) -> CudaMajor:
-    f = r.mapping(node, where, ("major", "minor_compat_floor", "sources"))
+    f = r.mapping(node, where, ("major", "minor_compat_floor", "sources"), ("notes",))
     linux, windows = r.per_os(f["minor_compat_floor"], f"{where}.minor_compat_floor")
-    return CudaMajor(major=r.integer(f["major"], f"{where}.major"), minor_compat_floor_linux=linux, minor_compat_floor_windows=windows, sources=r.sources(f["sources"], f"{where}.sources"))
+    return CudaMajor(
+        major=r.integer(f["major"], f"{where}.major"),
+        minor_compat_floor_linux=linux,
+        minor_compat_floor_windows=windows,
+        sources=r.sources(f["sources"], f"{where}.sources"),
+        notes=r.texts(f["notes"], f"{where}.notes") if "notes" in f else (),
+    )
 
 
 def _read_cudnn(r: _Reader, node: Node, where: str) -> CudnnRelease:

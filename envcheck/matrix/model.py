@@ -111,6 +111,7 @@ class CudaMajor:
     minor_compat_floor_linux: Version | None
     minor_compat_floor_windows: Version | None
     sources: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -248,8 +249,12 @@ class Matrix:
             return None
         return release.min_driver_windows if _build_os(os) == "windows" else release.min_driver_linux
 
+    def cuda_major(self, major: int | str) -> CudaMajor | None:
+        """What holds for a whole CUDA major (11, 12, 13): its minor-version-compatibility floor."""
+        return self._cuda_majors.get(as_version(str(major)).release[0])
+
     def minor_compat_floor(self, cuda_major: int | str, os: str) -> Version | None:
-        entry = self._cuda_majors.get(int(str(cuda_major).split(".")[0]))
+        entry = self.cuda_major(cuda_major)
         if entry is None:
             return None
         return entry.minor_compat_floor_windows if _build_os(os) == "windows" else entry.minor_compat_floor_linux
