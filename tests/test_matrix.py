@@ -138,6 +138,16 @@ def test_patch_release_resolves_to_its_minor(m):
     assert m.tf_build(Version("2.16.2"), "linux") is m.tf_build("2.16", "linux")
 
 
+def test_patch_row_covers_exactly_its_release(m):
+    # 2.15.0's and-cuda extra pinned TensorRT; 2.15.0.post1 and 2.15.1 dropped it.
+    exact = m.tf_build("2.15.0", "linux")
+    assert exact.is_patch_row and "tensorrt" in exact.pip_cuda.packages
+    for later in ("2.15.0.post1", "2.15.1", "2.15"):
+        build = m.tf_build(later, "linux")
+        assert not build.is_patch_row and "tensorrt" not in build.pip_cuda.packages, later
+    assert m.tf_build("2.15.0", "windows") is m.tf_build("2.15", "windows")
+
+
 def test_wsl_uses_the_linux_build(m):
     assert m.tf_build("2.15", "wsl") is m.tf_build("2.15", "linux")
     assert m.tf_releases("wsl") == m.tf_releases("linux")

@@ -140,7 +140,7 @@ class PlatformRules:
     gpu_in_tensorflow_package_from: Version
     macos_gpu: bool
     sources: tuple[str, ...]
-    tensorflow_cpu_first: dict[str, Version] = field(default_factory=dict)
+    tensorflow_cpu_first: dict[str, Version] = field(default_factory=dict, hash=False)
     notes: tuple[str, ...] = ()
 
 
