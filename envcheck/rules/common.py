@@ -161,6 +161,8 @@ def newest_release(ctx: "Context", *, gpu: bool, python: Optional[str] = None, a
     """The newest matrix row for this OS that has a GPU build (when ``gpu``), supports ``python``
     and passes ``accept``."""
     for build in reversed(ctx.matrix.tf_releases(ctx.build_os)):
+        if build.is_patch_row:  # describes one exact patch release; its minor's row is the advice
+            continue
         if gpu and not build.gpu:
             continue
         if python and not build.supports_python(python):
