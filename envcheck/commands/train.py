@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from envcheck.errors import UsageError
@@ -100,8 +99,7 @@ def config_from_args(args: argparse.Namespace):
                             ("learning_rate", args.lr))
         if value is not None
     }
-    if overrides:
-        recipe = replace(recipe, **overrides)
+    recipe = recipe.with_overrides(**overrides)
     if args.gpus and args.cpu_replicas and args.cpu_replicas > 1:
         raise UsageError("--gpus and --cpu-replicas exclude each other: mirror over GPUs or over CPU devices")
     return TrainConfig(
@@ -146,10 +144,15 @@ def format_summary(summary: dict, output: Path) -> str:
 
     return "\n".join([
         f"MiniGoogLeNet ({summary['parameters']:,} parameters) on {summary['data']['source']}: "
-        f"{summary['epochs']} epochs on {summary['replicas']} replica(s) ({', '.join(summary['devices']['devices'])})",
+        f"{_plural(summary['epochs'], 'epoch')} on {_plural(summary['replicas'], 'replica')} "
+        f"({', '.join(summary['devices']['devices'])})",
         f"final: loss {fmt(final['loss'])}  accuracy {fmt(final['accuracy'])}  "
         f"val_loss {fmt(final['val_loss'])}  val_accuracy {fmt(final['val_accuracy'])}",
         f"time: {fmt(summary['seconds'], '.1f')} s, {fmt(summary['images_per_second_steady'], '.1f')} images/s "
         f"({fmt(summary['images_per_second_per_replica'], '.1f')} per replica)",
         f"outputs: {output}/ (history.png, history.json, history.csv, summary.json, model.keras)",
     ])
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"

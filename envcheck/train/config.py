@@ -5,7 +5,7 @@ Nothing here imports TensorFlow, so the command line can check a configuration b
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -38,6 +38,13 @@ class Recipe:
     label_smoothing: float = 0.0
     weight_decay: float = 0.0
     description: str = ""
+
+    def with_overrides(self, **changes: Any) -> "Recipe":
+        """This recipe with some settings changed, its description saying which."""
+        if not changes:
+            return self
+        said = ", ".join(f"{k}={v}" for k, v in changes.items())
+        return replace(self, **changes, description=f"{self.description}; changed: {said}")
 
 
 PRESETS: dict[str, Recipe] = {
@@ -82,11 +89,6 @@ class TrainConfig:
     jit: bool = False
     seed: int = 0
     progress: bool = True  # the rich progress bar on stderr
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def epochs(self) -> int:
-        return self.recipe.epochs
 
     def resume_key(self) -> dict[str, Any]:
         """The settings a resumed run must share with the interrupted one.
@@ -108,7 +110,6 @@ class TrainConfig:
         out = asdict(self)
         out["output"] = str(self.output)
         out["data"] = str(self.data) if self.data else None
-        out.pop("extra")
         out.pop("progress")
         return out
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from envcheck.errors import UsageError
@@ -28,6 +28,7 @@ class DevicePlan:
     workers: int = 1
     worker_index: int = 0
     is_chief: bool = True
+    note: str = ""  # why the CPU is used when no device was asked for and no GPU is usable
 
     @property
     def uses_gpu(self) -> bool:
@@ -42,6 +43,7 @@ class DevicePlan:
             "workers": self.workers,
             "worker_index": self.worker_index,
             "is_chief": self.is_chief,
+            **({"note": self.note} if self.note else {}),
         }
 
 
@@ -197,12 +199,23 @@ def plan_devices(gpus: Optional[int] = None, cpu_replicas: int = 1, multi_worker
         return _single(tf.distribute.MirroredStrategy(names), "cpu")
 
     names = select_gpus(gpus)
-    if not names:  # no GPU asked for by number and none visible: the CPU
+    if not names:  # no GPU asked for by number and none visible: the CPU, saying why
         cpu = tf.config.list_logical_devices("CPU")[0].name
-        return _single(tf.distribute.OneDeviceStrategy(cpu), "cpu")
+        plan = _single(tf.distribute.OneDeviceStrategy(cpu), "cpu")
+        return replace(plan, note=f"no usable GPU, training on the CPU: {gpu_unavailable_reason(tf)}")
     if len(names) == 1:
         return _single(tf.distribute.OneDeviceStrategy(names[0]), "gpu")
     return _single(tf.distribute.MirroredStrategy(names), "gpu")
+
+
+def gpu_unavailable_reason(tf) -> str:
+    """The doctor's one-line reason (through envcheck.runtime) why TensorFlow has no GPU here."""
+    try:
+        from envcheck import runtime
+
+        return runtime.gpu_unavailable_reason(tf)
+    except Exception:  # noqa: BLE001 - a reason is a courtesy; training goes on without it
+        return "TensorFlow lists no GPU; run `envcheck doctor` to find out why"
 
 
 def _local_devices(strategy) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ epoch after the last one finished.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -71,6 +72,8 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
         data = load_data(config)
     if plan is None:
         plan = plan_devices(config.gpus, config.cpu_replicas, config.multi_worker)
+    if plan.note and plan.is_chief:
+        print(f"envcheck: note: {plan.note}", file=sys.stderr)
     if config.jit and plan.kind == "cpu" and plan.replicas > 1:
         raise UsageError(
             "--jit with --cpu-replicas: XLA cannot run a model mirrored over logical CPU devices "

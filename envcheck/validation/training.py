@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -86,7 +85,7 @@ def quick_config(plan, data_path: Optional[Path], output: Path, progress: bool):
     from envcheck.train.data import DataError, load_cifar10
 
     profile = QUICK_GPU if plan.uses_gpu else QUICK_CPU
-    recipe = replace(PRESETS["post"], epochs=profile["epochs"], batch_per_replica=profile["batch_per_replica"])
+    recipe = PRESETS["post"].with_overrides(epochs=profile["epochs"], batch_per_replica=profile["batch_per_replica"])
     synthetic = data_path is None
     if data_path is None and plan.uses_gpu:  # a GPU has time for real images, when there are some
         try:

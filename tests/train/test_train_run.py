@@ -126,6 +126,9 @@ def test_a_short_run_on_a_slice_of_the_real_images(tmp_path, train_env):
     assert summary["data"]["classes"][0] == "airplane" and summary["data"]["classes"][9] == "truck"
     assert not summary["data"]["source"].startswith(str(REPO))  # extracted outside the repository
     assert summary["steps_per_epoch"] == 8 and summary["epochs"] == 2
+    if summary["devices"]["kind"] == "cpu":  # no GPU, none asked for: the doctor's reason is given
+        assert summary["devices"]["note"].startswith("no usable GPU, training on the CPU: ")
+        assert "envcheck: note: no usable GPU" in result.stderr
     assert all(np.isfinite(summary["final"][k]) for k in ("loss", "accuracy", "val_loss", "val_accuracy"))
 
 
