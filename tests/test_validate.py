@@ -98,18 +98,18 @@ def test_a_wrong_result_and_a_wrong_device_fail_level_one():
         assert "GPU:0" in moved.summary
 
 
-def _envcheck(*args: str, timeout: float = 400):
+def _envcheck(tmp_path: Path, *args: str, timeout: float = 400):
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    env["KERAS_HOME"] = str(REPO / "tests" / "no-such-keras-home")  # the quick run uses synthetic data
+    env["KERAS_HOME"] = str(tmp_path / "keras-home")  # empty: the quick run uses synthetic data
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     return subprocess.run([sys.executable, "-m", "envcheck", *args], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 
 @pytest.mark.slow
-def test_levels_one_to_three_pass_on_two_cpu_replicas():
-    result = _envcheck("validate", "--level", "3", "--cpu-replicas", "2", "--json")
+def test_levels_one_to_three_pass_on_two_cpu_replicas(tmp_path):
+    result = _envcheck(tmp_path, "validate", "--level", "3", "--cpu-replicas", "2", "--json")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads(result.stdout)
     assert report["passed"] and report["level"] == 3 and report["devices"] == ["CPU:0", "CPU:1"]
@@ -128,8 +128,8 @@ def test_levels_one_to_three_pass_on_two_cpu_replicas():
 
 
 @pytest.mark.slow
-def test_level_one_prints_pass_lines_and_exits_0():
-    result = _envcheck("validate", "--level", "1", "--gpus", "0")
+def test_level_one_prints_pass_lines_and_exits_0(tmp_path):
+    result = _envcheck(tmp_path, "validate", "--level", "1", "--gpus", "0")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "PASS  level 1  matmul on CPU:0" in result.stdout and "validation passed" in result.stdout
     assert "level 2" not in result.stdout
@@ -148,8 +148,8 @@ def test_bad_validate_flags_are_one_line_and_exit_2(cli, args, message):
 
 
 @pytest.mark.slow
-def test_full_on_a_machine_without_gpu_is_refused_before_anything_runs():
-    result = _envcheck("validate", "--full", "--gpus", "0", timeout=120)
+def test_full_on_a_machine_without_gpu_is_refused_before_anything_runs(tmp_path):
+    result = _envcheck(tmp_path, "validate", "--full", "--gpus", "0", timeout=120)
     assert result.returncode == 2
     assert "--full runs the post's 70 epochs" in result.stderr and "needs a GPU" in result.stderr
     assert "PASS" not in result.stdout
