@@ -13,6 +13,7 @@ Run it as ``envcheck train`` or ``python -m envcheck.train`` (the post ran ``pyt
   callbacks  history, resume points, NaN stop, progress
   outputs    the output folder, written atomically
   plots      the post's loss/accuracy figure
+  loop       the distributed loop for --multi-worker (Keras 3's fit() fails there)
   trainer    one run, start to finish
 
 Importing this package does not import TensorFlow.
