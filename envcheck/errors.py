@@ -30,3 +30,22 @@ class NotFoundError(EnvcheckError):
     """A query the matrix does not cover (exit 1: the question was fine, the answer is 'unknown')."""
 
     exit_code = EXIT_FINDINGS
+
+
+class MissingDependencyError(EnvcheckError):
+    """A command needs a package that is not installed (TensorFlow for train/validate): exit 2."""
+
+
+def require_modules(command: str, extra: str, *modules: str) -> None:
+    """Fail with one line naming the pip command when ``modules`` are not importable.
+
+    Looks the modules up without importing them, so the check costs nothing when they are there.
+    """
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise MissingDependencyError(
+            f"{command} needs {', '.join(missing)}, which is not installed in this interpreter; "
+            f'install it with: pip install "envcheck[{extra}]" (or pip install {" ".join(missing)})'
+        )

@@ -161,3 +161,29 @@ def test_quick_doctor_does_not_import_tensorflow():
     env = dict(os.environ, PYTHONPATH=str(REPO))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(REPO))
     assert out.stdout.strip().splitlines()[-1] == "False", out.stderr
+
+
+@pytest.mark.parametrize(
+    "args, needs",
+    [
+        (("validate",), "envcheck validate needs numpy, tensorflow"),
+        (("validate", "--train"), "envcheck validate --train needs numpy, tensorflow, PIL"),
+        (("train", "--synthetic", "--epochs", "1"), "envcheck train needs numpy, tensorflow, PIL"),
+    ],
+)
+def test_commands_that_need_tensorflow_say_so_without_it(args, needs):
+    """As in envcheck's core install (no TensorFlow): one line naming the extra, exit 2."""
+    import subprocess
+
+    # A None entry in sys.modules is how Python marks a module as not importable.
+    code = (
+        "import sys\n"
+        "for name in ('numpy', 'tensorflow', 'PIL'): sys.modules[name] = None\n"
+        "from envcheck.cli import main\n"
+        f"sys.exit(main({list(args)!r}))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(REPO))
+    assert out.returncode == 2, out.stderr
+    assert needs in out.stderr and 'pip install "envcheck[' in out.stderr
+    assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1

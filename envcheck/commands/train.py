@@ -121,7 +121,10 @@ def config_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from envcheck.errors import require_modules
+
     config = config_from_args(args)
+    require_modules("envcheck train", "train", "numpy", "tensorflow", "PIL")
     from envcheck.train.trainer import train
 
     result = train(config)

@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from envcheck.errors import UsageError
+from envcheck.errors import UsageError, require_modules
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +43,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--data {args.data}: no such file or folder")
     if args.gpus and args.cpu_replicas:
         raise UsageError("--gpus and --cpu-replicas exclude each other: validate GPUs or CPU devices")
+    if level >= 3:  # the trainer also decodes image folders
+        require_modules("envcheck validate --train", "train", "numpy", "tensorflow", "PIL")
+    else:
+        require_modules("envcheck validate", "tf", "numpy", "tensorflow")
     from envcheck.validation import run_validation
     from envcheck.validation.checks import render_terminal
 
