@@ -45,7 +45,12 @@ def require_modules(command: str, extra: str, *modules: str) -> None:
 
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
+        names = [_PIP_NAMES.get(m, m) for m in missing]
+        verb = "is" if len(missing) == 1 else "are"
         raise MissingDependencyError(
-            f"{command} needs {', '.join(missing)}, which is not installed in this interpreter; "
-            f'install it with: pip install "envcheck[{extra}]" (or pip install {" ".join(missing)})'
+            f"{command} needs {', '.join(names)}, which {verb} not installed in this interpreter; "
+            f'install with: pip install "envcheck[{extra}]" (or pip install {" ".join(names)})'
         )
+
+
+_PIP_NAMES = {"PIL": "pillow", "yaml": "PyYAML"}

@@ -167,8 +167,8 @@ def test_quick_doctor_does_not_import_tensorflow():
     "args, needs",
     [
         (("validate",), "envcheck validate needs numpy, tensorflow"),
-        (("validate", "--train"), "envcheck validate --train needs numpy, tensorflow, PIL"),
-        (("train", "--synthetic", "--epochs", "1"), "envcheck train needs numpy, tensorflow, PIL"),
+        (("validate", "--train"), "envcheck validate --train needs numpy, tensorflow, pillow, which are not installed"),
+        (("train", "--synthetic", "--epochs", "1"), "envcheck train needs numpy, tensorflow, pillow"),
     ],
 )
 def test_commands_that_need_tensorflow_say_so_without_it(args, needs):
