@@ -13,6 +13,7 @@ def plot_history(rows: list[dict[str, Any]], target: Path, title: str = "MiniGoo
     import matplotlib.style
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     epochs = [row["epoch"] for row in rows]
     curves = (
@@ -32,6 +33,7 @@ def plot_history(rows: list[dict[str, Any]], target: Path, title: str = "MiniGoo
                 axes.plot(epochs, [float("nan") if v is None else v for v in values], label=label, marker=".")
         axes.set_title(title)
         axes.set_xlabel("Epoch #")
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole numbers
         axes.set_ylabel("Loss/Accuracy")
         axes.legend()
         with atomic_path(target) as temp:
