@@ -416,10 +416,16 @@ def driver_version(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Ma
     minimum = ctx.matrix.min_driver(build.cuda, driver_os)
     driver = _version(driver_text)
     if driver is None or minimum is None:
+        no_gpu = driver is None and not _gpu_names(facts) and _bus_read(facts) and ctx.os != "wsl"
         yield MachineNote(
             f"{dist.name} {dist.version} uses CUDA {build.cuda}"
             + (f", which needs driver {minimum} or newer on {driver_os}" if minimum else "")
-            + "; envcheck could not read this machine's driver version."
+            + (
+                "; this machine has no NVIDIA GPU (none on the PCI bus) and so no driver: the message comes "
+                "from another machine."
+                if no_gpu
+                else "; envcheck could not read this machine's driver version."
+            )
         )
         return
     if driver < minimum:
@@ -570,8 +576,17 @@ def compute_capability(occurrence: "Occurrence", ctx: MachineContext) -> Iterato
     yield MachineNote(
         f"The newest TensorFlow whose {os_name} GPU build still runs on compute capability {cc} is {newest.tf} "
         f"(CUDA {newest.cuda}, cuDNN {newest.cudnn}); `envcheck plan --compute-capability {cc}` gives the full steps.",
-        commands=(_pip(f"{newest.distribution}=={newest.tf}.*"),),
+        commands=(_pip(_gpu_requirement(matrix, newest, os_name)),),
     )
+
+
+def _gpu_requirement(matrix: "Matrix", build: "TfBuild", os_name: str) -> str:
+    """The pip requirement for a GPU build, as ``envcheck plan`` spells it: with the extra that brings
+    CUDA and cuDNN as wheels where the release has one (Linux and WSL2, 2.14 on)."""
+    from envcheck.planner.options import cuda_extra
+
+    extra = cuda_extra(matrix, build, os_name)
+    return f"{build.distribution}[{extra}]=={build.tf}.*" if extra else f"{build.distribution}=={build.tf}.*"
 
 
 def cudnn_version(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[MachineNote]:

@@ -121,7 +121,7 @@ def _render_one(number: int, e: Explanation, shell: Optional[str], width: int) -
     lines.append(indent + "> " + _shorten(e.excerpt, width - len(indent) - 2))
 
     def paragraph(label: str, text: str) -> None:
-        lines.extend(textwrap.wrap(f"{label}: {text}", width, initial_indent=indent, subsequent_indent=indent))
+        lines.extend(textwrap.wrap(f"{label}: {text}", width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False))
 
     paragraph("What it means", e.meaning)
     if not e.harmless:
@@ -163,5 +163,5 @@ def render_catalogue(catalogue: Catalogue) -> str:
         title = found[0].title if found else pattern.title
         tag = "harmless" if pattern.harmless else ", ".join(pattern.rule_ids) or "code"
         out.append(f"{pattern.id}")
-        out.extend(textwrap.wrap(f"{title}  [{tag}]", width, initial_indent="    ", subsequent_indent="    "))
+        out.extend(textwrap.wrap(f"{title}  [{tag}]", width, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False))
     return "\n".join(out) + "\n"

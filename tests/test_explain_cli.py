@@ -260,3 +260,24 @@ def test_help_documents_the_exit_status(capsys):
         main(["explain", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "exit status: 0 when at least one known message was found, 1 when none was (or the input was empty), 2" in out
+
+
+def test_gzip_on_stdin_is_recognised_by_its_content():
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    packed = gzip.compress((SETUP_POST + "\n").encode())
+    proc = subprocess.run([sys.executable, "-m", "envcheck", "explain", "--no-probe", "-"], input=packed, capture_output=True, env=env, cwd=str(REPO), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert b"cudart64_100.dll not found" in proc.stdout
+    damaged = subprocess.run([sys.executable, "-m", "envcheck", "explain", "--no-probe", "-"], input=packed[:20], capture_output=True, env=env, cwd=str(REPO), timeout=120)
+    assert damaged.returncode == 2 and b"damaged gzip" in damaged.stderr and b"Traceback" not in damaged.stderr
+
+
+def test_catalogue_never_splits_a_rule_id_across_lines(cli):
+    result = cli("explain", "--list")
+    assert result.code == 0
+    assert not any(line.rstrip().endswith("EC-") for line in result.out.splitlines())

@@ -368,3 +368,24 @@ def test_release_before_the_pip_extra_in_a_conda_environment_gets_conda():
     assert "conda install -c conda-forge cudatoolkit=11.0 cudnn=8.0" in commands(explained(message, conda))
     assert "export LD_LIBRARY_PATH=$CONDA_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" in commands(explained(message, conda))
     assert "sudo apt-get install cuda-libraries-11-0" in commands(explained(message, facts))
+
+
+def test_compute_capability_advice_installs_cuda_like_the_plan():
+    text = (
+        "Ignoring visible gpu device (device: 0, name: Tesla K40c, pci bus id: 0000:03:00.0, compute "
+        "capability: 3.5) with Cuda compute capability 3.5. The minimum required Cuda capability is 3.7."
+    )
+    from envcheck.matrix import load_matrix
+    from envcheck.planner.steps import requirement
+    from envcheck.planner import apply_overrides, make_plan
+
+    matrix = load_matrix()
+    newest = [b for b in matrix.tf_releases("linux") if b.gpu and matrix.support(b, "3.5") != "none"][-1]
+    plan = make_plan(matrix, apply_overrides(None, matrix, os="linux", compute_capability="3.5", tf=str(newest.tf)))
+    assert commands(explained(text, machine(os="linux"))) == [f'python -m pip install "{requirement(plan.option)}"']
+
+
+def test_driver_advice_on_a_machine_without_any_nvidia_gpu():
+    facts = machine(os="linux", packages={"tensorflow": "2.15.0"})
+    text = notes(explained("CUDA driver version is insufficient for CUDA runtime version", facts))
+    assert "no NVIDIA GPU" in text and "could not read" not in text

@@ -232,3 +232,31 @@ def test_plan_for_the_setup_posts_saved_snapshot(cli):
     # The same machine under WSL2: its GPU and Windows driver carry over, its Windows Python does not.
     wsl = plan_json(cli, "--facts", snapshot, "--os", "wsl")
     assert wsl["os"] == "wsl" and wsl["target"]["driver"] == "417.35" and wsl["target"]["python"] is None
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--driver", "５５０.５４"), ("--compute-capability", "８.６"), ("--python", "3.１１"), ("--gpu", ""), ("--gpu", "  ")],
+)
+def test_non_ascii_digits_and_empty_names_are_bad_input(cli, args):
+    result = cli("plan", "--os", "linux", *args)
+    assert result.code == 2, (result.out, result.err)
+    assert "internal error" not in result.err and len(result.err.strip().splitlines()) == 1
+
+
+def test_tensorflow_1_cpu_check_runs_a_session(cli):
+    data = plan_json(cli, "--os", "linux", "--python", "3.6", "--cpu", "--tf", "1.13")
+    check = [c["line"] for s in data["steps"] for c in s["commands"] if "import tensorflow" in c["line"]]
+    assert check and "tf.Session().run(" in check[0] and "tf.random.normal" not in check[0]
+    data = plan_json(cli, "--os", "linux", "--python", "3.11", "--cpu", "--tf", "2.15")
+    check = [c["line"] for s in data["steps"] for c in s["commands"] if "import tensorflow" in c["line"]]
+    assert check and "tf.random.normal" in check[0]
+
+
+def test_pinned_release_says_when_it_runs_through_ptx_or_unchecked(cli, matrix):
+    # An RTX 3060 (8.6) and 2.15's Linux build (sm_75, compute_80): PTX, so the full driver minimum.
+    assert matrix.support(matrix.tf_build("2.15", "linux"), "8.6") == "ptx"
+    data = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", "RTX 3060", "--driver", "550.54.14", "--tf", "2.15")
+    assert data["gpu_support"] == "ptx" and any("runs through PTX" in r for r in data["reasons"])
+    data = plan_json(cli, "--os", "linux", "--python", "3.11", "--driver", "550.54.14", "--tf", "2.15")
+    assert any("compute capability is not known" in r for r in data["reasons"])

@@ -15,9 +15,11 @@ from typing import IO, Iterator, Optional
 
 from envcheck.errors import UsageError
 
+GZIP_MAGIC = b"\x1f\x8b"
+
 EPILOG = """\
 input: the message as arguments (quote it), '-' to read standard input, or --file LOG
-(a whole TensorFlow log works; .gz logs are read as they are).
+(a whole TensorFlow log works; gzip-compressed logs are read as they are, from a file or a pipe).
 exit status: 0 when at least one known message was found, 1 when none was (or the input was
 empty), 2 for bad usage or an unreadable file.
 """
@@ -105,7 +107,16 @@ def _open_input(args: argparse.Namespace) -> Iterator[tuple[IO[bytes], str]]:
     if args.text == ["-"] or args.file == "-":
         if sys.stdin.isatty():
             print("envcheck explain: reading standard input; end it with Ctrl-D (Ctrl-Z Enter on Windows)", file=sys.stderr)
-        yield sys.stdin.buffer, "standard input"
+        stdin = sys.stdin.buffer
+        peek = getattr(stdin, "peek", None)
+        if peek is not None and peek(2)[:2] == GZIP_MAGIC:  # `cat train.log.gz | envcheck explain -`
+            with gzip.GzipFile(fileobj=stdin, mode="rb") as unzipped:
+                try:
+                    yield unzipped, "standard input"  # type: ignore[misc]
+                except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+                    raise UsageError(f"standard input: damaged gzip data ({exc})") from None
+            return
+        yield stdin, "standard input"
         return
     path = args.file
     try:
@@ -119,7 +130,7 @@ def _open_input(args: argparse.Namespace) -> Iterator[tuple[IO[bytes], str]]:
     except OSError as exc:
         raise UsageError(f"--file {path}: cannot read: {exc.strerror or exc}") from None
     try:
-        if fh.read(2) == b"\x1f\x8b":
+        if fh.read(2) == GZIP_MAGIC:
             fh.seek(0)
             stream: IO[bytes] = gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[assignment]
         else:

@@ -92,21 +92,27 @@ def _why_this_release(matrix: "Matrix", target: Target, best: Option) -> list[st
     reasons.append(
         f"TensorFlow {best.tf} is the newest release whose GPU build fits {_and_join(fits)}."
     )
-    if target.compute_capability is None:
-        low = best.build.min_compute_capability
-        reasons.append(
-            "The GPU's compute capability is not known, so it was not checked"
-            + (f"; TensorFlow {best.tf} needs {low} or higher" if low else "")
-            + " (give --gpu NAME or --compute-capability X.Y)."
-        )
-    elif best.support == "ptx":
-        reasons.append(
-            f"TensorFlow {best.tf} has no code compiled for compute capability {target.compute_capability}; "
-            "it runs through PTX, which the driver compiles on first start (minutes, cached afterwards)."
-        )
+    reasons.extend(_support_reasons(target, best))
     if best.cuda:
         reasons.append(f"It is built with CUDA {best.cuda} and cuDNN {best.cudnn or '?'}.")
     return reasons
+
+
+def _support_reasons(target: Target, option: Option) -> list[str]:
+    """How the GPU build runs on the target's card: unchecked (capability unknown) or through PTX."""
+    if target.compute_capability is None:
+        low = option.build.min_compute_capability
+        return [
+            "The GPU's compute capability is not known, so it was not checked"
+            + (f"; TensorFlow {option.tf} needs {low} or higher" if low else "")
+            + " (give --gpu NAME or --compute-capability X.Y)."
+        ]
+    if option.support == "ptx":
+        return [
+            f"TensorFlow {option.tf} has no code compiled for compute capability {target.compute_capability}; "
+            "it runs through PTX, which the driver compiles on first start (minutes, cached afterwards)."
+        ]
+    return []
 
 
 def _driver_reasons(matrix: "Matrix", target: Target, option: Option) -> list[str]:
@@ -339,6 +345,7 @@ def _choose_pinned(matrix: "Matrix", target: Target) -> Choice:
         option = cpu_option(build, target, target.os)
         reasons.append(f"The plan is TensorFlow {build.tf} on the CPU.")
     else:
+        reasons.extend(_support_reasons(target, option))
         reasons.append(f"It is built with CUDA {option.cuda} and cuDNN {option.cudnn or '?'}.")
         reasons.extend(_driver_reasons(matrix, target, option))
         alternatives[:0] = _keep_driver(target, option, gpu_options(matrix, target, option.os, python=False))

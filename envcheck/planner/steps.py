@@ -231,9 +231,13 @@ def _needs_constraints(option: Option) -> bool:
 
 def _verify_step(option: Option, shell: str, side: str = "") -> Step:
     py = rf".\{ENV_DIR}\Scripts\python.exe" if shell == POWERSHELL else f"{ENV_DIR}/bin/python"
-    if option.kind == CPU:
+    if option.kind == CPU and option.build.tf.release[:1] >= (2,):
         code = "import tensorflow as tf; print(tf.reduce_sum(tf.random.normal([1000, 1000])))"
         what = "prints a tf.Tensor: TensorFlow computes on the CPU"
+    elif option.kind == CPU:
+        # TensorFlow 1 builds a graph (no eager tensors, no tf.random.normal before 1.12): run it in a session.
+        code = "import tensorflow as tf; print(tf.Session().run(tf.reduce_sum(tf.random_normal([1000, 1000]))))"
+        what = "prints a number: TensorFlow computes on the CPU"
     elif option.build.tf.release[:2] >= (2, 1):
         code = "import tensorflow as tf; gpus = tf.config.list_physical_devices('GPU'); print(gpus); assert gpus, 'no GPU'"
         what = "lists the GPUs TensorFlow sees; fails when there are none"

@@ -21,9 +21,10 @@ if TYPE_CHECKING:  # pragma: no cover
 OSES = ("linux", "windows", "wsl", "macos")
 OS_TITLES = {"linux": "Linux", "windows": "Windows (native)", "wsl": "Windows, under WSL2", "macos": "macOS"}
 
-_PYTHON = re.compile(r"^3\.(\d+)(\.\d+)?$")
-_CAPABILITY = re.compile(r"^(\d{1,2})\.(\d)$")
-_DRIVER = re.compile(r"^\d{2,4}(\.\d{1,3}){1,2}$")
+# ASCII digits only: "８.６" is not a version, and packaging cannot parse it.
+_PYTHON = re.compile(r"^3\.(\d+)(\.\d+)?$", re.ASCII)
+_CAPABILITY = re.compile(r"^(\d{1,2})\.(\d)$", re.ASCII)
+_DRIVER = re.compile(r"^\d{2,4}(\.\d{1,3}){1,2}$", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,8 @@ def parse_driver(text: str) -> Version:
 
 def gpu_from_name(matrix: "Matrix", name: str) -> tuple[str, Version]:
     """(product name, compute capability) for a name as a person types it."""
+    if not name.strip():
+        raise UsageError("--gpu needs a GPU name, e.g. \"GeForce GTX 1060\"")
     product = matrix.gpu(name)
     if product is not None:
         return product.name, product.compute_capability
