@@ -85,7 +85,11 @@ def apply_path(
             interactive = sys.stdin.isatty()
         if not interactive:
             raise UsageError("--apply asks before changing anything and there is no terminal to ask in; add --yes to run the steps above")
-        answer = (ask or input)(f"Run {'this step' if len(steps) == 1 else f'these {len(steps)} steps'}? [y/N] ")
+        try:
+            answer = (ask or input)(f"Run {'this step' if len(steps) == 1 else f'these {len(steps)} steps'}? [y/N] ")
+        except EOFError:  # Ctrl-D at the question: a no
+            out.write("\n")
+            answer = ""
         if answer.strip().lower() not in ("y", "yes"):
             out.write("Nothing was changed.\n")
             return report.exit_code

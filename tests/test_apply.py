@@ -177,3 +177,14 @@ def test_pip_steps_keep_order_and_leave_shell_steps_manual():
     steps, manual = pip_steps(_report().verdict.cpu_path)
     assert [s.args for s in steps] == [("uninstall", "-y", "tensorflow-gpu"), ("install", "tensorflow==1.13.1")]
     assert [m.commands[0].shell for m in manual] == ["powershell"]
+
+
+def test_end_of_input_at_the_question_is_a_no():
+    import io
+
+    def ctrl_d(prompt):
+        raise EOFError
+
+    out = io.StringIO()
+    code = apply_path(_args(), _report(), out=out, ask=ctrl_d, interactive=True)
+    assert "Nothing was changed." in out.getvalue() and code == 1

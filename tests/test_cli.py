@@ -187,3 +187,75 @@ def test_commands_that_need_tensorflow_say_so_without_it(args, needs):
     assert out.returncode == 2, out.stderr
     assert needs in out.stderr and 'pip install "envcheck[' in out.stderr
     assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("doctor", "--facts", ""), "--facts needs a path"),
+        (("doctor", "--python", " "), "--python needs a path"),
+        (("doctor", "--matrix", ""), "--matrix needs a path"),
+        (("doctor", "--save-facts", ""), "--save-facts needs a path"),
+        (("doctor", "--yes"), "--yes only applies to --apply"),
+        (("doctor", "--select", "EC-ZZZ"), "--select EC-ZZZ: no rule id starts with it"),
+        (("doctor", "--ignore", "ec-lib,EC-FOO"), "--ignore EC-FOO: no rule id starts with it"),
+    ],
+)
+def test_empty_paths_stray_flags_and_unknown_rule_ids_exit_2(cli, monkeypatch, args, message):
+    import envcheck.commands.doctor as doctor
+
+    def must_not_probe(args):
+        raise AssertionError("probed before the usage check")
+
+    monkeypatch.setattr(doctor, "build_report", must_not_probe)
+    result = cli(*args)
+    assert result.code == 2, result
+    assert message in result.err and result.err.count("\n") == 1
+
+
+def test_apply_conflicts_are_refused_before_probing(cli, monkeypatch, tmp_path):
+    import envcheck.commands.doctor as doctor
+
+    def must_not_probe(args):
+        raise AssertionError("probed before the usage check")
+
+    monkeypatch.setattr(doctor, "build_report", must_not_probe)
+    assert "--json" in cli("doctor", "--apply", "cpu", "--json").err
+    snapshot = write_snapshot(tmp_path / "f.json", Facts())
+    result = cli("doctor", "--apply", "gpu", "--facts", snapshot)
+    assert result.code == 2 and "--facts" in result.err
+
+
+def test_known_rule_prefixes_are_accepted(cli, tmp_path):
+    snapshot = write_snapshot(tmp_path / "f.json", Facts())
+    for flag in ("--select", "--ignore"):
+        assert cli("doctor", "--facts", snapshot, flag, "ec-gpu,EC-LIB-00,EC-INT").code in (0, 1)
+
+
+def test_save_facts_writes_through_a_symlink_and_into_a_pipe(cli, tmp_path):
+    target = tmp_path / "real.json"
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    snapshot = write_snapshot(tmp_path / "f.json", Facts())
+    assert cli("doctor", "--facts", snapshot, "--save-facts", str(link)).code in (0, 1)
+    assert link.is_symlink() and json.loads(target.read_text())["schema_version"] == 1
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    import threading
+
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    assert cli("doctor", "--facts", snapshot, "--save-facts", str(fifo)).code in (0, 1)
+    reader.join(10)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still a pipe, not replaced by a file
+    assert json.loads(got[0])["schema_version"] == 1
+
+
+def test_report_survives_an_output_encoding_without_its_characters(tmp_path):
+    facts = Facts(python=PythonFacts(executable="/home/jos\u00e9/venv/bin/python", version="3.11.7", bits=64))
+    snapshot = write_snapshot(tmp_path / "f.json", facts)
+    result = run_envcheck("doctor", "--facts", snapshot, env={"PYTHONIOENCODING": "ascii"})
+    assert result.code in (0, 1), result.err
+    assert "/home/jos?/venv/bin/python" in result.out and "Verdict:" in result.out

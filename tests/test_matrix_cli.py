@@ -132,3 +132,15 @@ def test_broken_user_matrix_exits_2_naming_the_line(capsys, tmp_path):
     code, out, err = run(capsys, "tf", "2.10", "--matrix", str(bad))
     assert code == 2 and out == ""
     assert f"{bad}, line " in err and "tensorflow[0].linux.cudnn" in err
+
+
+def test_gpu_ranges_do_not_end_at_a_patch_row(capsys):
+    answer = run_json(capsys, "gpu", "A100")
+    assert "2.15" in answer["ptx"]["linux"] and "2.15.0" not in answer["ptx"]["linux"]
+    code, out, _ = run(capsys, "gpu", "A100")
+    assert code == 0 and "on linux: TensorFlow 1.0-2.15\n" in out
+
+
+def test_empty_matrix_path_exits_2(capsys):
+    code, out, err = run(capsys, "tf", "2.15", "--matrix", "")
+    assert code == 2 and out == "" and "--matrix needs a path" in err

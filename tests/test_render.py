@@ -150,3 +150,21 @@ def test_redaction_handles_windows_paths_in_json():
     text = markdown.render(replace(report, facts=win))
     assert "Users\\\\bob" not in text and "Users\\bob" not in text
     assert "DESKTOP-1" not in text
+
+
+def test_colour_on_a_console_without_the_glyphs_uses_ascii_marks(monkeypatch):
+    import io
+
+    class AsciiTty(io.StringIO):
+        encoding = "ascii"
+
+        def isatty(self):
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("TERM", raising=False)
+    monkeypatch.setattr(terminal.sys, "stdout", AsciiTty())
+    text = terminal.render(sample_report())
+    assert "\033[" in text  # still coloured
+    text.encode("ascii")  # but nothing the console cannot print
+    assert "[FAIL]" in text

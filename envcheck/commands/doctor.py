@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 
 
@@ -80,11 +82,42 @@ def build_report(args: argparse.Namespace):
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.no_redact and not args.markdown:
-        from envcheck.errors import UsageError
+def _check_usage(args: argparse.Namespace) -> None:
+    """Flag conflicts and empty values: exit 2 before anything is probed."""
+    from envcheck.errors import UsageError
 
+    if args.no_redact and not args.markdown:
         raise UsageError("--no-redact only applies to --markdown")
+    if args.yes and not args.apply:
+        raise UsageError("--yes only applies to --apply")
+    if args.apply and args.facts:
+        raise UsageError("--apply changes this machine; it cannot be used with --facts (a saved snapshot)")
+    if args.apply and (args.json or args.markdown):
+        raise UsageError("--apply talks to a person; it cannot be combined with --json or --markdown")
+    for flag in ("facts", "save_facts", "python", "matrix"):
+        value = getattr(args, flag)
+        if value is not None and not value.strip():
+            raise UsageError(f"--{flag.replace('_', '-')} needs a path, got an empty string")
+    for flag in ("select", "ignore"):
+        _check_ids(flag, _split_ids(getattr(args, flag)))
+
+
+def _check_ids(flag: str, prefixes: tuple[str, ...]) -> None:
+    """Every --select/--ignore prefix must name at least one rule: a typo must not pass silently."""
+    from envcheck.errors import UsageError
+    from envcheck.rules.engine import RULES, load_rule_modules
+
+    if not prefixes:
+        return
+    load_rule_modules()
+    known = (*RULES, "EC-INT-001")
+    for prefix in prefixes:
+        if not any(rule_id.startswith(prefix) for rule_id in known):
+            raise UsageError(f"--{flag} {prefix}: no rule id starts with it (ids look like EC-LIB-001; see docs/rules.md)")
+
+
+def run(args: argparse.Namespace) -> int:
+    _check_usage(args)
     report = build_report(args)
     if args.save_facts:
         _write_facts(args.save_facts, report.facts)
@@ -101,8 +134,20 @@ def run(args: argparse.Namespace) -> int:
             return render_md(r, redact=not args.no_redact)
     else:
         from envcheck.render.terminal import render
-    sys.stdout.write(render(report, verbose=args.verbose))
+    _emit(render(report, verbose=args.verbose))
     return report.exit_code
+
+
+def _emit(text: str) -> None:
+    """Write the report; characters the output's encoding lacks (a legacy console) become '?'."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        text = text.encode(encoding, "replace").decode(encoding)
+    except LookupError:
+        pass
+    sys.stdout.write(text)
 
 
 def _write_facts(path: str, facts) -> None:
@@ -110,7 +155,20 @@ def _write_facts(path: str, facts) -> None:
     from envcheck.errors import UsageError
     from envcheck.fsutil import atomic_write_text
 
+    text = to_json(facts) + "\n"
     try:
-        atomic_write_text(path, to_json(facts) + "\n")
+        try:
+            mode = os.stat(path).st_mode  # follows symlinks
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory")
+        if mode is not None and not stat.S_ISREG(mode):
+            # A device or a pipe (/dev/stdout, a FIFO): write into it, never replace it with a file.
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        else:
+            # Through a symlink to its target: the link itself stays.
+            atomic_write_text(os.path.realpath(path), text)
     except OSError as exc:
         raise UsageError(f"--save-facts {path}: cannot write: {exc.strerror or exc}") from None

@@ -30,7 +30,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    matrix = load_matrix(args.matrix) if getattr(args, "matrix", None) else load_matrix()
+    path = getattr(args, "matrix", None)
+    if path is not None and not path.strip():
+        raise UsageError("--matrix needs a path, got an empty string")
+    matrix = load_matrix(path) if path else load_matrix()
     if args.query == "tf":
         answer = tf_answer(matrix, args.version, args.os)
         text = _tf_text(answer)
@@ -114,6 +117,11 @@ def gpu_answer(matrix: Matrix, name: str) -> dict[str, Any]:
     support: dict[str, dict[str, list[str]]] = {"native": {}, "ptx": {}}
     for build in matrix.tf_releases():
         kind = matrix.support(build, gpu.compute_capability)
+        if build.is_patch_row:
+            # A patch row (2.15.0) sits inside its minor's row (2.15): list it only where it differs.
+            minor = matrix.tf_build(".".join(str(p) for p in build.tf.release[:2]), build.os)
+            if minor is not None and matrix.support(minor, gpu.compute_capability) == kind:
+                continue
         if kind in support:
             support[kind].setdefault(build.os, []).append(str(build.tf))
     return {

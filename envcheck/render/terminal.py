@@ -65,9 +65,20 @@ def use_color(stream=None) -> bool:
         return False
 
 
+def _can_encode(text: str, stream=None) -> bool:
+    """Whether the stream's encoding has these characters (a legacy console may not)."""
+    encoding = getattr(stream or sys.stdout, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
 class _Painter:
-    def __init__(self, color: bool):
+    def __init__(self, color: bool, glyphs: bool = True):
         self.color = color
+        self.glyphs = glyphs
 
     def __call__(self, text: str, style: str) -> str:
         if not self.color or not text:
@@ -76,11 +87,14 @@ class _Painter:
 
     def mark(self, table: dict, key) -> str:
         ascii_mark, fancy, colour = table[key]
-        return self(fancy, colour) if self.color else ascii_mark
+        return self(fancy if self.glyphs else ascii_mark, colour) if self.color else ascii_mark
 
 
 def render(report: Report, verbose: bool = False, color: Optional[bool] = None) -> str:
-    paint = _Painter(use_color() if color is None else color)
+    if color is None:
+        paint = _Painter(use_color(), glyphs=_can_encode("".join(m[1] for m in _LINK_MARK.values())))
+    else:
+        paint = _Painter(color)
     out: list[str] = []
     facts = report.facts
     title = f"envcheck {report.envcheck_version} doctor"
