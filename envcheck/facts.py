@@ -482,8 +482,17 @@ def load_facts(path: str | Path) -> Facts:
     except RecursionError:
         raise FactsError(f"{path}: JSON nested too deeply") from None
     try:
-        return facts_from_dict(data)
+        facts = facts_from_dict(data)
     except FactsError as exc:
         raise FactsError(f"{path}: {exc}") from None
     except RecursionError:
         raise FactsError(f"{path}: JSON nested too deeply") from None
+    if facts.platform.os not in _SNAPSHOT_OSES:
+        raise FactsError(
+            f"{path}: facts.platform.os: unknown OS {facts.platform.os!r} (expected one of: linux, windows, macos, wsl)"
+        )
+    return facts
+
+
+# What the probes write into platform.os ("" when the platform probe did not run).
+_SNAPSHOT_OSES = ("", "linux", "windows", "macos", "wsl")

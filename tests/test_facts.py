@@ -187,3 +187,14 @@ def test_file_reader_on_arbitrary_bytes(tmp_path_factory, raw):
         load_facts(path)
     except FactsError as exc:
         assert "\n" not in str(exc)
+
+
+def test_a_snapshot_from_an_unknown_os_names_the_file_and_field(tmp_path):
+    from envcheck.facts import load_facts
+
+    data = to_dict(Facts())
+    data["platform"]["os"] = "solaris"
+    path = tmp_path / "solaris.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(FactsError, match=r"solaris\.json: facts\.platform\.os: unknown OS 'solaris'"):
+        load_facts(path)
