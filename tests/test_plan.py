@@ -260,3 +260,11 @@ def test_pinned_release_says_when_it_runs_through_ptx_or_unchecked(cli, matrix):
     assert data["gpu_support"] == "ptx" and any("runs through PTX" in r for r in data["reasons"])
     data = plan_json(cli, "--os", "linux", "--python", "3.11", "--driver", "550.54.14", "--tf", "2.15")
     assert any("compute capability is not known" in r for r in data["reasons"])
+
+
+def test_pinned_past_native_windows_on_a_card_wsl2_cannot_run_says_why(cli, matrix):
+    wsl = matrix.tf_build("2.15", "wsl")
+    assert matrix.support(wsl, "3.5") == "none"
+    data = plan_json(cli, "--os", "windows", "--python", "3.11", "--gpu", "GTX 780", "--driver", "472.12", "--tf", "2.15")
+    assert data["kind"] == "cpu"
+    assert any("WSL2" in r and f"needs {wsl.min_compute_capability} or higher" in r for r in data["reasons"])

@@ -334,6 +334,11 @@ def _choose_pinned(matrix: "Matrix", target: Target) -> Choice:
             if candidate.support != "none":
                 option = candidate
                 reasons.append("Its Linux build runs on the GPU under WSL2, so the plan is for WSL2.")
+            else:
+                reasons.append(
+                    f"Its Linux build, which WSL2 would run, has no code for {_capability_text(target)} "
+                    f"(it needs {wsl_build.min_compute_capability} or higher)."
+                )
         native = next(iter(gpu_options(matrix, target, "windows") or gpu_options(matrix, target, "windows", python=False)), None)
         if native is not None:
             alternatives.append(
