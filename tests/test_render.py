@@ -168,3 +168,41 @@ def test_colour_on_a_console_without_the_glyphs_uses_ascii_marks(monkeypatch):
     assert "\033[" in text  # still coloured
     text.encode("ascii")  # but nothing the console cannot print
     assert "[FAIL]" in text
+
+
+def test_every_key_in_the_readme_schema_is_in_real_json_output():
+    """The README's ``doctor --json`` schema names only keys the renderer writes."""
+    import re
+    from pathlib import Path
+
+    from envcheck.rules import judge
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("### JSON report schema", 1)[1].split("```jsonc", 1)[1].split("```", 1)[0]
+    block = re.sub(r"//[^\n]*", "", block)
+    documented = set(re.findall(r'"([a-z_]+)"\s*:', block))
+    facts_sections = re.findall(r'^\s*"([a-z]+)":\s*\{"', block.split('"facts": {', 1)[1], flags=re.M)
+    documented |= {name for line in re.findall(r"\{([^{}]*)\}", block) for name in re.findall(r'"([a-z_]+)"', line)}
+
+    from envcheck.facts import Distribution, PackagesFacts
+
+    packages = PackagesFacts(distributions=(Distribution(name="tensorflow", version="2.21.0", location="/x", requires=("numpy",)),))
+    data = json.loads(json_render.render(judge(Facts(packages=packages))))
+    data["findings"] = json.loads(json_render.render(sample_report()))["findings"]
+    seen: set[str] = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                seen.add(key)
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(data)
+    values = {"gpu-ready", "cpu-only", "broken", "ok", "warning", "error", "skipped", "info", "bash", "powershell", "any",
+              "python", "gpu", "driver", "compute", "libraries", "tensorflow", "placement", "environment"}
+    missing = sorted(documented - seen - values)
+    assert not missing, missing
+    assert {"python", "platform", "env", "packages"} <= set(facts_sections) <= set(data["facts"])
