@@ -268,3 +268,13 @@ def test_pinned_past_native_windows_on_a_card_wsl2_cannot_run_says_why(cli, matr
     data = plan_json(cli, "--os", "windows", "--python", "3.11", "--gpu", "GTX 780", "--driver", "472.12", "--tf", "2.15")
     assert data["kind"] == "cpu"
     assert any("WSL2" in r and f"needs {wsl.min_compute_capability} or higher" in r for r in data["reasons"])
+
+
+def test_a_pinned_patch_release_is_installed_exactly(cli):
+    data = plan_json(cli, "--os", "linux", "--python", "3.10", "--gpu", "RTX 3060", "--driver", "550.54.14", "--tf", "2.14.0")
+    assert data["tensorflow"] == "2.14" and data["requirement"] == "tensorflow[and-cuda]==2.14.0"
+    assert alternative(data, "cpu")["plan"]["requirement"] == "tensorflow==2.14.0"
+    steps = " ".join(c["line"] for s in data["steps"] for c in s["commands"])
+    assert '"tensorflow[and-cuda]==2.14.0"' in steps
+    # A minor release still takes the series' newest patch.
+    assert plan_json(cli, "--os", "linux", "--python", "3.10", "--cpu", "--tf", "2.14")["requirement"] == "tensorflow==2.14.*"

@@ -37,6 +37,9 @@ class Option:
     driver_min: Optional[Version] = None
     driver_status: str = DRIVER_NONE
     cuda_extra: Optional[str] = None  # the pip extra that brings CUDA and cuDNN as wheels ("and-cuda")
+    # The exact release asked for with --tf when it is more precise than the matrix row ("2.14.0"
+    # under the 2.14 row): pip installs that one, not the series' newest patch.
+    exact: Optional[str] = None
 
     @property
     def tf(self) -> str:

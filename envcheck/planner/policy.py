@@ -34,7 +34,7 @@ from envcheck.planner.options import (
 from envcheck.planner.target import OS_TITLES, Target
 
 if TYPE_CHECKING:  # pragma: no cover
-    from envcheck.matrix import Matrix
+    from envcheck.matrix import Matrix, TfBuild
 
 def _fits_driver(option: Option) -> bool:
     return option.driver_status != DRIVER_UPGRADE
@@ -357,7 +357,24 @@ def _choose_pinned(matrix: "Matrix", target: Target) -> Choice:
         cpu = cpu_option(build, target, target.os)
         alternatives.append(Alternative("cpu", "CPU only", f"no GPU setup at all: {cpu.summary()}", cpu))
     reasons.extend(_python_reasons(target, option))
+    exact = _exact_release(pin, build)
+    if exact:
+        reasons.append(f"pip installs exactly {exact}; the matrix's TensorFlow {build.tf} row covers it.")
+        option = replace(option, exact=exact)
+        alternatives = [
+            replace(a, option=replace(a.option, exact=exact)) if a.key == "cpu" and a.option is not None else a
+            for a in alternatives
+        ]
     return Choice(target, option, tuple(reasons), _warnings(matrix, target, option), tuple(alternatives))
+
+
+def _exact_release(pin: str, build: "TfBuild") -> Optional[str]:
+    """The release asked for when it names more than the matrix row does (a patch or a pre-release)."""
+    from envcheck.matrix import as_version
+
+    wanted = as_version(pin)
+    more = wanted.release != build.tf.release or wanted.pre or wanted.post or wanted.dev
+    return str(wanted) if more else None
 
 
 def _python_reasons(target: Target, option: Option) -> list[str]:

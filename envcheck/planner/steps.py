@@ -159,9 +159,10 @@ def _python_step(target: Target, option: Option, shell: str, side: str = "") -> 
 
 
 def requirement(option: Option) -> str:
-    """The pip requirement for an option, pinned to its release series (newest patch)."""
+    """The pip requirement for an option, pinned to its release series (newest patch), or to the
+    exact release asked for."""
     build = option.build
-    series = f"{option.tf}.*"
+    series = option.exact or f"{option.tf}.*"
     if option.kind == CPU:
         return f"tensorflow=={series}"
     if option.cuda_extra:
