@@ -259,3 +259,11 @@ def test_report_survives_an_output_encoding_without_its_characters(tmp_path):
     result = run_envcheck("doctor", "--facts", snapshot, env={"PYTHONIOENCODING": "ascii"})
     assert result.code in (0, 1), result.err
     assert "/home/jos?/venv/bin/python" in result.out and "Verdict:" in result.out
+
+
+def test_json_on_an_output_encoding_without_its_characters_stays_lossless(tmp_path):
+    facts = Facts(python=PythonFacts(executable="/home/jos\u00e9/venv/bin/python", version="3.11.7", bits=64))
+    snapshot = write_snapshot(tmp_path / "f.json", facts)
+    result = run_envcheck("doctor", "--facts", snapshot, "--json", env={"PYTHONIOENCODING": "ascii"})
+    assert result.code in (0, 1), result.err
+    assert result.json()["facts"]["python"]["executable"] == "/home/jos\u00e9/venv/bin/python"

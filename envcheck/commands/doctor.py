@@ -134,8 +134,19 @@ def run(args: argparse.Namespace) -> int:
             return render_md(r, redact=not args.no_redact)
     else:
         from envcheck.render.terminal import render
-    _emit(render(report, verbose=args.verbose))
+    text = render(report, verbose=args.verbose)
+    if args.json and not _encodable(text):
+        text = render(report, ensure_ascii=True)  # \u escapes keep every value, unlike '?'
+    _emit(text)
     return report.exit_code
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
 
 
 def _emit(text: str) -> None:
