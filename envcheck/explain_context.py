@@ -191,6 +191,14 @@ def _bus_read(facts: Facts) -> bool:
     return facts.pci.status in (OK, MISSING)
 
 
+def _no_gpu_here(facts: Facts, ctx: MachineContext) -> bool:
+    """The PCI bus was read and holds no NVIDIA GPU (under WSL2 the bus does not show the GPU)."""
+    return ctx.os not in ("wsl", "macos") and _bus_read(facts) and not _gpu_names(facts)
+
+
+NO_GPU_HERE = "this machine has no NVIDIA GPU (none on the PCI bus), so the message comes from another machine"
+
+
 def _gpu_names(facts: Facts) -> list[str]:
     if facts.nvml.status == OK and facts.nvml.gpus:
         return [g.name or f"GPU {g.index}" for g in facts.nvml.gpus]
@@ -416,16 +424,11 @@ def driver_version(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Ma
     minimum = ctx.matrix.min_driver(build.cuda, driver_os)
     driver = _version(driver_text)
     if driver is None or minimum is None:
-        no_gpu = driver is None and not _gpu_names(facts) and _bus_read(facts) and ctx.os != "wsl"
+        no_gpu = driver is None and _no_gpu_here(facts, ctx)
         yield MachineNote(
             f"{dist.name} {dist.version} uses CUDA {build.cuda}"
             + (f", which needs driver {minimum} or newer on {driver_os}" if minimum else "")
-            + (
-                "; this machine has no NVIDIA GPU (none on the PCI bus) and so no driver: the message comes "
-                "from another machine."
-                if no_gpu
-                else "; envcheck could not read this machine's driver version."
-            )
+            + (f"; {NO_GPU_HERE}." if no_gpu else "; envcheck could not read this machine's driver version.")
         )
         return
     if driver < minimum:
@@ -629,6 +632,9 @@ def gpu_memory(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Machin
                     f"GPU {gpu.index} ({gpu.name}) has {gpu.memory_used_mb} of {gpu.memory_total_mb} MiB in use by: "
                     f"{listed} (EC-ENV-005). Stop those processes or give this one another GPU."
                 )
+    if _no_gpu_here(facts, ctx):
+        yield MachineNote(f"{NO_GPU_HERE[0].upper()}{NO_GPU_HERE[1:]}: the fix applies there.")
+        return
     growth = facts.env_var("TF_FORCE_GPU_ALLOW_GROWTH")
     if growth is None:
         yield MachineNote(

@@ -389,3 +389,10 @@ def test_driver_advice_on_a_machine_without_any_nvidia_gpu():
     facts = machine(os="linux", packages={"tensorflow": "2.15.0"})
     text = notes(explained("CUDA driver version is insufficient for CUDA runtime version", facts))
     assert "no NVIDIA GPU" in text and "could not read" not in text
+
+
+def test_gpu_memory_advice_on_a_machine_without_any_nvidia_gpu():
+    text = notes(explained("OOM when allocating tensor with shape[64,3,3,3]", machine(os="linux", packages={"tensorflow": "2.15.0"})))
+    assert "no NVIDIA GPU" in text and "TF_FORCE_GPU_ALLOW_GROWTH" not in text
+    with_gpu = machine(os="linux", packages={"tensorflow": "2.15.0"}, gpus=("Tesla T4",), driver="550.54.14")
+    assert "TF_FORCE_GPU_ALLOW_GROWTH is not set" in notes(explained("OOM when allocating tensor with shape[64,3,3,3]", with_gpu))
