@@ -165,3 +165,21 @@ def render_catalogue(catalogue: Catalogue) -> str:
         out.append(f"{pattern.id}")
         out.extend(textwrap.wrap(f"{title}  [{tag}]", width, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False))
     return "\n".join(out) + "\n"
+
+
+def render_catalogue_json(catalogue: Catalogue) -> str:
+    """``--list --json``: the same list, one object per message."""
+    import json
+
+    items = []
+    for pattern in catalogue.patterns:
+        found = catalogue.scan_text(pattern.examples[0]).occurrences
+        items.append(
+            {
+                "id": pattern.id,
+                "title": found[0].title if found else pattern.title,
+                "harmless": pattern.harmless,
+                "rule_ids": list(pattern.rule_ids),
+            }
+        )
+    return json.dumps({"patterns_file": catalogue.path.name, "messages": items}, indent=2) + "\n"

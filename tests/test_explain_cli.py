@@ -281,3 +281,12 @@ def test_catalogue_never_splits_a_rule_id_across_lines(cli):
     result = cli("explain", "--list")
     assert result.code == 0
     assert not any(line.rstrip().endswith("EC-") for line in result.out.splitlines())
+
+
+def test_list_as_json_and_list_with_text_is_a_usage_error(cli):
+    result = cli("explain", "--list", "--json")
+    assert result.code == 0
+    data = json.loads(result.out)
+    assert len(data["messages"]) == 64 and {"id", "title", "harmless", "rule_ids"} <= set(data["messages"][0])
+    result = cli("explain", "--list", "Illegal instruction")
+    assert result.code == 2 and "--list" in result.err

@@ -37,7 +37,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--matrix", metavar="FILE", help="use this compatibility matrix instead of the bundled one")
     p.add_argument("--patterns", metavar="FILE", help="use this patterns file instead of the bundled one")
     p.add_argument("--hide-harmless", action="store_true", help="leave harmless notices out of the text output")
-    p.add_argument("--list", action="store_true", help="list every message envcheck knows and exit")
+    p.add_argument("--list", action="store_true", help="list every message envcheck knows and exit (with --json: as JSON)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,9 +45,11 @@ def run(args: argparse.Namespace) -> int:
 
     catalogue = load_patterns(args.patterns)
     if args.list:
-        from envcheck.explain_render import render_catalogue
+        if args.text or args.file is not None:
+            raise UsageError("--list shows every known message; give it no text and no --file")
+        from envcheck.explain_render import render_catalogue, render_catalogue_json
 
-        sys.stdout.write(render_catalogue(catalogue))
+        sys.stdout.write(render_catalogue_json(catalogue) if args.json else render_catalogue(catalogue))
         return 0
     _check_options(args)
     # Bad --matrix or --facts files are usage errors whatever the text holds, so read them first.
