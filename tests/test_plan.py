@@ -278,3 +278,20 @@ def test_a_pinned_patch_release_is_installed_exactly(cli):
     assert '"tensorflow[and-cuda]==2.14.0"' in steps
     # A minor release still takes the series' newest patch.
     assert plan_json(cli, "--os", "linux", "--python", "3.10", "--cpu", "--tf", "2.14")["requirement"] == "tensorflow==2.14.*"
+
+
+@pytest.mark.parametrize(
+    "capability, version, shown",
+    [("9.x", "3.11.2", "Python 3.11"), ("８.６", "3.12.0rc1", "Python 3.12"), ("8.6", "three", "Python not given"), ("8.6", "2.7.18", "Python 2.7")],
+)
+def test_a_snapshot_with_odd_values_plans_without_crashing(cli, tmp_path, capability, version, shown):
+    facts = Facts(
+        python=PythonFacts(version=version, bits=64),
+        platform=PlatformFacts(os="linux", system="Linux"),
+        nvml=NvmlFacts(status=OK, driver_version="550.54.14", gpus=(NvmlGpu(index=0, name="Weird GPU", compute_capability=capability),)),
+    )
+    path = tmp_path / "odd.json"
+    path.write_text(to_json(facts))
+    result = cli("plan", "--facts", str(path))
+    assert result.code == 0, result.err
+    assert shown in result.out.splitlines()[0]

@@ -23,6 +23,7 @@ OS_TITLES = {"linux": "Linux", "windows": "Windows (native)", "wsl": "Windows, u
 
 # ASCII digits only: "８.６" is not a version, and packaging cannot parse it.
 _PYTHON = re.compile(r"^3\.(\d+)(\.\d+)?$", re.ASCII)
+_PYTHON_PREFIX = re.compile(r"^\s*(\d+)\.(\d+)", re.ASCII)
 _CAPABILITY = re.compile(r"^(\d{1,2})\.(\d)$", re.ASCII)
 _DRIVER = re.compile(r"^\d{2,4}(\.\d{1,3}){1,2}$", re.ASCII)
 
@@ -112,8 +113,9 @@ def target_from_facts(facts: Facts, matrix: "Matrix", snapshot: bool = False) ->
     origins["os"] = "snapshot" if snapshot else "this machine"
 
     python = None
-    if facts.python.version:
-        python = ".".join(facts.python.version.split(".")[:2])
+    found = _PYTHON_PREFIX.match(facts.python.version or "")  # "3.12.0rc1" and "3.11.7+" are 3.12, 3.11
+    if found:
+        python = f"{int(found.group(1))}.{int(found.group(2))}"
         origins["python"] = "snapshot" if snapshot else "this interpreter"
 
     has_gpu, names, capability, gpu_origin = _local_gpus(facts, matrix, notes)
@@ -143,7 +145,7 @@ def _local_gpus(facts: Facts, matrix: "Matrix", notes: list[str]):
     nvml_gpus = [g for g in facts.nvml.gpus if g.status == OK]
     if nvml_gpus:
         names = tuple(g.name or f"GPU {g.index}" for g in nvml_gpus)
-        capabilities = [Version(g.compute_capability) for g in nvml_gpus if g.compute_capability]
+        capabilities = [c for c in (_capability_or_none(g.compute_capability) for g in nvml_gpus) if c is not None]
         if not capabilities:
             capabilities = [p.compute_capability for p in (matrix.gpu(n) for n in names) if p]
         return True, names, min(capabilities) if capabilities else None, "NVML"
@@ -168,6 +170,13 @@ def _local_gpus(facts: Facts, matrix: "Matrix", notes: list[str]):
         why += " and the PCI bus cannot be read here"
     notes.append(f"the GPU is not known ({why}); give it with --gpu NAME, or --cpu")
     return None, (), None, ""
+
+
+def _capability_or_none(text: Optional[str]) -> Optional[Version]:
+    """A compute capability as NVML (or a hand-edited snapshot) gives it; None when it is not one."""
+    if not text or not _CAPABILITY.match(text.strip()):
+        return None
+    return parse_capability(text)
 
 
 def _local_driver(facts: Facts) -> tuple[Optional[Version], str]:
