@@ -334,8 +334,12 @@ def release_not_in_matrix(ctx: Context) -> Iterator[Hit]:
         detail="Checks that depend on the release's requirements were skipped rather than guessed.",
         evidence=(("tensorflow", f"{tf.distribution} {tf.version}"), ("matrix range", f"{low} to {high}")),
         fix=Fix(
-            text="Update envcheck for a newer matrix, or pass your own with --matrix FILE.",
-            commands=(pip_command(ctx, "install", "-U", "envcheck", step=False),),
+            # No pip command: envcheck is installed from its repository, and the interpreter probed
+            # here (--python) need not be the one envcheck runs in.
+            text=(
+                "Update envcheck (pull its repository and reinstall it) for a newer matrix, or add the "
+                "release to a copy of compat_matrix.yaml and pass it with --matrix FILE."
+            ),
         ),
     )
 
