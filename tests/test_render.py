@@ -206,3 +206,12 @@ def test_every_key_in_the_readme_schema_is_in_real_json_output():
     missing = sorted(documented - seen - values)
     assert not missing, missing
     assert {"python", "platform", "env", "packages"} <= set(facts_sections) <= set(data["facts"])
+
+
+def test_redaction_of_a_home_folder_written_with_a_trailing_slash():
+    from dataclasses import replace
+
+    report = sample_report()
+    facts = replace(report.facts, platform=replace(report.facts.platform, home=HOME + "/"))
+    text = markdown.render(replace(report, facts=facts))
+    assert HOME not in text and "~/venv/bin/python" in text

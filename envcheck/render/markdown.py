@@ -114,8 +114,9 @@ def redact_text(text: str, report: Report) -> str:
     facts = report.facts
     pf = facts.platform
     replacements: list[tuple[str, str]] = []
-    if pf.home and len(pf.home) > 1:
-        replacements.append((pf.home, "~"))
+    home = (pf.home or "").rstrip("/\\")  # HOME=/home/me/ must not leave "~venv/..."
+    if len(home) > 1 and not home.endswith(":"):  # never "/" nor a bare Windows drive
+        replacements.append((home, "~"))
     for gpu in facts.nvml.gpus:
         if gpu.serial:
             replacements.append((gpu.serial, "<serial>"))
