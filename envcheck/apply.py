@@ -97,7 +97,14 @@ def apply_path(
     for number, step in enumerate(steps, 1):
         out.write(f"\n[{number}/{len(steps)}] {_display(python, step.args)}\n")
         out.flush()
-        code, error = _run_pip(python, step.args)
+        try:
+            code, error = _run_pip(python, step.args)
+        except KeyboardInterrupt:
+            # Ctrl-C while pip runs: say what was and was not done before giving up.
+            out.write(f"\nStep {number} interrupted: pip may have left it half done.\n")
+            _summary(out, python, done, step, steps[number:], failed_label="STOPPED")
+            out.flush()
+            raise
         if code != 0:
             out.write(f"\nStep {number} failed ({error or f'pip exited with {code}'}).\n")
             _summary(out, python, done, step, steps[number:])
@@ -125,12 +132,14 @@ def _run_pip(python: str, args: tuple[str, ...]) -> tuple[int, Optional[str]]:
     return proc.returncode, None
 
 
-def _summary(out: TextIO, python: str, done: list[PipStep], failed: Optional[PipStep], left: list[PipStep]) -> None:
+def _summary(
+    out: TextIO, python: str, done: list[PipStep], failed: Optional[PipStep], left: list[PipStep], failed_label: str = "FAILED"
+) -> None:
     out.write("\nDone:\n" if done else "\nDone: nothing.\n")
     for step in done:
         out.write(f"  ok      {_display(python, step.args)}\n")
     if failed is not None:
-        out.write(f"  FAILED  {_display(python, failed.args)}\n")
+        out.write(f"  {failed_label:<7} {_display(python, failed.args)}\n")
     if left:
         out.write("Not run:\n")
         for step in left:

@@ -188,3 +188,26 @@ def test_end_of_input_at_the_question_is_a_no():
     out = io.StringIO()
     code = apply_path(_args(), _report(), out=out, ask=ctrl_d, interactive=True)
     assert "Nothing was changed." in out.getvalue() and code == 1
+
+
+def test_ctrl_c_during_a_step_says_what_was_and_was_not_done(monkeypatch):
+    import io
+
+    import envcheck.apply as apply_module
+
+    calls = []
+
+    def fake_pip(python, args):
+        calls.append(args)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return 0, None
+
+    monkeypatch.setattr(apply_module, "_run_pip", fake_pip)
+    out = io.StringIO()
+    with pytest.raises(KeyboardInterrupt):
+        apply_path(_args(yes=True), _report(), out=out)
+    text = out.getvalue()
+    assert "Step 2 interrupted" in text
+    assert "ok      " in text and "uninstall -y tensorflow-gpu" in text.split("ok      ")[1].splitlines()[0]
+    assert "STOPPED " in text and "install tensorflow==1.13.1" in text.split("STOPPED ")[1].splitlines()[0]
