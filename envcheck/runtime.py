@@ -140,8 +140,10 @@ def validate(**kw: Any) -> Settings:
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, (int, float)):
             raise TypeError(f"memory_limit_mb must be a number of MiB, not {limit!r}")
-        if not limit > 0:
-            raise ValueError(f"memory_limit_mb must be positive, not {limit}")
+        if not 0 < limit < float("inf"):
+            raise ValueError(f"memory_limit_mb must be a positive number of MiB, not {limit}")
+        if int(limit) < 1:
+            raise ValueError(f"memory_limit_mb must be at least 1 MiB, not {limit}")
         limit = int(limit)
     fraction = kw["memory_fraction"]
     if fraction is not None:

@@ -204,3 +204,11 @@ def test_total_memory_follows_cuda_visible_devices(monkeypatch, tmp_path):
     assert runtime._total_memory_mb(facts) == {0: 24000}  # TF's GPU 0 is NVML's GPU 1
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-bbbb,0")
     assert runtime._total_memory_mb(facts) == {0: 24000, 1: 16000}
+
+
+@pytest.mark.parametrize("limit, words", [(float("inf"), "positive"), (float("nan"), "positive"), (0.5, "at least 1 MiB")])
+def test_a_memory_limit_must_be_a_finite_whole_mib(limit, words):
+    # inf used to escape as an OverflowError, and 0.5 became a limit of 0 MiB.
+    with pytest.raises(ValueError) as info:
+        runtime.configure(memory_limit_mb=limit)
+    assert words in str(info.value)

@@ -13,6 +13,10 @@ from pathlib import Path
 from envcheck.errors import UsageError
 
 DEFAULT_OUTPUT = "envcheck-train"
+JIT_WITH_CPU_REPLICAS = (
+    "--jit with --cpu-replicas: XLA cannot run a model mirrored over logical CPU devices "
+    "(it puts every replica on CPU:0); use --jit with one CPU replica or with GPUs"
+)
 
 
 def count_arg(minimum: int):
@@ -92,6 +96,10 @@ def config_from_args(args: argparse.Namespace):
         read_tf_config()  # a missing or malformed TF_CONFIG is a usage error, before TensorFlow starts
     if args.output.exists() and not args.output.is_dir():
         raise UsageError(f"--output {args.output}: exists and is not a folder")
+    if args.gpus and args.cpu_replicas:
+        raise UsageError("--gpus and --cpu-replicas exclude each other: mirror over GPUs or over CPU devices")
+    if args.jit and args.cpu_replicas and args.cpu_replicas > 1:
+        raise UsageError(JIT_WITH_CPU_REPLICAS)
     recipe = PRESETS[args.preset]
     overrides = {
         name: value
@@ -100,8 +108,6 @@ def config_from_args(args: argparse.Namespace):
         if value is not None
     }
     recipe = recipe.with_overrides(**overrides)
-    if args.gpus and args.cpu_replicas and args.cpu_replicas > 1:
-        raise UsageError("--gpus and --cpu-replicas exclude each other: mirror over GPUs or over CPU devices")
     return TrainConfig(
         output=args.output,
         recipe=recipe,

@@ -104,6 +104,7 @@ class TrainConfig:
             "val_subset": self.val_subset,
             "steps_per_epoch": self.steps_per_epoch,
             "mixed_precision": self.mixed_precision,
+            "seed": self.seed,  # the data order, and for --synthetic the images themselves
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -175,8 +175,13 @@ def read_python_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     batch = {k.decode("latin1") if isinstance(k, bytes) else k: v for k, v in batch.items()}
     if "data" not in batch or "labels" not in batch:
         raise DataError(f"{path}: not a CIFAR-10 python batch (no 'data' and 'labels' entries)")
-    data = np.asarray(batch["data"])
-    labels = np.asarray(batch["labels"], dtype=np.int64)
+    try:
+        data = np.asarray(batch["data"])
+        labels = np.asarray(batch["labels"], dtype=np.int64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise DataError(f"{path}: not a CIFAR-10 python batch (labels are not whole numbers: {exc})") from None
+    if labels.ndim != 1:
+        raise DataError(f"{path}: not a CIFAR-10 python batch (labels of shape {labels.shape}, expected a list)")
     if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or len(data) != len(labels):
         raise DataError(
             f"{path}: not a CIFAR-10 python batch (data {data.dtype} {data.shape}, {len(labels)} labels; "

@@ -69,7 +69,9 @@ def extract_archive(archive: Path, cache: Path) -> Path:
             if not (target / _COMPLETE_MARKER).exists():  # not a concurrent extraction that won the race
                 raise
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise DataError(f"--data {archive}: not a readable .tar.gz/.tar archive ({type(exc).__name__}: {exc})") from None
+        # tarfile lists every compression it tried on lines of their own: one line is enough here.
+        said = (str(exc).strip().splitlines() or [""])[0].rstrip(":")
+        raise DataError(f"--data {archive}: not a readable .tar.gz/.tar archive ({type(exc).__name__}: {said})") from None
     except OSError as exc:
         raise DataError(f"--data {archive}: cannot extract it into {target.parent} ({exc.strerror or exc})") from None
     finally:

@@ -63,6 +63,29 @@ def history_csv(rows: list[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
+def check_output_folder(root: Path, flag: str = "--output") -> None:
+    """Fail in one line, before any training, when `root` cannot be a folder envcheck writes to.
+
+    Creates nothing: it tries a file in `root`, or in the nearest folder above it that exists.
+    """
+    from envcheck.errors import UsageError
+
+    root = Path(root)
+    existing = root
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        where = "" if existing == root else f" ({existing} is a file)"
+        raise UsageError(f"{flag} {root}: exists and is not a folder{where}" if not where
+                         else f"{flag} {root}: cannot be created{where}")
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".envcheck-write-test-", dir=existing)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"{flag} {root}: cannot write in {existing} ({exc.strerror or exc})") from None
+
+
 class OutputFolder:
     def __init__(self, root: Path):
         self.root = Path(root)

@@ -17,7 +17,7 @@ from typing import Any, Optional
 from envcheck.errors import EXIT_FINDINGS, EnvcheckError, UsageError
 from envcheck.train.config import TrainConfig, post_reference
 from envcheck.train.data import CifarData, load_cifar10, synthetic_cifar10
-from envcheck.train.outputs import OutputFolder, write_json_atomically
+from envcheck.train.outputs import OutputFolder, check_output_folder, write_json_atomically
 
 SYNTHETIC_TRAIN_IMAGES = 50_000
 SYNTHETIC_TEST_IMAGES = 10_000
@@ -45,6 +45,15 @@ def load_data(config: TrainConfig) -> CifarData:
     return load_cifar10(config.data, subset=config.subset, val_subset=config.val_subset)
 
 
+def _writes_outputs(config: TrainConfig) -> bool:
+    """Only the chief writes: the other workers of a multi-worker run need not reach --output."""
+    if not config.multi_worker:
+        return True
+    from envcheck.train.strategy import chief_of, read_tf_config
+
+    return chief_of(read_tf_config())[0]
+
+
 def _quiet_tensorflow() -> None:
     # TensorFlow's C++ start-up chatter would bury the progress bar; the user's own setting wins.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -60,6 +69,8 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
     from envcheck.train.strategy import plan_devices
 
     # Resume point and data first: neither needs TensorFlow, and their errors should not wait for it.
+    if _writes_outputs(config):
+        check_output_folder(config.output)
     output = OutputFolder(config.output)
     resume_key = config.resume_key()
     state = output.read_resume_state()
@@ -75,10 +86,9 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
     if plan.note and plan.is_chief:
         print(f"envcheck: note: {plan.note}", file=sys.stderr)
     if config.jit and plan.kind == "cpu" and plan.replicas > 1:
-        raise UsageError(
-            "--jit with --cpu-replicas: XLA cannot run a model mirrored over logical CPU devices "
-            "(it puts every replica on CPU:0); use --jit with one CPU replica or with GPUs"
-        )
+        from envcheck.commands.train import JIT_WITH_CPU_REPLICAS
+
+        raise UsageError(JIT_WITH_CPU_REPLICAS)
     import keras
 
     from envcheck.train import callbacks as cb

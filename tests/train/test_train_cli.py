@@ -30,6 +30,8 @@ def no_keras_cache(tmp_path, monkeypatch):
     (["--synthetic", "--data", "x"], "not allowed with argument"),
     (["--data", "no/such/folder"], "--data no/such/folder: no such file or folder"),
     (["--gpus", "2", "--cpu-replicas", "2"], "exclude each other"),
+    (["--gpus", "2", "--cpu-replicas", "1"], "exclude each other"),  # used to train on the CPU silently
+    (["--synthetic", "--jit", "--cpu-replicas", "2"], "--jit with --cpu-replicas"),
     (["--multi-worker"], "--multi-worker needs TF_CONFIG"),
 ])
 def test_bad_values_are_one_line_and_exit_2(cli, args, message):
@@ -115,3 +117,30 @@ def test_the_module_entry_point_is_the_train_command(train_env):
     result = subprocess.run([sys.executable, "-m", "envcheck.train", "--epochs", "0"], cwd=REPO, env=train_env,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == EXIT_USAGE and "--epochs: must be at least 1" in result.stderr
+
+
+def test_an_output_folder_that_cannot_be_written_is_refused_before_training(cli, tmp_path):
+    # Used to train a whole epoch and then fail with an internal error at the first save.
+    (tmp_path / "a-file").write_text("x")
+    result = cli("train", "--synthetic", "--subset", "8", "--output", str(tmp_path / "a-file" / "run"))
+    assert result.code == EXIT_USAGE
+    assert "cannot be created" in result.err and "is a file" in result.err
+    assert len(result.err.strip().splitlines()) == 1 and "Traceback" not in result.err
+
+
+def test_the_output_check_creates_nothing(tmp_path):
+    from envcheck.errors import UsageError
+    from envcheck.train.outputs import check_output_folder
+
+    check_output_folder(tmp_path / "not" / "yet")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(UsageError, match="exists and is not a folder"):
+        check_output_folder(tmp_path / "f")
+
+
+def test_a_resume_with_another_seed_is_another_run(tmp_path):
+    # The seed orders the data, and for --synthetic it makes the images: a resume must keep it.
+    from envcheck.train.config import TrainConfig
+
+    assert TrainConfig(output=tmp_path, seed=0).resume_key() != TrainConfig(output=tmp_path, seed=5).resume_key()

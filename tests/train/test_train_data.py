@@ -81,6 +81,11 @@ def test_a_folder_without_cifar_layout_is_refused(tmp_path):
     (lambda p: p.write_bytes(pickle.dumps({b"data": np.zeros((4, 100), np.uint8), b"labels": [0] * 4}, protocol=4)),
      "expected uint8 \\(N, 3072\\)"),
     (lambda p: p.write_bytes(pickle.dumps([1, 2, 3], protocol=4)), "not a CIFAR-10 python batch"),
+    # Labels that are not numbers used to escape as an internal error.
+    (lambda p: p.write_bytes(pickle.dumps({b"data": np.zeros((2, 3072), np.uint8), b"labels": ["cat", "dog"]},
+                                          protocol=4)), "labels are not whole numbers"),
+    (lambda p: p.write_bytes(pickle.dumps({b"data": np.zeros((2, 3072), np.uint8), b"labels": [[0], [1]]},
+                                          protocol=4)), "labels of shape"),
 ])
 def test_corrupt_python_batches_are_one_clear_error(tmp_path, damage, expected):
     write_python_batches(tmp_path / "b")
@@ -235,3 +240,12 @@ def test_the_real_cifar10_archive_loads_a_balanced_slice(tmp_path, monkeypatch):
     assert data.kind == "image-folders" and data.class_names == CLASSES
     assert np.bincount(data.y_train).tolist() == [3] * 10 and np.bincount(data.y_test).tolist() == [2] * 10
     assert 60 < data.x_train.mean() < 200 and data.x_train.std() > 20  # real photographs, not blank files
+
+
+def test_random_bytes_named_tar_gz_are_one_line(tmp_path):
+    # tarfile's message lists every compression it tried, one per line: the error must stay one line.
+    archive = tmp_path / "cifar.tar.gz"
+    archive.write_bytes(bytes(range(256)) * 40)
+    with pytest.raises(DataError, match="not a readable .tar.gz") as caught:
+        load_cifar10(archive)
+    assert "\n" not in str(caught.value)
