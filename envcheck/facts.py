@@ -449,7 +449,7 @@ def facts_from_dict(data: Any) -> Facts:
     if version > SCHEMA_VERSION:
         raise FactsError(
             f"snapshot has schema_version {version}, newer than this envcheck understands "
-            f"({SCHEMA_VERSION}); upgrade envcheck (pip install -U envcheck)"
+            f"({SCHEMA_VERSION}); update envcheck to the release that wrote it"
         )
     if version < 1:
         raise FactsError(f"snapshot has an invalid schema_version {version}")

@@ -100,6 +100,8 @@ def test_terminal_respects_no_color(monkeypatch):
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.delenv("TERM", raising=False)
     assert terminal.use_color(FakeTty()) is True
+    monkeypatch.setenv("NO_COLOR", "")
+    assert terminal.use_color(FakeTty()) is True  # empty means unset
     monkeypatch.setenv("NO_COLOR", "1")
     assert terminal.use_color(FakeTty()) is False
 

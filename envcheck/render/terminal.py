@@ -55,7 +55,7 @@ WIDTH = 100
 
 def use_color(stream=None) -> bool:
     stream = stream or sys.stdout
-    if os.environ.get("NO_COLOR") is not None:
+    if os.environ.get("NO_COLOR"):  # set and not empty, per the no-color convention
         return False
     if os.environ.get("TERM") == "dumb":
         return False
