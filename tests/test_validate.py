@@ -58,6 +58,18 @@ def test_training_devices_must_be_the_gpus_the_doctor_finds_usable(used, usable,
     assert compare_devices(used, usable)[0] is passed
 
 
+@pytest.mark.parametrize("used, usable, requested, passed", [
+    # validate --gpus 1 on a two-GPU machine (the documented --full run) used to fail this check.
+    (["/job:localhost/replica:0/task:0/device:GPU:0"], ["/GPU:0", "/GPU:1"], 1, True),
+    (["/job:localhost/replica:0/task:0/device:GPU:0"], ["/GPU:1"], 1, False),  # GPU 0 is not usable
+    (["/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:1"],
+     ["/GPU:0"], 0, True),  # --gpus 0 / --cpu-replicas: the CPU on purpose
+    (["/job:localhost/replica:0/task:0/device:GPU:0"], ["/GPU:0"], 0, False),
+])
+def test_asked_for_gpus_are_compared_with_the_first_usable_ones(used, usable, requested, passed):
+    assert compare_devices(used, usable, requested)[0] is passed
+
+
 def test_usable_gpus_are_those_where_both_doctor_ops_ran_right_on_that_gpu():
     facts = TensorflowFacts(placement=(
         PlacementResult(op="matmul", requested="/GPU:0", device="/job:localhost/replica:0/task:0/device:GPU:0", ok=True),
@@ -140,6 +152,10 @@ def test_level_one_prints_pass_lines_and_exits_0(tmp_path):
     (["--level", "1", "--train"], "--train is level 3"),
     (["--gpus", "1", "--cpu-replicas", "2"], "exclude each other"),
     (["--train", "--data", "no/such/cifar"], "--data no/such/cifar: no such file or folder"),
+    # These used to be accepted and silently ignored (or to run level 3 after all).
+    (["--level", "1", "--full"], "--full is level 3"),
+    (["--level", "2", "--data", "no/such/cifar"], "--data is for the training run of level 3"),
+    (["--level", "1", "--output", "runs/x"], "--output is for the training run of level 3"),
 ])
 def test_bad_validate_flags_are_one_line_and_exit_2(cli, args, message):
     result = cli("validate", *args)
@@ -153,3 +169,19 @@ def test_full_on_a_machine_without_gpu_is_refused_before_anything_runs(tmp_path)
     assert result.returncode == 2
     assert "--full runs the post's 70 epochs" in result.stderr and "needs a GPU" in result.stderr
     assert "PASS" not in result.stdout
+
+
+def test_an_unwritable_output_is_refused_before_any_level_runs(cli, tmp_path):
+    (tmp_path / "a-file").write_text("x")
+    result = cli("validate", "--train", "--output", str(tmp_path / "a-file" / "run"))
+    assert result.code == 2 and "--output" in result.err and "is a file" in result.err
+    assert "PASS" not in result.out
+
+
+def test_gpus_on_a_machine_without_any_are_refused_not_run_on_the_cpu(cli, monkeypatch):
+    # Used to pass every level on the CPU as if --gpus had not been given.
+    tf = pytest.importorskip("tensorflow")
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [])
+    result = cli("validate", "--level", "1", "--gpus", "1")
+    assert result.code == 2 and "--gpus 1: this machine has no GPU" in result.err
+    assert "PASS" not in result.out

@@ -39,11 +39,22 @@ def run(args: argparse.Namespace) -> int:
     level = 3 if args.train or args.full else args.level
     if args.train and args.level not in (2, 3):
         raise UsageError("--train is level 3; drop --level or use --level 3")
+    if args.full and args.level not in (2, 3):
+        raise UsageError("--full is level 3; drop --level or use --level 3")
+    if level < 3 and (args.data is not None or args.output is not None):
+        flag = "--data" if args.data is not None else "--output"
+        raise UsageError(f"{flag} is for the training run of level 3: add --train, or drop {flag}")
     if args.data is not None and not args.data.expanduser().exists():
         raise UsageError(f"--data {args.data}: no such file or folder")
     if args.gpus and args.cpu_replicas:
         raise UsageError("--gpus and --cpu-replicas exclude each other: validate GPUs or CPU devices")
     if level >= 3:  # the trainer also decodes image folders
+        from envcheck.train.outputs import check_output_folder
+        from envcheck.validation.training import FULL_OUTPUT
+
+        output = args.output or (FULL_OUTPUT if args.full else None)
+        if output is not None:
+            check_output_folder(output)  # before levels 1 and 2, not after them
         require_modules("envcheck validate --train", "train", "numpy", "tensorflow", "PIL")
     else:
         require_modules("envcheck validate", "tf", "numpy", "tensorflow")

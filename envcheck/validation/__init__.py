@@ -28,7 +28,8 @@ def plan_for_validation(gpus: Optional[int], cpu_replicas: Optional[int]):
 
     from envcheck.train.strategy import plan_devices
 
-    on_cpu = gpus == 0 or bool(cpu_replicas) or not tf.config.list_physical_devices("GPU")
+    # --gpus N on a machine without GPUs is refused by plan_devices, as envcheck train refuses it.
+    on_cpu = gpus == 0 or bool(cpu_replicas) or (not gpus and not tf.config.list_physical_devices("GPU"))
     if on_cpu:
         return plan_devices(gpus=0, cpu_replicas=cpu_replicas or DEFAULT_CPU_REPLICAS)
     return plan_devices(gpus=gpus)
@@ -79,7 +80,8 @@ def run_validation(
     if level >= 3:
         from envcheck.validation.training import run_level3
 
+        requested = 0 if (gpus == 0 or cpu_replicas) else gpus  # None: every usable GPU
         report.checks += _guarded(3, "training", lambda: run_level3(
-            plan, full=full, data_path=data, output=output, progress=progress
+            plan, full=full, data_path=data, output=output, progress=progress, requested_gpus=requested
         ))
     return report

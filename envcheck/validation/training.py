@@ -23,6 +23,7 @@ from envcheck.validation.compute import short_device
 # about a point of it, so two points separates "the same training" from "something is off".
 ACCURACY_TOLERANCE = 0.02
 QUICK_GPU = {"subset": 20_000, "val_subset": 2_000, "epochs": 5, "steps_per_epoch": None, "batch_per_replica": 64}
+FULL_OUTPUT = Path("envcheck-validate-full")  # kept: a 70-epoch run must survive to be resumed
 QUICK_CPU = {"subset": 512, "val_subset": 64, "epochs": 3, "steps_per_epoch": 6, "batch_per_replica": 16}
 
 
@@ -37,13 +38,28 @@ def loss_falls(rows: list[dict[str, Any]]) -> tuple[bool, str]:
     return False, f"loss did not fall: {first:.4f} -> {last:.4f} over {len(rows)} epochs"
 
 
-def compare_devices(used: list[str], usable_gpus: Optional[list[str]]) -> tuple[bool, str]:
-    """The training devices must be every GPU the doctor finds usable, or the CPU when it finds none."""
+def compare_devices(
+    used: list[str], usable_gpus: Optional[list[str]], requested: Optional[int] = None
+) -> tuple[bool, str]:
+    """The training devices must be every GPU the doctor finds usable, or the CPU when it finds none.
+
+    With `requested` (--gpus N; 0 for the CPU on purpose) they must be the first N GPUs, each usable.
+    """
     used_short = sorted(short_device(d) for d in used)
     used_gpus = [d for d in used_short if d.startswith("GPU")]
     if usable_gpus is None:
         return True, f"trained on {', '.join(used_short)} (the doctor's placement test was not available)"
     usable = sorted(short_device(d) for d in usable_gpus)
+    if requested == 0:
+        ok = not used_gpus
+        return ok, (f"trained on {', '.join(used_short)}, the CPU as asked" if ok
+                    else f"trained on {', '.join(used_short)} but the CPU was asked for")
+    if requested is not None:
+        wanted = [f"GPU:{i}" for i in range(requested)]
+        if used_gpus == wanted and set(wanted) <= set(usable):
+            return True, f"trained on {', '.join(used_short)}: the first {requested} of the GPUs the doctor finds usable"
+        return False, (f"trained on {', '.join(used_short) or 'nothing'} but asked for the first {requested} GPU(s), "
+                       f"and the doctor finds {', '.join(usable) if usable else 'no GPU'} usable")
     if used_gpus == usable and (usable or all(d.startswith("CPU") for d in used_short)):
         where = ", ".join(used_short)
         return True, f"trained on {where}: {'the GPUs the doctor finds usable' if usable else 'no usable GPU, the CPU'}"
@@ -112,7 +128,8 @@ def full_config(plan, data_path: Optional[Path], output: Path, progress: bool):
 
 
 def run_level3(
-    plan, *, full: bool = False, data_path: Optional[Path] = None, output: Optional[Path] = None, progress: bool = True
+    plan, *, full: bool = False, data_path: Optional[Path] = None, output: Optional[Path] = None, progress: bool = True,
+    requested_gpus: Optional[int] = None,
 ) -> list[Check]:
     from envcheck.train.config import post_reference
     from envcheck.train.trainer import TrainingDiverged, train
@@ -123,7 +140,7 @@ def run_level3(
         temporary = tempfile.TemporaryDirectory(prefix="envcheck-validate-")
         output = Path(temporary.name)
     elif output is None:
-        output = Path("envcheck-validate-full")  # kept: a 70-epoch run must survive to be resumed
+        output = FULL_OUTPUT
     name = "training (the post's protocol)" if full else "training (quick)"
     finished = False
     try:
@@ -152,7 +169,7 @@ def run_level3(
                     figures, summary.get("seconds"))]
     falls, detail = loss_falls(rows)
     checks.append(Check(3, "loss falls", falls, detail, {"losses": [r.get("loss") for r in rows]}))
-    same, detail = compare_devices(list(plan.devices), usable)
+    same, detail = compare_devices(list(plan.devices), usable, requested_gpus)
     checks.append(Check(3, "devices used", same, detail, {"used": list(plan.devices), "doctor_usable_gpus": usable}))
     if full:
         reference = post_reference(plan.replicas)
