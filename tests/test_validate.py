@@ -185,3 +185,23 @@ def test_gpus_on_a_machine_without_any_are_refused_not_run_on_the_cpu(cli, monke
     result = cli("validate", "--level", "1", "--gpus", "1")
     assert result.code == 2 and "--gpus 1: this machine has no GPU" in result.err
     assert "PASS" not in result.out
+
+
+def test_a_reader_that_goes_away_does_not_turn_a_pass_into_exit_1():
+    # `envcheck validate | head -1`: rich's default reaction to the closed pipe is SystemExit(1).
+    code = (
+        "import sys\n"
+        "from envcheck.commands.validate import _console\n"
+        "from envcheck.validation.checks import Check, ValidationReport, render_terminal\n"
+        "report = ValidationReport(level=1, devices=['CPU:0'], checks=[Check(1, f'check {i}', True, 'x' * 200)"
+        " for i in range(2000)])\n"
+        "render_terminal(report, _console())\n"
+        "sys.exit(report.exit_code)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("PASS")
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr.read() == ""

@@ -69,7 +69,20 @@ def run(args: argparse.Namespace) -> int:
         json.dump(report.to_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        from rich.console import Console
-
-        render_terminal(report, Console())
+        render_terminal(report, _console())
     return report.exit_code
+
+
+def _console():
+    """A rich console that, when the reader goes away (`| head`), stops printing instead of exiting 1."""
+    import os
+
+    from rich.console import Console
+
+    class PipeTolerantConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # so that the exit's final flush does not fail either
+
+    return PipeTolerantConsole()
