@@ -98,6 +98,9 @@ def config_from_args(args: argparse.Namespace):
         raise UsageError(f"--output {args.output}: exists and is not a folder")
     if args.gpus and args.cpu_replicas:
         raise UsageError("--gpus and --cpu-replicas exclude each other: mirror over GPUs or over CPU devices")
+    if args.multi_worker and args.cpu_replicas and args.cpu_replicas > 1:
+        raise UsageError("--multi-worker with --cpu-replicas: each worker mirrors over its GPUs or its one CPU, "
+                         "not over logical CPU devices; use --cpu-replicas on one machine")
     if args.jit and args.cpu_replicas and args.cpu_replicas > 1:
         raise UsageError(JIT_WITH_CPU_REPLICAS)
     recipe = PRESETS[args.preset]

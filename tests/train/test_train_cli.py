@@ -41,6 +41,13 @@ def test_bad_values_are_one_line_and_exit_2(cli, args, message):
     assert len(result.err.strip().splitlines()) == 1 and "Traceback" not in result.err
 
 
+def test_multi_worker_with_cpu_replicas_is_refused(cli, monkeypatch):
+    # MultiWorkerMirroredStrategy uses one CPU per worker: the split used to be ignored silently.
+    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["localhost:1"]}, "task": {"type": "worker", "index": 0}}')
+    result = cli("train", "--multi-worker", "--synthetic", "--cpu-replicas", "2")
+    assert result.code == EXIT_USAGE and "--multi-worker with --cpu-replicas" in result.err
+
+
 def test_a_malformed_tf_config_is_one_line(cli, monkeypatch):
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["localhost:1"]}, "task": {"type": "worker", "index": 3}}')
     result = cli("train", "--multi-worker", "--synthetic")
