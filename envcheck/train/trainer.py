@@ -128,7 +128,15 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
         )
         if state:
             model.optimizer.build(model.trainable_variables)
-            model.load_weights(str(output.resume_dir / state["weights"]))
+            weights = output.resume_dir / state["weights"]
+            try:
+                model.load_weights(str(weights))
+            except Exception as exc:  # noqa: BLE001 - h5py and Keras raise many kinds for a damaged file
+                said = (str(exc).strip().splitlines() or [""])[0]
+                raise UsageError(
+                    f"{weights}: the resume point cannot be read ({type(exc).__name__}: {said}); "
+                    f"delete {output.resume_dir} to start over"
+                ) from None
 
     train_data = pipeline.training_dataset(
         data.x_train, data.y_train, global_batch=global_batch, classes=data.num_classes,

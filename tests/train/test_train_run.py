@@ -181,3 +181,22 @@ def test_a_nan_loss_stops_the_run_with_a_clear_message(cli, tmp_path, monkeypatc
     assert re.search(r"training stopped: the loss became (nan|inf|-inf) at epoch \d+, batch \d+", result.err)
     assert "lower --lr (now 1e+12)" in result.err
     assert not (out / "model.keras").exists() and not (out / "summary.json").exists()
+
+
+def test_a_damaged_resume_point_is_one_line_saying_how_to_start_over(tmp_path, monkeypatch):
+    # A truncated weights file used to end in an internal error (h5py's OSError).
+    from envcheck.errors import UsageError
+    from envcheck.train.config import PRESETS, TrainConfig
+    from envcheck.train.trainer import train
+
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    config = TrainConfig(output=tmp_path / "run", recipe=PRESETS["post"].with_overrides(epochs=2, batch_per_replica=8),
+                         synthetic=True, subset=16, val_subset=8, progress=False)
+    resume = tmp_path / "run" / "resume"
+    resume.mkdir(parents=True)
+    (resume / "epoch-0001.weights.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 100)
+    (resume / "state.json").write_text(json.dumps(
+        {"epochs_done": 1, "weights": "epoch-0001.weights.h5", "settings": config.resume_key()}))
+    with pytest.raises(UsageError, match="the resume point cannot be read") as caught:
+        train(config)
+    assert str(resume) in str(caught.value) and "\n" not in str(caught.value)
