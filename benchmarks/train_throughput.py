@@ -80,6 +80,9 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)}")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    unknown = [name for name in args.variants.split(",") if name not in VARIANTS]
+    if unknown:
+        parser.error(f"--variants: unknown {', '.join(map(repr, unknown))}; choose from {', '.join(VARIANTS)}")
 
     results = {"date": date.today().isoformat(), "machine": describe_machine(), "steps": args.steps,
                "batch_per_replica": args.batch_per_replica, "variants": {}}
