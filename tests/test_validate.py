@@ -156,6 +156,7 @@ def test_level_one_prints_pass_lines_and_exits_0(tmp_path):
     (["--level", "1", "--full"], "--full is level 3"),
     (["--level", "2", "--data", "no/such/cifar"], "--data is for the training run of level 3"),
     (["--level", "1", "--output", "runs/x"], "--output is for the training run of level 3"),
+    (["--train", "--output", ""], "needs a path, got an empty string"),  # was: outputs in the current folder
 ])
 def test_bad_validate_flags_are_one_line_and_exit_2(cli, args, message):
     result = cli("validate", *args)

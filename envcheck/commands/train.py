@@ -33,6 +33,13 @@ def count_arg(minimum: int):
     return parse
 
 
+def path_arg(text: str) -> Path:
+    """An argparse type: a path, never the empty string (which would quietly mean the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("needs a path, got an empty string")
+    return Path(text)
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -52,7 +59,7 @@ def add_device_flags(parser: argparse.ArgumentParser) -> None:
 
 def add_data_flags(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--data", "--data-dir", type=Path, metavar="PATH", dest="data",
+    source.add_argument("--data", "--data-dir", type=path_arg, metavar="PATH", dest="data",
                         help="CIFAR-10: the cifar-10-batches-py folder, a folder of train/<class>/ and "
                              "test/<class>/ images, or a .tar.gz of either (default: the Keras cache)")
     source.add_argument("--synthetic", action="store_true", help="generated images instead of CIFAR-10")
@@ -61,7 +68,7 @@ def add_data_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--output", "-o", type=Path, default=Path(DEFAULT_OUTPUT), metavar="DIR",
+    parser.add_argument("--output", "-o", type=path_arg, default=Path(DEFAULT_OUTPUT), metavar="DIR",
                         help=f"folder for the plot, history, summary and model (default: ./{DEFAULT_OUTPUT}); "
                              "rerunning into a folder with an interrupted run resumes it")
     add_device_flags(parser)

@@ -8,13 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from envcheck.errors import UsageError, require_modules
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from envcheck.commands.train import count_arg
+    from envcheck.commands.train import count_arg, path_arg
 
     parser.add_argument("--level", type=int, choices=(1, 2, 3), default=2,
                         help="1: matmul and convolution on each device; 2: plus the cross-replica all-reduce "
@@ -23,13 +22,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--full", action="store_true",
                         help="with level 3: the post's full 70-epoch protocol on the real CIFAR-10, "
                              "accuracy compared with the post's (needs a GPU)")
-    parser.add_argument("--data", "--data-dir", type=Path, metavar="PATH", dest="data",
+    parser.add_argument("--data", "--data-dir", type=path_arg, metavar="PATH", dest="data",
                         help="CIFAR-10 for level 3 (python batches, image folders, or an archive); "
                              "default: the Keras cache, or synthetic data for the quick run")
     parser.add_argument("--gpus", type=count_arg(0), metavar="N", help="use the first N GPUs (default: all; 0: the CPU)")
     parser.add_argument("--cpu-replicas", type=count_arg(1), metavar="N",
                         help="logical CPU devices to mirror over when no GPU is used (default: 2)")
-    parser.add_argument("--output", "-o", type=Path, metavar="DIR",
+    parser.add_argument("--output", "-o", type=path_arg, metavar="DIR",
                         help="keep the level 3 run's outputs here (default: a temporary folder; "
                              "envcheck-validate-full for --full, so that it can be resumed)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
