@@ -48,13 +48,13 @@ def run(args: argparse.Namespace) -> int:
     if args.gpus and args.cpu_replicas:
         raise UsageError("--gpus and --cpu-replicas exclude each other: validate GPUs or CPU devices")
     if level >= 3:  # the trainer also decodes image folders
+        require_modules("envcheck validate --train", "train", "numpy", "tensorflow", "PIL")
         from envcheck.train.outputs import check_output_folder
         from envcheck.validation.training import FULL_OUTPUT
 
         output = args.output or (FULL_OUTPUT if args.full else None)
         if output is not None:
             check_output_folder(output)  # before levels 1 and 2, not after them
-        require_modules("envcheck validate --train", "train", "numpy", "tensorflow", "PIL")
     else:
         require_modules("envcheck validate", "tf", "numpy", "tensorflow")
     from envcheck.validation import run_validation
