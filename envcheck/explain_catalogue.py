@@ -19,6 +19,7 @@ import yaml
 
 from envcheck.errors import UsageError
 from envcheck.findings import Command, Fix
+from envcheck.fsutil import read_user_text
 
 PATTERNS_FILE = "explain_patterns.yaml"
 SCHEMA_VERSION = 1
@@ -208,18 +209,7 @@ def default_path() -> Path:
 
 def read_patterns(path: Path) -> tuple[Pattern, ...]:
     """Read and validate a patterns file; every problem is one PatternsError naming file and line."""
-    try:
-        if path.is_dir():
-            raise PatternsError(f"{path}: is a directory, not a patterns file")
-        text = path.read_text(encoding="utf-8")
-    except PatternsError:
-        raise
-    except FileNotFoundError:
-        raise PatternsError(f"{path}: no such file") from None
-    except UnicodeDecodeError:
-        raise PatternsError(f"{path}: not a text file (not UTF-8)") from None
-    except OSError as exc:
-        raise PatternsError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    text = read_user_text(path, "a patterns file", PatternsError)
     return parse_patterns(text, path)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from envcheck.errors import FactsError
+from envcheck.fsutil import read_user_text
 
 SCHEMA_VERSION = 1
 
@@ -458,23 +459,7 @@ def facts_from_dict(data: Any) -> Facts:
 
 def load_facts(path: str | Path) -> Facts:
     """Read a snapshot file; every failure is a FactsError with one readable line."""
-    p = Path(path)
-    try:
-        if p.is_dir():
-            raise FactsError(f"{path}: is a directory, not a facts file")
-        raw = p.read_bytes()
-    except FactsError:
-        raise
-    except FileNotFoundError:
-        raise FactsError(f"{path}: no such file") from None
-    except PermissionError:
-        raise FactsError(f"{path}: permission denied") from None
-    except OSError as exc:
-        raise FactsError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise FactsError(f"{path}: not a text file (not UTF-8)") from None
+    text = read_user_text(path, "a facts file", FactsError)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
