@@ -49,7 +49,7 @@ def require_modules(command: str, extra: str, *modules: str) -> None:
         verb = "is" if len(missing) == 1 else "are"
         raise MissingDependencyError(
             f"{command} needs {', '.join(names)}, which {verb} not installed in this interpreter; "
-            f'install with: pip install "envcheck[{extra}]" (or pip install {" ".join(names)})'
+            f"install with: pip install {' '.join(names)} (envcheck's [{extra}] extra)"
         )
 
 
