@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -30,23 +31,34 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def read_user_text(path: str | os.PathLike, kind: str, error: type[Exception]) -> str:
-    """Read a file the user named (a snapshot, a patterns file) as UTF-8 text.
+def open_user_file(path: str | os.PathLike, kind: str, error: type[Exception], label: str | None = None) -> BinaryIO:
+    """Open a file the user named for binary reading; every failure is one ``error`` line.
 
-    Every failure is one ``error`` line starting with the path: missing, a directory, unreadable,
-    or not UTF-8. ``kind`` names what was expected ("a facts file").
+    The line starts with ``label`` (default: the path) and names what went wrong: missing, a
+    directory (``kind`` says what was expected, "a facts file"), no permission, unreadable.
     """
-    p = Path(path)
+    name = label if label is not None else str(path)
     try:
-        if p.is_dir():
-            raise error(f"{path}: is a directory, not {kind}")
-        raw = p.read_bytes()
+        if Path(path).is_dir():
+            raise error(f"{name}: is a directory, not {kind}")
+        return open(path, "rb")  # noqa: SIM115 - the caller closes it
+    except IsADirectoryError:
+        raise error(f"{name}: is a directory, not {kind}") from None
     except FileNotFoundError:
-        raise error(f"{path}: no such file") from None
+        raise error(f"{name}: no such file") from None
     except PermissionError:
-        raise error(f"{path}: permission denied") from None
+        raise error(f"{name}: permission denied") from None
     except OSError as exc:
-        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise error(f"{name}: cannot read: {exc.strerror or exc}") from None
+
+
+def read_user_text(path: str | os.PathLike, kind: str, error: type[Exception]) -> str:
+    """Read a file the user named (a snapshot, a patterns file) as UTF-8 text, errors as above."""
+    with open_user_file(path, kind, error) as fh:
+        try:
+            raw = fh.read()
+        except OSError as exc:
+            raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:

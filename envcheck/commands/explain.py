@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import IO, Iterator, Optional
 
 from envcheck.errors import UsageError
+from envcheck.fsutil import open_user_file
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -121,16 +122,7 @@ def _open_input(args: argparse.Namespace) -> Iterator[tuple[IO[bytes], str]]:
         yield stdin, "standard input"
         return
     path = args.file
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
-        raise UsageError(f"--file {path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"--file {path}: is a directory, not a log file") from None
-    except PermissionError:
-        raise UsageError(f"--file {path}: permission denied") from None
-    except OSError as exc:
-        raise UsageError(f"--file {path}: cannot read: {exc.strerror or exc}") from None
+    fh = open_user_file(path, "a log file", UsageError, label=f"--file {path}")
     try:
         if fh.read(2) == GZIP_MAGIC:
             fh.seek(0)
