@@ -69,9 +69,10 @@ def run_validation(
         require_gpu_for_full(plan)  # before levels 1 and 2, not after them
     report = ValidationReport(level=level, devices=[short_device(d) for d in plan.devices])
     if not plan.uses_gpu:
-        report.notes.append(
-            f"no GPU in use: level 1 ran on the CPU, levels 2 and 3 on {plan.replicas} logical CPU devices"
+        later = {1: "", 2: f", level 2 on {plan.replicas} logical CPU devices"}.get(
+            level, f", levels 2 and 3 on {plan.replicas} logical CPU devices"
         )
+        report.notes.append(f"no GPU in use: level 1 ran on the CPU{later}")
     # Level 1 runs where single ops would: each GPU, or the first CPU device.
     level1_devices = list(plan.devices) if plan.uses_gpu else list(plan.devices[:1])
     report.checks += _guarded(1, "matmul and conv2d", lambda: run_level1(level1_devices))
