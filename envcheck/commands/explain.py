@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         if args.text or args.file is not None:
             raise UsageError("--list shows every known message; give it no text and no --file")
-        from envcheck.explain_render import render_catalogue, render_catalogue_json
+        from envcheck.explain.report import render_catalogue, render_catalogue_json
 
         sys.stdout.write(render_catalogue_json(catalogue) if args.json else render_catalogue(catalogue))
         return 0
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     wants_facts = any(o.pattern.specialize for o in scan.occurrences)
     ctx = _machine_context(args, matrix_loader, snapshot, look=wants_facts)
     explanations = explain(scan, ctx)
-    from envcheck.explain_render import ExplainReport, render_json, render_text
+    from envcheck.explain.report import ExplainReport, render_json, render_text
 
     report = ExplainReport(
         source=source,
@@ -151,7 +151,7 @@ def _load_snapshot(path: Optional[str]):
 
 
 def _machine_context(args: argparse.Namespace, matrix_loader, snapshot, look: bool):
-    from envcheck.explain_context import MachineContext
+    from envcheck.explain.machine import MachineContext
 
     if args.no_probe or not look:
         return MachineContext(None, matrix_loader, origin="")

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from envcheck import __version__
-from envcheck.explain import Catalogue, Explanation, ScanResult
+from envcheck.explain.explanations import Explanation
+from envcheck.explain.scanner import Catalogue, ScanResult
 
 SCHEMA_VERSION = 1
 SHELL_LABELS = {"bash": "bash", "powershell": "PowerShell"}

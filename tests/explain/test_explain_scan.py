@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envcheck import explain as explain_module
+from envcheck.explain import scanner as explain_module
 from envcheck.explain import MAX_LINE_BYTES, cuda_library_version, explain, load_patterns
 from tests.conftest import FIXTURES
 

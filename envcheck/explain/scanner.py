@@ -1,9 +1,9 @@
 """Error text in, known messages out: the pattern catalogue and a scanner of bounded cost.
 
-The catalogue is data (``explain_patterns.yaml``, loaded and validated by ``explain_catalogue``):
+The catalogue is data (``explain_patterns.yaml``, loaded and validated by ``catalogue``):
 each pattern names the message, what it means, whether it is harmless, its cause, its fix and the
 doctor's rule ids. This module scans text for the patterns and turns what it found into
-explanations; what the machine itself adds to a fix lives in ``explain_context``.
+explanations; what the machine itself adds to a fix lives in ``machine``.
 
 The scanner has to cope with whatever people paste or point it at: a 100 MB training log, binary
 bytes, a line of a million characters. So it reads fixed-size chunks, looks at most
@@ -20,22 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator, Optional
 
-from envcheck.explain_catalogue import (  # noqa: F401 - re-exported: the catalogue's public names
-    DERIVERS,
-    MAX_REPEAT,
-    PATTERNS_FILE,
-    FixTemplate,
-    Pattern,
-    PatternsError,
-    cuda_library_version,
-    default_path,
-    fill,
-    fill_fix,
-    read_patterns,
-    repeat_problem,
-)
-from envcheck.explain_catalogue import parse_patterns as parse_catalogue_text
-from envcheck.findings import Fix
+from envcheck.explain.catalogue import Pattern, default_path, fill, read_patterns
+from envcheck.explain.catalogue import parse_patterns as parse_catalogue_text
 
 MAX_LINE_BYTES = 8192  # every known message fits in far less; longer lines are cut here
 CHUNK_BYTES = 1 << 20
@@ -272,83 +258,3 @@ def parse_patterns(text: str, path: Path) -> Catalogue:
     return Catalogue(path, parse_catalogue_text(text, path))
 
 
-# --- explanations --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Explanation:
-    """One known message, explained, with what this machine adds."""
-
-    id: str
-    title: str
-    harmless: bool
-    meaning: str
-    cause: str
-    fix: Fix
-    rule_ids: tuple[str, ...]
-    sources: tuple[str, ...]
-    count: int
-    first_line: int
-    line_numbers: tuple[int, ...]
-    excerpt: str
-    variables: dict[str, str]
-    machine: tuple[Any, ...] = ()  # explain_context.MachineNote
-
-    def to_dict(self) -> dict[str, Any]:
-        from envcheck.findings import fix_to_dict
-
-        return {
-            "id": self.id,
-            "title": self.title,
-            "harmless": self.harmless,
-            "meaning": self.meaning,
-            "cause": self.cause,
-            "fix": fix_to_dict(self.fix),
-            "rule_ids": list(self.rule_ids),
-            "sources": list(self.sources),
-            "count": self.count,
-            "first_line": self.first_line,
-            "line_numbers": list(self.line_numbers),
-            "excerpt": self.excerpt,
-            "variables": dict(self.variables),
-            "on_this_machine": [note.to_dict() for note in self.machine],
-        }
-
-
-def explain(result: ScanResult, ctx: Any = None) -> tuple[Explanation, ...]:
-    """Fill each found pattern's texts and add machine-specific notes when ``ctx`` has facts."""
-    from envcheck.explain_context import MachineNote, notes_for
-
-    explanations = []
-    for occurrence in result.occurrences:
-        pattern, variables = occurrence.pattern, occurrence.variables
-        notes: tuple[Any, ...] = ()
-        if ctx is not None:
-            try:
-                notes = notes_for(occurrence, ctx)
-            except Exception as exc:  # noqa: BLE001 - one broken specializer must not hide the explanation
-                notes = (MachineNote(f"envcheck could not add advice for this machine ({type(exc).__name__}: {exc}); this is a bug."),)
-        harmless = pattern.harmless
-        for note in notes:
-            if note.harmless is not None:
-                harmless = note.harmless
-        explanations.append(
-            Explanation(
-                id=pattern.id,
-                title=occurrence.title,
-                harmless=harmless,
-                meaning=fill(pattern.meaning, variables),
-                cause=fill(pattern.cause, variables),
-                fix=fill_fix(pattern.fix, variables),
-                rule_ids=pattern.rule_ids,
-                sources=pattern.sources,
-                count=occurrence.count,
-                first_line=occurrence.first_line,
-                line_numbers=tuple(occurrence.line_numbers),
-                excerpt=occurrence.excerpt,
-                variables=dict(variables),
-                machine=notes,
-            )
-        )
-    explanations.sort(key=lambda e: (e.harmless, e.first_line))
-    return tuple(explanations)

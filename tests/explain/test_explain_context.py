@@ -11,7 +11,7 @@ from typing import Optional
 import pytest
 
 from envcheck.explain import explain, load_patterns
-from envcheck.explain_context import MachineContext, expected_library_names
+from envcheck.explain.machine import MachineContext, expected_library_names
 from envcheck.facts import (
     MISSING,
     OK,
@@ -316,7 +316,7 @@ def test_memory_held_by_other_processes():
 
 
 def test_a_broken_specializer_does_not_hide_the_explanation(monkeypatch):
-    from envcheck import explain_context
+    from envcheck.explain import machine as explain_context
 
     def broken(occurrence, ctx):
         raise KeyError("boom")

@@ -20,7 +20,7 @@ from envcheck.facts import MISSING, OK, Distribution, Facts
 from envcheck.findings import Command
 
 if TYPE_CHECKING:  # pragma: no cover
-    from envcheck.explain import Occurrence
+    from envcheck.explain.scanner import Occurrence
     from envcheck.matrix import Matrix, TfBuild
 
 # Distributions that provide the ``tensorflow`` module, most specific first.

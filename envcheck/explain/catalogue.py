@@ -299,7 +299,7 @@ def _parse_pattern(node: Any, path: Path) -> Pattern:
         raise entry.error("derive", f"unknown deriver {derive!r} (known: {', '.join(DERIVERS)})")
     specialize = entry.text("specialize", required=False)
     if specialize is not None:
-        from envcheck.explain_context import SPECIALIZERS
+        from envcheck.explain.machine import SPECIALIZERS
 
         if specialize not in SPECIALIZERS:
             raise entry.error("specialize", f"unknown specializer {specialize!r} (known: {', '.join(sorted(SPECIALIZERS))})")
