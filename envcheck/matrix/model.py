@@ -5,11 +5,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from packaging.version import InvalidVersion, Version
 
 from envcheck.errors import UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from envcheck.matrix.libraries import LibraryUse
 
 BUILD_OSES = ("linux", "windows", "macos")
 _DOTTED = re.compile(r"^\d+(\.\d+)*$")
@@ -267,6 +270,27 @@ class Matrix:
         if len(release) < 2:
             return None
         return self._cudnn_index.get(release[:2])
+
+    def library_use(self, name: str, os: str | None = None) -> "LibraryUse":
+        """Which releases load the library file ``name`` on ``os`` (by default the OS the name
+        belongs to: a DLL is Windows), and the CUDA and cuDNN they were built with."""
+        from envcheck.matrix.libraries import LibraryUse, basename, library_family, library_os
+
+        file = basename(name)
+        os = _build_os(os) if os else library_os(file)
+        windows = os == "windows"
+        wanted = file.lower() if windows else file
+        builds = tuple(
+            b for b in self.tf_releases(os) if any((lib.lower() if windows else lib) == wanted for lib in b.libraries)
+        )
+        return LibraryUse(
+            name=file,
+            family=library_family(file),
+            os=os,
+            builds=builds,
+            cuda=tuple(sorted({b.cuda for b in builds if b.cuda is not None})),
+            cudnn=tuple(sorted({b.cudnn for b in builds if b.cudnn is not None})),
+        )
 
     # GPUs ---------------------------------------------------------------------------------
     def gpus(self) -> list[GpuProduct]:
