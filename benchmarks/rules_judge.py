@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from envcheck.facts import load_facts  # noqa: E402
 from envcheck.matrix import load_matrix  # noqa: E402
-from envcheck.rules import judge  # noqa: E402
+from envcheck.verdict import judge  # noqa: E402
 
 
 def main() -> None:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Callable, Optional, TextIO
 
 from envcheck.errors import EXIT_FINDINGS, UsageError
-from envcheck.findings import GPU_READY, Command, PathStep, Report
+from envcheck.findings import GPU_READY, Fix, Report
+from envcheck.shell import Command
 
 
 @dataclass(frozen=True)
@@ -29,10 +30,10 @@ class PipStep:
         return self.command.pip_args or ()
 
 
-def pip_steps(steps: tuple[PathStep, ...]) -> tuple[list[PipStep], list[PathStep]]:
+def pip_steps(steps: tuple[Fix, ...]) -> tuple[list[PipStep], list[Fix]]:
     """(the pip steps, in order; the steps with nothing for pip, which stay manual)."""
     runnable: list[PipStep] = []
-    manual: list[PathStep] = []
+    manual: list[Fix] = []
     for step in steps:
         pips = [c for c in step.commands if c.pip_args]
         runnable.extend(PipStep(step.text, c) for c in pips)
@@ -71,8 +72,8 @@ def apply_path(
             for command in step.commands:
                 if not command.pip_args:
                     out.write(f"      {command.line}\n")
-            if step.link:
-                out.write(f"      see {step.link}\n")
+            if step.url:
+                out.write(f"      see {step.url}\n")
     if not steps:
         out.write(f"\nThe {which.upper()} path has no pip steps to run.\n")
         return report.exit_code

@@ -1,6 +1,6 @@
 """Findings, fixes, verdicts and the report the renderers draw.
 
-A fix is data (text, commands per shell, a link), so every renderer can show it and ``--apply`` can
+A fix is data (text, commands per shell, a page's ``url``), so every renderer can show it and ``--apply`` can
 run the pip steps of it; nothing here runs anything.
 """
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from envcheck.facts import Facts, to_dict
+from envcheck.shell import Command
 
 
 class Severity(str, enum.Enum):
@@ -51,23 +52,15 @@ VERDICT_STATUSES = (GPU_READY, CPU_ONLY, BROKEN)
 
 
 @dataclass(frozen=True)
-class Command:
-    """One command line. ``shell`` is "bash", "powershell", or "any" when both read it the same."""
-
-    line: str
-    shell: str = "any"
-    # pip steps are the only ones --apply runs: their arguments after "python -m pip".
-    pip_args: Optional[tuple[str, ...]] = None
-
-
-@dataclass(frozen=True)
 class Fix:
+    """What to do about a finding, or one step of a way forward: text, commands, a page."""
+
     text: str
     commands: tuple[Command, ...] = ()
-    link: Optional[str] = None  # the download or documentation page for the exact version
+    url: Optional[str] = None  # the download or documentation page for the exact version
 
-    def commands_for(self, shell: str) -> tuple[Command, ...]:
-        return tuple(c for c in self.commands if c.shell in ("any", shell))
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "commands": [c.to_dict() for c in self.commands], "url": self.url}
 
 
 @dataclass(frozen=True)
@@ -95,28 +88,7 @@ class Finding:
 
 
 def fix_to_dict(fix: Optional[Fix]) -> Optional[dict[str, Any]]:
-    if fix is None:
-        return None
-    return {
-        "text": fix.text,
-        "commands": [
-            {"shell": c.shell, "line": c.line, **({"pip_args": list(c.pip_args)} if c.pip_args else {})}
-            for c in fix.commands
-        ],
-        "link": fix.link,
-    }
-
-
-@dataclass(frozen=True)
-class PathStep:
-    """A step of a way forward (the GPU path or the CPU path)."""
-
-    text: str
-    commands: tuple[Command, ...] = ()
-    link: Optional[str] = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return fix_to_dict(Fix(self.text, self.commands, self.link)) or {}
+    return None if fix is None else fix.to_dict()
 
 
 @dataclass(frozen=True)
@@ -126,8 +98,8 @@ class Verdict:
     first_broken_link: Optional[str] = None
     finding_id: Optional[str] = None  # the finding that is the first broken link
     gpus: int = 0  # GPUs TensorFlow can use
-    gpu_path: tuple[PathStep, ...] = ()  # how to make the GPU work, in order
-    cpu_path: tuple[PathStep, ...] = ()  # how to run on the CPU today
+    gpu_path: tuple[Fix, ...] = ()  # how to make the GPU work, in order
+    cpu_path: tuple[Fix, ...] = ()  # how to run on the CPU today
 
     @property
     def line(self) -> str:

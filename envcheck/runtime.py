@@ -211,7 +211,7 @@ def gpu_unavailable_reason(tf: Any = None) -> str:
     try:
         from envcheck.findings import GPU_READY
         from envcheck.probes import ProbeOptions, collect
-        from envcheck.rules import judge
+        from envcheck.verdict import judge
 
         facts = collect(ProbeOptions(quick=True))
         if tf is not None:
@@ -319,23 +319,16 @@ def _pci_order(tf: Any, physical: list) -> list:
 
 
 def _total_memory_mb(facts: Any) -> dict[int, int]:
-    """Total memory per GPU as TensorFlow numbers them (after CUDA_VISIBLE_DEVICES), in MiB."""
-    nvml_gpus = _nvml_gpus(facts)
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
-        return {g.index: g.memory_total_mb for g in nvml_gpus if g.memory_total_mb}
-    from envcheck.rules.environment import parse_visible_devices
+    """Total memory per GPU as TensorFlow numbers them (CUDA's reading of CUDA_VISIBLE_DEVICES and
+    CUDA_DEVICE_ORDER), in MiB."""
+    from envcheck import cuda_devices
 
-    seen = parse_visible_devices(visible, len(nvml_gpus) or None, tuple(g.uuid for g in nvml_gpus if g.uuid))
-    out = {}
-    for position, entry in enumerate(seen.entries):
-        match = next(
-            (g for g in nvml_gpus if (entry.isascii() and entry.isdigit() and g.index == int(entry)) or (g.uuid and g.uuid.lower().startswith(entry.lower()))),
-            None,
-        )
-        if match is not None and match.memory_total_mb:
-            out[position] = match.memory_total_mb
-    return out
+    nvml_gpus = _nvml_gpus(facts)
+    gpus = [cuda_devices.Gpu(index=g.index, uuid=g.uuid, compute_capability=g.compute_capability, name=g.name) for g in nvml_gpus]
+    visible = cuda_devices.read_visible_devices(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    resolution = cuda_devices.resolve(visible, gpus, os.environ.get("CUDA_DEVICE_ORDER"))
+    totals = {g.index: g.memory_total_mb for g in nvml_gpus if g.memory_total_mb}
+    return {position: totals[index] for index, position in resolution.cuda_index.items() if index in totals}
 
 
 def _nvml_gpus(facts: Any) -> tuple:

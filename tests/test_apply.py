@@ -19,7 +19,7 @@ import pytest
 
 from envcheck.apply import apply_path, pip_steps
 from envcheck.errors import UsageError
-from envcheck.rules import judge
+from envcheck.verdict import judge
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))

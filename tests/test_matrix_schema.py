@@ -158,8 +158,17 @@ def test_boolean_field_rejects_text(tmp_path):
 
 
 def test_future_schema_is_refused(tmp_path):
-    path = broken(tmp_path, "schema: 1", "schema: 2")
-    assert "schema: expected 1 (this envcheck reads matrix schema 1), got 2" in error_for(path)
+    path = broken(tmp_path, "schema: 2", "schema: 3")
+    assert "schema: expected 2 (this envcheck reads matrix schema 2), got 3" in error_for(path)
+
+
+def test_distributions_are_required_and_checked(tmp_path):
+    path = broken(tmp_path, "  cuda: never\n", "  cuda: sometimes\n")
+    assert "distributions[2].cuda: expected one of always, never, release, got 'sometimes'" in error_for(path)
+    path = broken(tmp_path, "- name: tensorflow-cpu\n", "- name: TensorFlow_CPU\n")
+    assert "expected a normalised PyPI name" in error_for(path)
+    path = broken(tmp_path, "- name: tensorflow-cpu\n", "- name: tensorflow\n")
+    assert "duplicate row: distribution tensorflow" in error_for(path)
 
 
 def test_top_level_must_be_a_mapping(tmp_path):

@@ -22,7 +22,7 @@ from envcheck.planner.render import render_json, render_script, render_text
 from envcheck.planner.steps import BASH, POWERSHELL
 
 MATRIX_YAML = """
-schema: 1
+schema: 2
 sources:
   s: {url: "https://example.org/tables", title: test tables}
 platform:
@@ -33,6 +33,10 @@ platform:
   gpu_in_tensorflow_package_from: "2.1"
   macos_gpu: false
   sources: [s]
+distributions:
+- {name: tensorflow-gpu, cuda: always, sources: [s]}
+- {name: tensorflow, cuda: release, sources: [s]}
+- {name: tensorflow-cpu, cuda: never, sources: [s]}
 tensorflow:
 - tf: "1.15"
   distribution: tensorflow-gpu

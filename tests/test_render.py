@@ -13,7 +13,7 @@ from envcheck.findings import (
     Finding,
     Fix,
     LinkStatus,
-    PathStep,
+    Fix,
     Report,
     Severity,
     Verdict,
@@ -46,7 +46,7 @@ def sample_report() -> Report:
         fix=Fix(
             text="Install NVIDIA driver 525.60.13 or newer, then reboot.",
             commands=(Command("sudo ubuntu-drivers install", shell="bash"),),
-            link="https://www.nvidia.com/Download/index.aspx",
+            url="https://www.nvidia.com/Download/index.aspx",
         ),
     )
     child = Finding(
@@ -58,8 +58,8 @@ def sample_report() -> Report:
         reason=root.title,
         first_broken_link="driver",
         finding_id=root.id,
-        gpu_path=(PathStep(text=root.fix.text, commands=root.fix.commands, link=root.fix.link),),
-        cpu_path=(PathStep(text="Hide the GPU.", commands=(Command('export CUDA_VISIBLE_DEVICES=""', shell="bash"),)),),
+        gpu_path=(Fix(text=root.fix.text, commands=root.fix.commands, url=root.fix.url),),
+        cpu_path=(Fix(text="Hide the GPU.", commands=(Command('export CUDA_VISIBLE_DEVICES=""', shell="bash"),)),),
     )
     links = (
         LinkStatus(name="python", status=LINK_OK, summary="CPython 3.11.7, 64-bit", seconds=0.002),
@@ -177,7 +177,7 @@ def test_every_key_in_the_readme_schema_is_in_real_json_output():
     import re
     from pathlib import Path
 
-    from envcheck.rules import judge
+    from envcheck.verdict import judge
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     block = readme.split("### JSON report schema", 1)[1].split("```jsonc", 1)[1].split("```", 1)[0]

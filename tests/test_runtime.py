@@ -202,8 +202,10 @@ def test_total_memory_follows_cuda_visible_devices(monkeypatch, tmp_path):
     assert runtime._total_memory_mb(facts) == {0: 16000, 1: 24000}
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     assert runtime._total_memory_mb(facts) == {0: 24000}  # TF's GPU 0 is NVML's GPU 1
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-bbbb,0")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-bbbb,GPU-aaaa")
     assert runtime._total_memory_mb(facts) == {0: 24000, 1: 16000}
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-bbbb,0")  # CUDA takes no ordinal after a UUID
+    assert runtime._total_memory_mb(facts) == {0: 24000}
 
 
 @pytest.mark.parametrize("limit, words", [(float("inf"), "positive"), (float("nan"), "positive"), (0.5, "at least 1 MiB")])

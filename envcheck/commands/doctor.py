@@ -50,7 +50,7 @@ def _split_ids(text: str) -> tuple[str, ...]:
 
 def build_report(args: argparse.Namespace):
     """Facts from the snapshot or the probes, judged against the matrix."""
-    from envcheck.rules import judge
+    from envcheck.verdict import judge
 
     notes: tuple[str, ...] = ()
     if args.facts:

@@ -18,7 +18,8 @@ from typing import Any, Callable, Optional
 import yaml
 
 from envcheck.errors import UsageError
-from envcheck.findings import Command, Fix
+from envcheck.findings import Fix
+from envcheck.shell import Command
 from envcheck.fsutil import read_user_text
 
 PATTERNS_FILE = "explain_patterns.yaml"
@@ -141,7 +142,7 @@ def fill_fix(fix: FixTemplate, variables: dict[str, str]) -> Fix:
     return Fix(
         text=fill(fix.text, variables),
         commands=tuple(Command(fill(line, variables), shell=shell) for shell, line in fix.commands),
-        link=fill(fix.link, variables) if fix.link else None,
+        url=fill(fix.link, variables) if fix.link else None,
     )
 
 

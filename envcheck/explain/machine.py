@@ -17,7 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck.errors import EnvcheckError
 from envcheck.facts import MISSING, OK, Distribution, Facts
-from envcheck.findings import Command
+from envcheck.shell import Command
 
 if TYPE_CHECKING:  # pragma: no cover
     from envcheck.explain.scanner import Occurrence

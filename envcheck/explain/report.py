@@ -129,8 +129,8 @@ def _render_one(number: int, e: Explanation, shell: Optional[str], width: int) -
         paragraph("Cause", e.cause)
     paragraph("Fix", e.fix.text)
     lines.extend(_commands(e.fix.commands, shell, indent + "  "))
-    if e.fix.link:
-        lines.append(indent + "  " + e.fix.link)
+    if e.fix.url:
+        lines.append(indent + "  " + e.fix.url)
     for note in e.machine:
         paragraph("On this machine", note.text)
         lines.extend(_commands(note.commands, shell, indent + "  "))

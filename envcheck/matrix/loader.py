@@ -27,14 +27,16 @@ from envcheck.matrix.model import (
     Matrix,
     MatrixVersion,
     PipCuda,
+    DISTRIBUTION_CUDA,
     PlatformRules,
     Source,
     TfBuild,
+    TfDistribution,
     normalize_gpu_name,
 )
 from envcheck.resources import data_file
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _NULL = "tag:yaml.org,2002:null"
@@ -376,6 +378,23 @@ def _read_platform(r: _Reader, node: Node) -> PlatformRules:
     )
 
 
+def _read_distribution(r: _Reader, node: Node, where: str) -> TfDistribution:
+    f = r.mapping(node, where, ("name", "cuda", "sources"), ("nightly", "notes"))
+    name = r.text(f["name"], f"{where}.name")
+    if not _PROJECT_NAME.match(name) or name != name.lower():
+        raise r.fail(f["name"], f"{where}.name", f"expected a normalised PyPI name (lower case, '-'), got {name!r}")
+    cuda = r.text(f["cuda"], f"{where}.cuda")
+    if cuda not in DISTRIBUTION_CUDA:
+        raise r.fail(f["cuda"], f"{where}.cuda", f"expected one of {', '.join(DISTRIBUTION_CUDA)}, got {cuda!r}")
+    return TfDistribution(
+        name=name,
+        cuda=cuda,
+        nightly=r.boolean(f["nightly"], f"{where}.nightly") if "nightly" in f else False,
+        sources=r.sources(f["sources"], f"{where}.sources"),
+        notes=r.texts(f["notes"], f"{where}.notes") if "notes" in f else (),
+    )
+
+
 def _rows(r: _Reader, top: dict[str, Node], key: str, read: Callable[[_Reader, Node, str], T], identity: Callable[[T], object], label: Callable[[T], str]) -> list[T]:
     rows: list[T] = []
     first_line: dict[object, int] = {}
@@ -402,12 +421,17 @@ def parse_matrix(text: str, path: Path) -> Matrix:
         raise MatrixError(f"{r.filename}: not valid YAML: {exc}") from None
     if root is None:
         raise MatrixError(f"{r.filename}: the file is empty")
-    top = r.mapping(root, "(top level)", ("schema", "sources", "platform", "tensorflow", "cuda", "cuda_majors", "cudnn", "gpus"))
+    top = r.mapping(
+        root, "(top level)", ("schema", "sources", "platform", "distributions", "tensorflow", "cuda", "cuda_majors", "cudnn", "gpus")
+    )
     schema = r.integer(top["schema"], "schema")
     if schema != SCHEMA_VERSION:
         raise r.fail(top["schema"], "schema", f"expected {SCHEMA_VERSION} (this envcheck reads matrix schema {SCHEMA_VERSION}), got {schema}")
     r.source_keys = _read_sources(r, top["sources"])
 
+    distributions = _rows(r, top, "distributions", _read_distribution, lambda d: d.name, lambda d: f"distribution {d.name}")
+    if not distributions:
+        raise r.fail(top["distributions"], "distributions", "expected at least one distribution")
     cuda = _rows(r, top, "cuda", _read_cuda, lambda c: c.version.release, lambda c: f"CUDA {c.version}")
     majors = _rows(r, top, "cuda_majors", _read_cuda_major, lambda m: m.major, lambda m: f"CUDA major {m.major}")
     cudnn = _rows(r, top, "cudnn", _read_cudnn, lambda c: c.version.release, lambda c: f"cuDNN {c.version}")
@@ -452,6 +476,7 @@ def parse_matrix(text: str, path: Path) -> Matrix:
         gpus=gpus,
         platform=_read_platform(r, top["platform"]),
         sources=r.source_keys,
+        distributions=distributions,
     )
 
 

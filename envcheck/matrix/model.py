@@ -88,6 +88,11 @@ class TfBuild:
     history: tuple[Correction, ...] = ()
 
     @property
+    def label(self) -> str:
+        """ "2.15": the release as a person names it (a patch row keeps its patch: "2.15.0")."""
+        return str(self.tf)
+
+    @property
     def is_patch_row(self) -> bool:
         """True for a row that describes one patch release ("2.15.0") rather than a whole minor."""
         return len(self.tf.release) >= 3
@@ -135,6 +140,39 @@ class GpuProduct:
 
 
 @dataclass(frozen=True)
+class TfDistribution:
+    """A PyPI distribution that installs the ``tensorflow`` module."""
+
+    name: str
+    cuda: str  # "always" (a CUDA build whatever the release), "never", or "release" (the row says)
+    nightly: bool
+    sources: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+
+DISTRIBUTION_CUDA = ("always", "never", "release")
+
+
+@dataclass(frozen=True)
+class DriverRequirement:
+    """The NVIDIA driver a CUDA release needs on one OS's driver table (WSL2 reads Windows')."""
+
+    cuda: Version  # the CUDA release asked about
+    os: str  # "linux" or "windows": the driver's own OS
+    full: Version | None  # what the CUDA release asks for (NVIDIA's table)
+    minimum: Version | None  # the oldest driver that runs it (the minor-version floor where it applies)
+
+    @property
+    def minor_compat(self) -> bool:
+        """True when ``minimum`` is below ``full`` thanks to CUDA's minor-version compatibility."""
+        return self.minimum is not None and self.full is not None and self.minimum < self.full
+
+    @property
+    def os_title(self) -> str:
+        return "Windows" if self.os == "windows" else "Linux"
+
+
+@dataclass(frozen=True)
 class PlatformRules:
     windows_native_gpu_last: Version
     tensorflow_gpu_last_real: Version
@@ -179,9 +217,12 @@ class Matrix:
         gpus: Iterable[GpuProduct],
         platform: PlatformRules,
         sources: dict[str, Source],
+        distributions: Iterable[TfDistribution] = (),
     ) -> None:
         self.path = path
         self.platform = platform
+        self.distributions = tuple(distributions)
+        self._distribution_index = {d.name: d for d in self.distributions}
         self.sources = sources
         self._tf = sorted(tf_builds, key=lambda b: (b.tf.release, BUILD_OSES.index(b.os)))
         self._tf_index = {(b.tf.release, b.os): b for b in self._tf}
@@ -218,6 +259,44 @@ class Matrix:
         minor = (release + (0,))[:2]
         return self._tf_index.get((minor, os))
 
+    def newest_release(self, os: str, *, gpu: bool = False, python: str | None = None, accept=None) -> TfBuild | None:
+        """The newest release row (a minor, not a patch row) for ``os`` that has a GPU build (when
+        ``gpu``), wheels for ``python`` and passes ``accept``. Windows GPU builds end where the
+        platform rules say; WSL2 takes the Linux rows."""
+        for build in reversed(self.tf_releases(os)):
+            if build.is_patch_row:  # describes one exact patch release; its minor's row is the advice
+                continue
+            if gpu and not build.gpu:
+                continue
+            if python and not build.supports_python(python):
+                continue
+            if accept is not None and not accept(build):
+                continue
+            return build
+        return None
+
+    def tf_distribution(self, name: str) -> TfDistribution | None:
+        return self._distribution_index.get(name)
+
+    def tf_distribution_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.distributions)
+
+    def cuda_extra(self, build: TfBuild, os: str) -> str | None:
+        """The pip extra that installs this build's CUDA libraries as wheels, on the OSes that have it."""
+        if os not in ("linux", "wsl") or not build.gpu or build.tf < self.platform.and_cuda_first:
+            return None
+        return build.pip_cuda.extra if build.pip_cuda is not None else "and-cuda"
+
+    def pip_requirement(self, build: TfBuild, os: str, *, gpu: bool = True, exact: str | None = None) -> str:
+        """What to give pip for a release on ``os``: ``tensorflow[and-cuda]==2.21.*`` for the GPU
+        build where CUDA comes as wheels, ``tensorflow-gpu==1.13.*`` where the GPU build had its own
+        name, ``tensorflow==2.21.*`` for the CPU. ``exact`` pins one patch release."""
+        version = exact or f"{'.'.join(str(p) for p in build.tf.release[:2])}.*"
+        if not gpu:
+            return f"tensorflow=={version}"
+        extra = self.cuda_extra(build, os)
+        return f"{build.distribution or 'tensorflow'}{f'[{extra}]' if extra else ''}=={version}"
+
     def support(self, build: TfBuild, compute_capability: str | Version) -> str:
         """How a build runs on a GPU: "native" (a cubin it can load), "ptx" (JIT from PTX), "none".
 
@@ -251,6 +330,28 @@ class Matrix:
         if release is None:
             return None
         return release.min_driver_windows if _build_os(os) == "windows" else release.min_driver_linux
+
+    def driver_requirement(self, cuda: str | Version, os: str, support: str | None = None) -> DriverRequirement | None:
+        """The driver code built with ``cuda`` needs on ``os``. Under WSL2 the driver is the
+        Windows one, so Windows' numbers apply; macOS has no NVIDIA driver table (None). From CUDA
+        11 on, a driver at the major's minor-version-compatibility floor runs every minor release
+        of that major, except for PTX that must be JIT-compiled (``support="ptx"``): that needs the
+        release's own minimum. None when the matrix does not know the release."""
+        table = driver_os(os)
+        wanted = as_version(cuda)
+        if table is None or len(wanted.release) < 1:
+            return None
+        release = self.cuda(wanted) if len(wanted.release) >= 2 else None
+        full = None
+        if release is not None:
+            full = release.min_driver_windows if table == "windows" else release.min_driver_linux
+        floor = self.minor_compat_floor(wanted.release[0], table)
+        minimum = full
+        if floor is not None and support != "ptx" and (full is None or floor < full):
+            minimum = floor
+        if full is None and minimum is None:
+            return None
+        return DriverRequirement(cuda=wanted, os=table, full=full, minimum=minimum)
 
     def cuda_major(self, major: int | str) -> CudaMajor | None:
         """What holds for a whole CUDA major (11, 12, 13): its minor-version-compatibility floor."""
@@ -309,6 +410,18 @@ class Matrix:
             if wanted in key and gpu not in found:
                 found.append(gpu)
         return found[:limit]
+
+
+def driver_os(os: str) -> str | None:
+    """Whose driver numbering applies: WSL2 runs on the Windows driver; macOS has none."""
+    os = os.lower()
+    if os in ("windows", "wsl"):
+        return "windows"
+    if os == "linux":
+        return "linux"
+    if os == "macos":
+        return None
+    raise UsageError(f"unknown OS {os!r} (expected one of: linux, windows, macos, wsl)")
 
 
 def _build_os(os: str) -> str:

@@ -56,8 +56,8 @@ def _markdown(report: Report) -> str:
                 lines.append("    ```")
                 lines.extend(f"    {c.line}" + (f"   # {c.shell}" if c.shell != "any" else "") for c in f.fix.commands)
                 lines.append("    ```")
-            if f.fix.link:
-                lines.append(f"  - See <{f.fix.link}>")
+            if f.fix.url:
+                lines.append(f"  - See <{f.fix.url}>")
     lines.append("")
 
     if v.status != "gpu-ready" and (v.gpu_path or v.cpu_path):
@@ -69,7 +69,7 @@ def _markdown(report: Report) -> str:
             lines.append(f"**{heading}**")
             lines.append("")
             for n, step in enumerate(steps, 1):
-                lines.append(f"{n}. {step.text}" + (f" See <{step.link}>" if step.link else ""))
+                lines.append(f"{n}. {step.text}" + (f" See <{step.url}>" if step.url else ""))
                 if step.commands:
                     lines.append("")
                     lines.append("   ```")
@@ -91,7 +91,7 @@ def _markdown(report: Report) -> str:
         lines.append(f"- **{name}:** {value}")
     dists = facts.packages.distributions
     if dists:
-        lines.append(f"- **Packages:** " + ", ".join(f"{d.name} {d.version}" for d in dists))
+        lines.append("- **Packages:** " + ", ".join(f"{d.name} {d.version}" for d in dists))
     lines.append("")
 
     if facts.tensorflow.log_lines:

@@ -21,7 +21,7 @@ from envcheck.findings import (
     LINK_WARNING,
     Command,
     Finding,
-    PathStep,
+    Fix,
     Report,
     Severity,
 )
@@ -160,8 +160,8 @@ def _finding(f: Finding, paint: _Painter, verbose: bool, children: list[Finding]
     if f.fix is not None:
         lines.extend(_wrap("Fix: " + f.fix.text, "      "))
         lines.extend(_commands(f.fix.commands, paint, "        "))
-        if f.fix.link:
-            lines.append(f"        see {f.fix.link}")
+        if f.fix.url:
+            lines.append(f"        see {f.fix.url}")
     if children:
         lines.append("      " + paint("Because of this:", "dim"))
         for c in children:
@@ -170,13 +170,13 @@ def _finding(f: Finding, paint: _Painter, verbose: bool, children: list[Finding]
     return lines
 
 
-def _steps(steps: tuple[PathStep, ...], paint: _Painter) -> list[str]:
+def _steps(steps: tuple[Fix, ...], paint: _Painter) -> list[str]:
     lines = []
     for n, step in enumerate(steps, 1):
         lines.extend(_wrap(f"{n}. {step.text}", "    ", hang="       "))
         lines.extend(_commands(step.commands, paint, "       "))
-        if step.link:
-            lines.append(f"       see {step.link}")
+        if step.url:
+            lines.append(f"       see {step.url}")
     return lines
 
 

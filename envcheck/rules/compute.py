@@ -10,17 +10,8 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from envcheck.findings import Fix, Severity
-from envcheck.rules.common import (
-    gpu_requirement,
-    is_cuda_tf,
-    matrix_evidence,
-    newest_release,
-    pci_product_name,
-    pip_command,
-    shell_command,
-    tf_build,
-    tf_label,
-)
+from envcheck.machine import pci_product_name
+from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.engine import Context, Hit, rule
 
 
@@ -63,12 +54,12 @@ def gpu_capabilities(ctx: Context) -> list[GpuCapability]:
 
 def build_architectures(ctx: Context):
     """What the installed build carries: TF's own build info when probed, else the matrix row."""
-    if is_cuda_tf(ctx) is not True:
+    if ctx.is_cuda_tf is not True:
         return None
     reported = ctx.facts.tensorflow.compute_capabilities
     if reported:
         return _Architectures(tuple(reported))
-    build = tf_build(ctx)
+    build = ctx.tf_build
     if build is None or not build.gpu or not build.compute_capabilities:
         return None
     return build
@@ -91,26 +82,26 @@ def compute_capability_unsupported(ctx: Context) -> Iterator[Hit]:
     arch = build_architectures(ctx)
     if arch is None:
         return
-    build = tf_build(ctx)
+    build = ctx.tf_build
     caps = ", ".join(arch.compute_capabilities)
     for gpu in gpu_capabilities(ctx):
         if support(ctx, arch, gpu.compute_capability) != "none":
             continue
         cc = gpu.compute_capability
         runs_on_it = lambda b, cc=cc: support(ctx, b, cc) != "none"  # noqa: E731
-        newest = newest_release(ctx, gpu=True, accept=runs_on_it)
+        newest = ctx.newest_release(gpu=True, accept=runs_on_it)
         evidence = [(gpu.source, f"{gpu.name}: compute capability {cc}"), ("TensorFlow build architectures", caps)]
         if build is not None:
             evidence.append(matrix_evidence(ctx, build))
         evidence.extend(_ignored_lines(ctx))
         if newest is not None:
             text = (
-                f"Install TensorFlow {tf_label(newest)} (CUDA {newest.cuda}, cuDNN {newest.cudnn}, Python "
+                f"Install TensorFlow {newest.label} (CUDA {newest.cuda}, cuDNN {newest.cudnn}, Python "
                 f"{', '.join(newest.python)}), the newest release with code for compute capability {cc}, "
                 "or use a newer GPU."
             )
-            commands = (pip_command(ctx, "install", gpu_requirement(ctx, newest), step=False),)
-            newest_text = f"the newest TensorFlow that runs on it is {tf_label(newest)}"
+            commands = (ctx.pip_command("install", ctx.pip_requirement(newest), step=False),)
+            newest_text = f"the newest TensorFlow that runs on it is {newest.label}"
         else:
             text = "No TensorFlow release in the matrix has code for this GPU: run on the CPU or use a newer GPU."
             commands = ()
@@ -122,7 +113,7 @@ def compute_capability_unsupported(ctx: Context) -> Iterator[Hit]:
                 "or PTX for."
             ),
             evidence=tuple(evidence),
-            fix=Fix(text=text, commands=commands, link="https://developer.nvidia.com/cuda-gpus"),
+            fix=Fix(text=text, commands=commands, url="https://developer.nvidia.com/cuda-gpus"),
         )
 
 
@@ -133,20 +124,20 @@ def compute_capability_ptx_only(ctx: Context) -> Iterator[Hit]:
     if arch is None:
         return
     caps = ", ".join(arch.compute_capabilities)
-    build = tf_build(ctx)
+    build = ctx.tf_build
     for gpu in gpu_capabilities(ctx):
         if support(ctx, arch, gpu.compute_capability) != "ptx":
             continue
         cc = gpu.compute_capability
-        native = newest_release(ctx, gpu=True, accept=lambda b, cc=cc: support(ctx, b, cc) == "native")
+        native = ctx.newest_release(gpu=True, accept=lambda b, cc=cc: support(ctx, b, cc) == "native")
         text = (
             "Let the first start compile once and keep the result: raise the CUDA JIT cache so the "
             "compiled kernels are not evicted."
         )
-        commands = [shell_command(ctx, "export CUDA_CACHE_MAXSIZE=4294967296", "$env:CUDA_CACHE_MAXSIZE = '4294967296'")]
+        commands = [ctx.shell_command("export CUDA_CACHE_MAXSIZE=4294967296", "$env:CUDA_CACHE_MAXSIZE = '4294967296'")]
         if native is not None and (build is None or native.tf > build.tf):
-            text += f" TensorFlow {tf_label(native)} has native code for compute capability {cc}."
-            commands.append(pip_command(ctx, "install", gpu_requirement(ctx, native), step=False))
+            text += f" TensorFlow {native.label} has native code for compute capability {cc}."
+            commands.append(ctx.pip_command("install", ctx.pip_requirement(native), step=False))
         yield Hit(
             title=f"{gpu.name} (compute capability {cc}) runs only through PTX: the first start JIT-compiles kernels (can take many minutes)",
             detail=f"The build carries native code for {caps}; for {cc} the driver compiles the PTX at start-up.",

@@ -5,23 +5,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from envcheck.findings import Fix, Severity
-from envcheck.rules.common import (
-    ABSENT,
-    driver_minimums,
-    driver_version,
-    gpu_presence,
-    gpu_requirement,
-    matrix_evidence,
-    minor,
-    newest_release,
-    nvml_errors,
-    parse_version,
-    pip_command,
-    shell_command,
-    tf_build,
-    tf_cuda,
-    tf_label,
-)
+from envcheck.machine import ABSENT, minor, parse_version
+from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.engine import Context, Hit, rule
 from envcheck.rules.gpu import NVIDIA_DRIVER_PAGE, install_driver_fix
 
@@ -32,21 +17,22 @@ CUDA_COMPAT_PAGE = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 def driver_too_old(ctx: Context) -> Iterator[Hit]:
     """Each CUDA release needs a minimum driver (NVIDIA's release notes); CUDA 11+ also runs on the
     major's minor-version-compatibility floor, with reduced features."""
-    cuda = tf_cuda(ctx)
-    drv = driver_version(ctx.facts)
+    cuda = ctx.tf_cuda
+    drv = ctx.driver_version
     have = parse_version(drv)
     if cuda is None or have is None:
         return
-    runs, full = driver_minimums(ctx, cuda)
-    if runs is None:
+    need = ctx.driver_requirement(cuda)
+    if need is None or need.minimum is None:
         return  # the matrix does not know this CUDA release: unknown, not a guess
+    runs, full = need.minimum, need.full
     if have >= (full or runs):
         return
     evidence = [("driver version", str(drv))]
     if ctx.facts.nvml.cuda_driver_version:
         evidence.append(("highest CUDA the driver supports", ctx.facts.nvml.cuda_driver_version))
-    evidence.append((f"matrix: CUDA {minor(cuda)} minimum driver ({'Windows' if ctx.os in ('windows', 'wsl') else 'Linux'})", f"{full}" + (f", minor-version-compatibility floor {runs}" if runs != full else "")))
-    build = tf_build(ctx)
+    evidence.append((f"matrix: CUDA {minor(cuda)} minimum driver ({need.os_title})", f"{full}" + (f", minor-version-compatibility floor {runs}" if runs != full else "")))
+    build = ctx.tf_build
     if build is not None:
         evidence.append(matrix_evidence(ctx, build))
     if have >= runs:
@@ -58,35 +44,39 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
                 "fail with CUDA_ERROR_UNSUPPORTED_PTX_VERSION, which hits new GPUs and XLA."
             ),
             evidence=tuple(evidence),
-            fix=Fix(text=f"Update the NVIDIA driver to {full} or newer when you can.", link=NVIDIA_DRIVER_PAGE),
+            fix=Fix(text=f"Update the NVIDIA driver to {full} or newer when you can.", url=NVIDIA_DRIVER_PAGE),
             severity=Severity.WARNING,
         )
         return
     python = ctx.facts.python.version or None
-    older = newest_release(
-        ctx,
+    older = ctx.newest_release(
         gpu=True,
         python=python,
-        accept=lambda b: b.cuda is not None and (driver_minimums(ctx, b.cuda)[0] or have) <= have,
+        accept=lambda b: b.cuda is not None and _minimum(ctx, b.cuda, have) <= have,
     )
     fix = install_driver_fix(ctx, "Update the NVIDIA driver")
     commands = fix.commands
     text = fix.text
     if older is not None:
         text += (
-            f" Or keep driver {drv} and install TensorFlow {tf_label(older)} (built for CUDA {older.cuda}), "
+            f" Or keep driver {drv} and install TensorFlow {older.label} (built for CUDA {older.cuda}), "
             "the newest release this driver runs."
         )
-        commands = commands + (pip_command(ctx, "install", gpu_requirement(ctx, older), step=False),)
+        commands = commands + (ctx.pip_command("install", ctx.pip_requirement(older), step=False),)
     yield Hit(
         title=f"Driver {drv} is too old for CUDA {minor(cuda)}, which TensorFlow was built with (needs {runs} or newer)",
         detail=(
-            f"CUDA {cuda} needs driver {runs} or newer on {'Windows' if ctx.os in ('windows', 'wsl') else 'Linux'}; "
+            f"CUDA {cuda} needs driver {runs} or newer on {need.os_title}; "
             "with an older driver cuInit fails and TensorFlow lists no GPU."
         ),
         evidence=tuple(evidence),
-        fix=Fix(text=text, commands=commands, link=fix.link),
+        fix=Fix(text=text, commands=commands, url=fix.url),
     )
+
+
+def _minimum(ctx: Context, cuda, default):
+    need = ctx.driver_requirement(cuda)
+    return need.minimum if need is not None and need.minimum is not None else default
 
 
 @rule("EC-DRV-002", "NVML and kernel module at different versions (reboot needed)", "error", "driver")
@@ -115,9 +105,9 @@ def driver_version_mismatch(ctx: Context) -> Iterator[Hit]:
                 "modules and load the new ones.)"
             ),
             commands=(
-                shell_command(ctx, "sudo reboot", "Restart-Computer"),
+                ctx.shell_command("sudo reboot", "Restart-Computer"),
                 *(
-                    (shell_command(ctx, "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"),)
+                    (ctx.shell_command("sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"),)
                     if ctx.os == "linux"
                     else ()
                 ),
@@ -130,7 +120,7 @@ def driver_version_mismatch(ctx: Context) -> Iterator[Hit]:
 def nvml_library_not_found(ctx: Context) -> Iterator[Hit]:
     """libnvidia-ml / nvml.dll ships with the driver: missing means no (user-space) driver."""
     facts = ctx.facts
-    if facts.nvml.error_kind != "library_not_found" or gpu_presence(facts) == ABSENT:
+    if facts.nvml.error_kind != "library_not_found" or ctx.gpu_presence == ABSENT:
         return
     lib = "nvml.dll" if ctx.os == "windows" else "libnvidia-ml.so.1"
     evidence = (("nvml", facts.nvml.error or "library not found"),)
@@ -146,8 +136,8 @@ def nvml_library_not_found(ctx: Context) -> Iterator[Hit]:
                 f"({facts.driver.version or 'see nvidia-smi'}), or start the container with --gpus all "
                 "(NVIDIA Container Toolkit)."
             ),
-            commands=(shell_command(ctx, "ldconfig -p | grep -E 'libnvidia-ml|libcuda'"),),
-            link="https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html",
+            commands=(ctx.shell_command("ldconfig -p | grep -E 'libnvidia-ml|libcuda'"),),
+            url="https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html",
         )
     else:
         title = f"{lib} not found: no NVIDIA driver is installed" + (" (or there is no NVIDIA GPU)" if ctx.os != "linux" else "")
@@ -172,12 +162,12 @@ def nvml_driver_not_loaded(ctx: Context) -> Iterator[Hit]:
                 "(enrol the key or disable Secure Boot)."
             ),
             commands=(
-                shell_command(ctx, "sudo modprobe nvidia"),
-                shell_command(ctx, "sudo dmesg | grep -i -E 'nvidia|nvrm' | tail -n 20"),
-                shell_command(ctx, "mokutil --sb-state"),
-                shell_command(ctx, "dkms status"),
+                ctx.shell_command("sudo modprobe nvidia"),
+                ctx.shell_command("sudo dmesg | grep -i -E 'nvidia|nvrm' | tail -n 20"),
+                ctx.shell_command("mokutil --sb-state"),
+                ctx.shell_command("dkms status"),
             ),
-            link=NVIDIA_DRIVER_PAGE,
+            url=NVIDIA_DRIVER_PAGE,
         )
     yield Hit(
         title="The NVIDIA driver is installed but not loaded",
@@ -189,7 +179,7 @@ def nvml_driver_not_loaded(ctx: Context) -> Iterator[Hit]:
 
 @rule("EC-DRV-005", "NVML: no permission", "error", "driver")
 def nvml_no_permission(ctx: Context) -> Iterator[Hit]:
-    failures = nvml_errors(ctx.facts, "no_permission")
+    failures = ctx.nvml_errors("no_permission")
     if not failures:
         return
     yield Hit(
@@ -202,8 +192,8 @@ def nvml_no_permission(ctx: Context) -> Iterator[Hit]:
                 "render group, then log in again), or start the container with --gpus all."
             ),
             commands=(
-                shell_command(ctx, "ls -l /dev/nvidia*"),
-                shell_command(ctx, 'sudo usermod -aG video,render "$USER"'),
+                ctx.shell_command("ls -l /dev/nvidia*"),
+                ctx.shell_command('sudo usermod -aG video,render "$USER"'),
             )
             if ctx.os != "windows"
             else (),
@@ -213,7 +203,7 @@ def nvml_no_permission(ctx: Context) -> Iterator[Hit]:
 
 @rule("EC-DRV-006", "NVML: GPU lost (fallen off the bus)", "error", "driver")
 def nvml_gpu_lost(ctx: Context) -> Iterator[Hit]:
-    failures = nvml_errors(ctx.facts, "gpu_lost")
+    failures = ctx.nvml_errors("gpu_lost")
     if not failures:
         return
     yield Hit(
@@ -226,8 +216,8 @@ def nvml_gpu_lost(ctx: Context) -> Iterator[Hit]:
         fix=Fix(
             text="Read the kernel log for Xid errors, reboot, and check the power supply, cooling and seating of the card.",
             commands=(
-                shell_command(ctx, "sudo dmesg | grep -i xid", "Get-WinEvent -LogName System -MaxEvents 200 | Where-Object Message -match 'nvlddmkm'"),
-                shell_command(ctx, "sudo reboot", "Restart-Computer"),
+                ctx.shell_command("sudo dmesg | grep -i xid", "Get-WinEvent -LogName System -MaxEvents 200 | Where-Object Message -match 'nvlddmkm'"),
+                ctx.shell_command("sudo reboot", "Restart-Computer"),
             ),
         ),
     )
@@ -235,14 +225,14 @@ def nvml_gpu_lost(ctx: Context) -> Iterator[Hit]:
 
 @rule("EC-DRV-007", "NVML: function not found (driver too old for NVML calls)", "warning", "driver")
 def nvml_function_not_found(ctx: Context) -> Iterator[Hit]:
-    failures = nvml_errors(ctx.facts, "function_not_found")
+    failures = ctx.nvml_errors("function_not_found")
     if not failures:
         return
     yield Hit(
         title="The driver is too old for some NVML calls (function not found)",
         detail=(
             "nvidia-ml-py asked the driver's NVML for a function it does not have: the driver "
-            f"({driver_version(ctx.facts) or 'version unknown'}) predates it. Some facts could not be read."
+            f"({ctx.driver_version or 'version unknown'}) predates it. Some facts could not be read."
         ),
         evidence=tuple(failures),
         fix=install_driver_fix(ctx, "Update the NVIDIA driver"),
@@ -251,7 +241,7 @@ def nvml_function_not_found(ctx: Context) -> Iterator[Hit]:
 
 @rule("EC-DRV-008", "NVML: unknown error", "warning", "driver")
 def nvml_unknown_error(ctx: Context) -> Iterator[Hit]:
-    failures = nvml_errors(ctx.facts, "unknown")
+    failures = ctx.nvml_errors("unknown")
     if not failures:
         return
     whole = ctx.facts.nvml.error_kind == "unknown"
@@ -261,8 +251,8 @@ def nvml_unknown_error(ctx: Context) -> Iterator[Hit]:
         evidence=tuple(failures),
         fix=Fix(
             text="Run nvidia-smi: if it fails too, reboot; if it keeps failing, reinstall the driver.",
-            commands=(shell_command(ctx, "nvidia-smi"),),
-            link=NVIDIA_DRIVER_PAGE,
+            commands=(ctx.shell_command("nvidia-smi"),),
+            url=NVIDIA_DRIVER_PAGE,
         ),
         # NVML not starting at all leaves no GPU reachable; one GPU's query failing does not.
         severity=Severity.ERROR if whole else None,

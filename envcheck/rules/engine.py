@@ -9,15 +9,11 @@ crashes becomes an internal-warning finding so one bad rule cannot hide the othe
 from __future__ import annotations
 
 import traceback
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Optional
 
-from envcheck.facts import Facts
 from envcheck.findings import LINK_NAMES, Finding, Fix, Severity
-
-if TYPE_CHECKING:  # pragma: no cover
-    from envcheck.matrix import Matrix
+from envcheck.machine import Machine
 
 
 @dataclass(frozen=True)
@@ -63,46 +59,25 @@ def rule(id: str, title: str, severity: Severity | str, link: str) -> Callable[[
     return register
 
 
-@dataclass
-class Context:
-    """What rules read. The matrix is loaded on first use so rules that do not need it stay cheap."""
+# Rules read one machine's facts through the machine view (envcheck.machine).
+Context = Machine
 
-    facts: Facts
-    matrix_loader: Callable[[], "Matrix"] | None = None
-    _matrix: Optional["Matrix"] = field(default=None, repr=False)
-    # Answers shared between rules (which TF is installed, its matrix row...); see rules.common.
-    cache: dict = field(default_factory=dict, repr=False)
 
-    @property
-    def matrix(self) -> "Matrix":
-        if self._matrix is None:
-            if self.matrix_loader is None:
-                from envcheck.matrix import load_matrix
-
-                self._matrix = load_matrix()
-            else:
-                self._matrix = self.matrix_loader()
-        return self._matrix
-
-    @cached_property
-    def os(self) -> str:
-        """"linux", "windows", "macos" or "wsl" (WSL counts as Linux for TF builds)."""
-        return self.facts.platform.os or "linux"
-
-    @cached_property
-    def build_os(self) -> str:
-        """The OS whose TF builds apply: WSL runs the Linux wheels."""
-        return "linux" if self.os == "wsl" else self.os
-
-    @property
-    def shell(self) -> str:
-        return "powershell" if self.os == "windows" else "bash"
+# Every module that registers rules. Order does not matter: findings are sorted by chain link.
+RULE_MODULES = (
+    "envcheck.rules.python",
+    "envcheck.rules.gpu",
+    "envcheck.rules.driver",
+    "envcheck.rules.compute",
+    "envcheck.rules.libraries",
+    "envcheck.rules.tensorflow",
+    "envcheck.rules.placement",
+    "envcheck.rules.environment",
+)
 
 
 def load_rule_modules() -> None:
     """Import every rule module so its rules register (idempotent)."""
-    from envcheck.rules import RULE_MODULES  # noqa: PLC0415 - avoids an import cycle
-
     import importlib
 
     for name in RULE_MODULES:

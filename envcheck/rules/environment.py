@@ -3,83 +3,55 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from envcheck.facts import OK
+from envcheck import cuda_devices as cd
+
 from envcheck.findings import Fix, Severity
-from envcheck.rules.common import PRESENT, gpu_presence, shell_command
+from envcheck.machine import PRESENT
 from envcheck.rules.engine import Context, Hit, rule
 
 CUDA_ENV_DOCS = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars"
 
-EMPTY = "empty"
-NEGATIVE = "negative"
-MALFORMED = "malformed"
-OUT_OF_RANGE = "out_of_range"
-UNKNOWN_UUID = "unknown_uuid"
+def visible_devices(ctx: Context) -> Optional[cd.VisibleDevices]:
+    """CUDA_VISIBLE_DEVICES as CUDA reads it; None when it is not set."""
+    seen = ctx.visible_devices
+    return seen if seen.set else None
 
 
-@dataclass(frozen=True)
-class VisibleDevices:
-    """How CUDA reads CUDA_VISIBLE_DEVICES: entries in order until the first invalid one, where it
-    silently stops (so "0,abc,1" shows only GPU 0, and "abc" shows none)."""
-
-    raw: str
-    entries: tuple[str, ...]
-    stopped_at: Optional[str] = None
-    reason: Optional[str] = None  # EMPTY, NEGATIVE, MALFORMED, OUT_OF_RANGE, UNKNOWN_UUID
-
-    @property
-    def hides_all(self) -> bool:
-        return not self.entries
-
-
-def parse_visible_devices(value: str, gpu_count: Optional[int] = None, uuids: tuple[str, ...] = ()) -> VisibleDevices:
-    if not value.strip():
-        return VisibleDevices(value, (), None, EMPTY)
-    accepted: list[str] = []
-    for token in value.split(","):
-        entry = token.strip()
-        if re.fullmatch(r"[+-]?[0-9]+", entry):
-            index = int(entry)
-            if index < 0:
-                return VisibleDevices(value, tuple(accepted), entry, NEGATIVE)
-            if gpu_count is not None and index >= gpu_count:
-                return VisibleDevices(value, tuple(accepted), entry, OUT_OF_RANGE)
-        elif entry.upper().startswith(("GPU-", "MIG-")) and len(entry) > 4:
-            if uuids and not any(u.lower().startswith(entry.lower()) for u in uuids):
-                return VisibleDevices(value, tuple(accepted), entry, UNKNOWN_UUID)
-        else:
-            return VisibleDevices(value, tuple(accepted), entry, MALFORMED)
-        accepted.append(entry)
-    return VisibleDevices(value, tuple(accepted))
-
-
-def visible_devices(ctx: Context) -> Optional[VisibleDevices]:
-    value = ctx.facts.env_var("CUDA_VISIBLE_DEVICES")
-    if value is None:
-        return None
-    nvml = ctx.facts.nvml
-    count = len(nvml.gpus) if nvml.status == OK and nvml.gpus else None
-    uuids = tuple(g.uuid for g in nvml.gpus if g.uuid)
-    return parse_visible_devices(value, count, uuids)
+def _stop(ctx: Context) -> tuple[Optional[str], Optional[str], tuple[str, ...], bool]:
+    """(where CUDA stopped, why, the entries it kept, whether no GPU is left) with the machine's
+    GPUs when NVML listed them, else from the value alone."""
+    seen = ctx.visible_devices
+    resolution = ctx.visibility
+    if resolution is not None:
+        kept = tuple(seen.texts[: resolution.count]) if not resolution.mig else seen.texts
+        return resolution.stopped_at, resolution.reason, kept, resolution.hides_all
+    return seen.stopped_at, seen.reason, seen.texts, seen.hides_all
 
 
 def hidden_by_environment(ctx: Context) -> Optional[str]:
     """The rule id that explains why CUDA sees no GPU at all, when CUDA_VISIBLE_DEVICES does."""
-    seen = visible_devices(ctx)
-    if seen is None or not seen.hides_all:
+    if visible_devices(ctx) is None:
         return None
-    return {EMPTY: "EC-ENV-003", NEGATIVE: "EC-ENV-003", MALFORMED: "EC-ENV-001"}.get(seen.reason, "EC-ENV-002")
+    _at, reason, kept, hides_all = _stop(ctx)
+    if not hides_all:
+        return None
+    if reason == cd.REPEATED:
+        return "EC-ENV-008"
+    if reason in (cd.EMPTY, cd.NEGATIVE) and not kept:
+        return "EC-ENV-003"
+    if reason in (cd.OUT_OF_RANGE, cd.UNKNOWN_UUID, cd.AMBIGUOUS_UUID):
+        return "EC-ENV-002"
+    return "EC-ENV-001"
 
 
 def _unset(ctx: Context, name: str):
-    return shell_command(ctx, f"unset {name}", f"Remove-Item Env:{name}")
+    return ctx.shell_command(f"unset {name}", f"Remove-Item Env:{name}")
 
 
-def _severity(ctx: Context, seen: VisibleDevices) -> Severity:
-    return Severity.ERROR if seen.hides_all and gpu_presence(ctx.facts) == PRESENT else Severity.WARNING
+def _severity(ctx: Context) -> Severity:
+    return Severity.ERROR if _stop(ctx)[3] and ctx.gpu_presence == PRESENT else Severity.WARNING
 
 
 def _gpu_list(ctx: Context) -> str:
@@ -87,44 +59,86 @@ def _gpu_list(ctx: Context) -> str:
     return ", ".join(f"{g.index}: {g.name or '?'}" for g in gpus) or "unknown"
 
 
+def _kept(kept: tuple[str, ...]) -> str:
+    if not kept:
+        return "no GPU is visible at all"
+    return f"only {', '.join(kept)} stay{'s' if len(kept) == 1 else ''} visible"
+
+
+def _visible_evidence(ctx: Context) -> tuple[tuple[str, str], ...]:
+    out = [("CUDA_VISIBLE_DEVICES", repr(ctx.visible_devices.raw)), ("GPUs (nvidia-smi numbering)", _gpu_list(ctx))]
+    resolution = ctx.visibility
+    if resolution is not None and resolution.order_guessed:
+        out.append(("CUDA_DEVICE_ORDER", f"{ctx.facts.env_var('CUDA_DEVICE_ORDER') or 'unset'}: CUDA numbers the most capable GPU first"))
+    return tuple(out)
+
+
+_STOPS = {
+    cd.MALFORMED: "is not a number",
+    cd.NEGATIVE: "is negative",
+    cd.MIXED: "is not a UUID (a UUID list takes no GPU numbers)",
+}
+
+
 @rule("EC-ENV-001", "CUDA_VISIBLE_DEVICES malformed", "warning", "environment")
 def visible_devices_malformed(ctx: Context) -> Iterator[Hit]:
+    """CUDA reads each entry like strtoul and stops at the first it cannot read: "0,abc,1" shows only
+    GPU 0, "0,1,-1,3" hides GPU 3, "1gpu2" means GPU 1."""
     seen = visible_devices(ctx)
-    if seen is None or seen.reason != MALFORMED:
+    if seen is None:
         return
-    shown = ",".join(seen.entries)
-    result = f"only GPU {shown} stays visible" if seen.entries else "no GPU is visible at all"
-    yield Hit(
-        title=f"CUDA_VISIBLE_DEVICES={seen.raw!r} is malformed: CUDA stops reading at {seen.stopped_at!r}, so {result}",
-        detail="CUDA expects comma-separated GPU indices (0,1) or UUIDs (GPU-...) and silently ignores everything from the first entry it cannot read.",
-        evidence=(("CUDA_VISIBLE_DEVICES", seen.raw), ("GPUs (nvidia-smi numbering)", _gpu_list(ctx))),
-        fix=Fix(
-            text="Write the indices separated by commas, without spaces or brackets, e.g. 0,1 (or unset the variable to use every GPU).",
-            commands=(shell_command(ctx, "export CUDA_VISIBLE_DEVICES=0,1", '$env:CUDA_VISIBLE_DEVICES = "0,1"'), _unset(ctx, "CUDA_VISIBLE_DEVICES")),
-            link=CUDA_ENV_DOCS,
-        ),
-        severity=_severity(ctx, seen),
+    at, reason, kept, _none_left = _stop(ctx)
+    first_is_negative = reason == cd.NEGATIVE and not kept
+    fix = Fix(
+        text="Write GPU numbers (as nvidia-smi lists them, with CUDA_DEVICE_ORDER=PCI_BUS_ID) or UUIDs separated by commas, nothing else; or unset the variable to use every GPU.",
+        commands=(ctx.shell_command("export CUDA_VISIBLE_DEVICES=0,1", '$env:CUDA_VISIBLE_DEVICES = "0,1"'), _unset(ctx, "CUDA_VISIBLE_DEVICES")),
+        url=CUDA_ENV_DOCS,
     )
+    if reason in _STOPS and not first_is_negative:
+        yield Hit(
+            title=f"CUDA_VISIBLE_DEVICES={seen.raw!r}: CUDA stops reading at {at!r}, which {_STOPS[reason]}, so {_kept(kept)}",
+            detail="CUDA silently ignores everything from the first entry it cannot read as a GPU number or UUID.",
+            evidence=_visible_evidence(ctx),
+            fix=fix,
+            severity=_severity(ctx),
+        )
+        return
+    loose = seen.loosely_read
+    if loose and reason is None:
+        meant = ", ".join(f"{e.text!r} as {e.ordinal}" for e in loose)
+        yield Hit(
+            title=f"CUDA_VISIBLE_DEVICES={seen.raw!r} is read loosely: CUDA takes {meant} and ignores the rest of the entry",
+            detail="Each entry is read like strtoul: the leading number counts and whatever follows it is dropped without a word.",
+            evidence=_visible_evidence(ctx),
+            fix=fix,
+            severity=Severity.WARNING,
+        )
 
 
 @rule("EC-ENV-002", "CUDA_VISIBLE_DEVICES out of range", "warning", "environment")
 def visible_devices_out_of_range(ctx: Context) -> Iterator[Hit]:
     seen = visible_devices(ctx)
-    if seen is None or seen.reason not in (OUT_OF_RANGE, UNKNOWN_UUID):
+    if seen is None:
         return
-    count = len(ctx.facts.nvml.gpus)
-    what = f"there are only {count} GPU{'s' if count != 1 else ''} (0-{count - 1})" if seen.reason == OUT_OF_RANGE else "no GPU has that UUID"
-    result = f"only {','.join(seen.entries)} stays visible" if seen.entries else "no GPU is visible at all"
+    at, reason, kept, _none_left = _stop(ctx)
+    if reason not in (cd.OUT_OF_RANGE, cd.UNKNOWN_UUID, cd.AMBIGUOUS_UUID):
+        return
+    count = len(ctx.cuda_gpus)
+    what = {
+        cd.OUT_OF_RANGE: f"there {'is' if count == 1 else 'are'} only {count} GPU{'s' if count != 1 else ''} (0-{count - 1})",
+        cd.UNKNOWN_UUID: "no GPU's UUID starts with it",
+        cd.AMBIGUOUS_UUID: "several GPUs' UUIDs start with it",
+    }[reason]
     yield Hit(
-        title=f"CUDA_VISIBLE_DEVICES={seen.raw!r} names {seen.stopped_at}, but {what}: {result}",
-        detail="CUDA stops reading the list at the first GPU that does not exist, silently.",
-        evidence=(("CUDA_VISIBLE_DEVICES", seen.raw), ("GPUs (nvidia-smi numbering)", _gpu_list(ctx))),
+        title=f"CUDA_VISIBLE_DEVICES={seen.raw!r} names {at}, but {what}: {_kept(kept)}",
+        detail="CUDA stops reading the list at the first GPU that does not exist (or that a UUID prefix does not pin down), silently.",
+        evidence=_visible_evidence(ctx),
         fix=Fix(
-            text=f"Name GPUs that exist (0 to {count - 1}, as nvidia-smi lists them), or unset the variable.",
-            commands=(_unset(ctx, "CUDA_VISIBLE_DEVICES"), shell_command(ctx, "nvidia-smi -L")),
-            link=CUDA_ENV_DOCS,
+            text=f"Name GPUs that exist (0 to {count - 1}, as nvidia-smi -L lists them) or a unique UUID prefix, or unset the variable.",
+            commands=(_unset(ctx, "CUDA_VISIBLE_DEVICES"), ctx.shell_command("nvidia-smi -L")),
+            url=CUDA_ENV_DOCS,
         ),
-        severity=_severity(ctx, seen),
+        severity=_severity(ctx),
     )
 
 
@@ -132,17 +146,17 @@ def visible_devices_out_of_range(ctx: Context) -> Iterator[Hit]:
 def visible_devices_hide_all(ctx: Context) -> Iterator[Hit]:
     """Often set on purpose to force the CPU, and then forgotten in a shell profile or a notebook."""
     seen = visible_devices(ctx)
-    if seen is None or seen.reason not in (EMPTY, NEGATIVE) or seen.entries:
+    if seen is None or seen.reason not in (cd.EMPTY, cd.NEGATIVE) or seen.entries:
         return
-    present = gpu_presence(ctx.facts) == PRESENT
+    present = ctx.gpu_presence == PRESENT
     yield Hit(
         title=f"CUDA_VISIBLE_DEVICES={seen.raw!r} hides every GPU" + ("" if present else " (there is none here anyway)"),
-        detail="With this value CUDA reports no device, so TensorFlow runs on the CPU. Fine if on purpose (the CPU path sets it); otherwise remove it.",
-        evidence=(("CUDA_VISIBLE_DEVICES", seen.raw),),
+        detail="With this value CUDA reports no device, so TensorFlow runs on the CPU. Fine if on purpose; otherwise remove it.",
+        evidence=(("CUDA_VISIBLE_DEVICES", repr(seen.raw)),),
         fix=Fix(
             text="If you want the GPU, remove the variable (check shell profiles, .env files and notebook cells that set it).",
             commands=(_unset(ctx, "CUDA_VISIBLE_DEVICES"),),
-            link=CUDA_ENV_DOCS,
+            url=CUDA_ENV_DOCS,
         ),
         severity=None if present else Severity.INFO,
     )
@@ -161,8 +175,8 @@ def device_order_unset(ctx: Context) -> Iterator[Hit]:
         evidence=(("CUDA_DEVICE_ORDER", order or "unset"), ("GPUs (nvidia-smi numbering)", _gpu_list(ctx))),
         fix=Fix(
             text="Number GPUs the way nvidia-smi does (set it in the shell profile, or before importing TensorFlow).",
-            commands=(shell_command(ctx, "export CUDA_DEVICE_ORDER=PCI_BUS_ID", '$env:CUDA_DEVICE_ORDER = "PCI_BUS_ID"'),),
-            link=CUDA_ENV_DOCS,
+            commands=(ctx.shell_command("export CUDA_DEVICE_ORDER=PCI_BUS_ID", '$env:CUDA_DEVICE_ORDER = "PCI_BUS_ID"'),),
+            url=CUDA_ENV_DOCS,
         ),
     )
 
@@ -187,7 +201,7 @@ def gpu_memory_taken(ctx: Context) -> Iterator[Hit]:
             + tuple((f"process {p.pid}", f"{p.name or '?'}: {p.used_memory_mb} MiB") for p in gpu.processes),
             fix=Fix(
                 text="Stop the other process, choose another GPU with CUDA_VISIBLE_DEVICES, or let TensorFlow grow its memory instead of reserving it all.",
-                commands=(shell_command(ctx, "nvidia-smi"), shell_command(ctx, "export TF_FORCE_GPU_ALLOW_GROWTH=true", '$env:TF_FORCE_GPU_ALLOW_GROWTH = "true"')),
+                commands=(ctx.shell_command("nvidia-smi"), ctx.shell_command("export TF_FORCE_GPU_ALLOW_GROWTH=true", '$env:TF_FORCE_GPU_ALLOW_GROWTH = "true"')),
             ),
         )
 
@@ -204,7 +218,7 @@ def allow_growth_value(ctx: Context) -> Iterator[Hit]:
         evidence=(("TF_FORCE_GPU_ALLOW_GROWTH", value),),
         fix=Fix(
             text="Use the lower-case word.",
-            commands=(shell_command(ctx, "export TF_FORCE_GPU_ALLOW_GROWTH=true", '$env:TF_FORCE_GPU_ALLOW_GROWTH = "true"'),),
+            commands=(ctx.shell_command("export TF_FORCE_GPU_ALLOW_GROWTH=true", '$env:TF_FORCE_GPU_ALLOW_GROWTH = "true"'),),
         ),
     )
 
@@ -220,4 +234,27 @@ def log_level_hides(ctx: Context) -> Iterator[Hit]:
         detail="Handy once everything works; while the GPU is not used it hides the reason.",
         evidence=(("TF_CPP_MIN_LOG_LEVEL", value),),
         fix=Fix(text="Unset it while you debug the GPU setup.", commands=(_unset(ctx, "TF_CPP_MIN_LOG_LEVEL"),)),
+    )
+
+
+@rule("EC-ENV-008", "CUDA_VISIBLE_DEVICES names a GPU twice (CUDA then shows none)", "error", "environment")
+def visible_devices_repeated(ctx: Context) -> Iterator[Hit]:
+    """A repeated number or UUID makes CUDA's device list empty, not shorter."""
+    seen = visible_devices(ctx)
+    if seen is None:
+        return
+    at, reason, _kept_entries, _none_left = _stop(ctx)
+    if reason != cd.REPEATED:
+        return
+    present = ctx.gpu_presence == PRESENT
+    yield Hit(
+        title=f"CUDA_VISIBLE_DEVICES={seen.raw!r} names {at} twice: CUDA then shows no GPU at all",
+        detail="Naming the same GPU twice (by number or by UUID) does not give it twice; CUDA's device list comes out empty.",
+        evidence=_visible_evidence(ctx),
+        fix=Fix(
+            text="Name each GPU once, or unset the variable to use every GPU.",
+            commands=(_unset(ctx, "CUDA_VISIBLE_DEVICES"), ctx.shell_command("nvidia-smi -L")),
+            url=CUDA_ENV_DOCS,
+        ),
+        severity=None if present else Severity.INFO,
     )

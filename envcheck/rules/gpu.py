@@ -5,15 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from envcheck.findings import Fix
-from envcheck.rules.common import (
-    ABSENT,
-    counted,
-    driver_minimums,
-    gpu_presence,
-    pci_product_name,
-    shell_command,
-    tf_build,
-)
+from envcheck.machine import ABSENT, counted, pci_product_name
 from envcheck.rules.engine import Context, Hit, rule
 
 NVIDIA_DRIVER_PAGE = "https://www.nvidia.com/Download/index.aspx"
@@ -23,7 +15,7 @@ NVIDIA_DRIVER_PAGE = "https://www.nvidia.com/Download/index.aspx"
 def no_nvidia_gpu(ctx: Context) -> Iterator[Hit]:
     """The probes that can see a GPU without a driver (the PCI bus) or with one (NVML) saw none."""
     facts = ctx.facts
-    if ctx.os == "macos" or gpu_presence(facts) != ABSENT:
+    if ctx.os == "macos" or ctx.gpu_presence != ABSENT:
         return
     looked = []
     if facts.pci.status != "skipped":
@@ -42,7 +34,7 @@ def no_nvidia_gpu(ctx: Context) -> Iterator[Hit]:
                 "container (docker run --gpus all, with the NVIDIA Container Toolkit) or the VM "
                 "(PCI passthrough). Until then TensorFlow runs on the CPU (see the CPU path)."
             ),
-            link="https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html",
+            url="https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html",
         ),
     )
 
@@ -84,12 +76,10 @@ def gpu_other_driver(ctx: Context) -> Iterator[Hit]:
                 "Replace nouveau by the NVIDIA driver: install the driver (its installer blacklists "
                 "nouveau), then reboot",
                 after_install=(
-                    shell_command(
-                        ctx,
-                        "printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | "
+                    ctx.shell_command("printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | "
                         "sudo tee /etc/modprobe.d/blacklist-nouveau.conf && sudo update-initramfs -u",
                     ),
-                    shell_command(ctx, "sudo reboot"),
+                    ctx.shell_command("sudo reboot"),
                 ),
             )
             detail = "The open-source nouveau driver drives the card; CUDA only works with NVIDIA's driver."
@@ -100,7 +90,7 @@ def gpu_other_driver(ctx: Context) -> Iterator[Hit]:
                     "inside that VM, or remove its id from the vfio-pci configuration "
                     "(vfio-pci.ids= on the kernel command line or /etc/modprobe.d) and reboot."
                 ),
-                commands=(shell_command(ctx, "grep -r vfio /etc/modprobe.d /proc/cmdline"),),
+                commands=(ctx.shell_command("grep -r vfio /etc/modprobe.d /proc/cmdline"),),
             )
             detail = "vfio-pci holds the card so that a virtual machine can use it; the host cannot."
         else:
@@ -111,8 +101,9 @@ def gpu_other_driver(ctx: Context) -> Iterator[Hit]:
 
 def install_driver_fix(ctx: Context, what: str, after_install=()) -> Fix:
     """Install a driver new enough for the CUDA that the installed TF needs, on this platform."""
-    build = tf_build(ctx)
-    minimum = driver_minimums(ctx, build.cuda)[0] if build is not None and build.cuda is not None else None
+    build = ctx.tf_build
+    need = ctx.driver_requirement(build.cuda) if build is not None and build.cuda is not None else None
+    minimum = need.minimum if need is not None else None
     need = f" (version {minimum} or newer, for CUDA {build.cuda})" if minimum and build else ""
     commands = []
     if ctx.os == "wsl":
@@ -123,11 +114,11 @@ def install_driver_fix(ctx: Context, what: str, after_install=()) -> Fix:
         distro = (ctx.facts.platform.distro or "").lower()
         text = f"{what}{need}, then reboot."
         if "ubuntu" in distro or "mint" in distro:
-            commands.append(shell_command(ctx, "sudo ubuntu-drivers install"))
+            commands.append(ctx.shell_command("sudo ubuntu-drivers install"))
         elif "debian" in distro:
-            commands.append(shell_command(ctx, "sudo apt install nvidia-driver"))
+            commands.append(ctx.shell_command("sudo apt install nvidia-driver"))
         elif "fedora" in distro:
-            commands.append(shell_command(ctx, "sudo dnf install akmod-nvidia"))
+            commands.append(ctx.shell_command("sudo dnf install akmod-nvidia"))
     commands.extend(after_install)
-    commands.append(shell_command(ctx, "nvidia-smi"))
-    return Fix(text=text, commands=tuple(commands), link=NVIDIA_DRIVER_PAGE)
+    commands.append(ctx.shell_command("nvidia-smi"))
+    return Fix(text=text, commands=tuple(commands), url=NVIDIA_DRIVER_PAGE)

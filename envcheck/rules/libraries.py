@@ -10,20 +10,9 @@ from __future__ import annotations
 from typing import Iterator
 
 from envcheck.findings import Fix, Severity
-from envcheck.rules.common import (
-    ABSENT,
-    basename,
-    gpu_presence,
-    is_cuda_tf,
-    matrix_evidence,
-    minor,
-    parse_version,
-    pip_command,
-    tf_build,
-    tf_cuda,
-    tf_name,
-    tf_used_gpu,
-)
+from envcheck.machine import ABSENT, minor, parse_version
+from envcheck.matrix.libraries import basename
+from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.engine import Context, Hit, rule
 from envcheck.rules.library_fixes import add_to_loader_path, check_command, cuda_fix, cudnn_fix, search_where, tf_pip_reinstall
 from envcheck.rules.library_state import (
@@ -46,7 +35,7 @@ from envcheck.rules.library_state import (
 from envcheck.rules.pip_cuda import cuda_pins
 
 def _evidence(ctx: Context, names: list[Needed]) -> tuple[tuple[str, str], ...]:
-    build = tf_build(ctx)
+    build = ctx.tf_build
     out = [matrix_evidence(ctx, build), ("searched", search_where(ctx))]
     for n in names:
         found = ", ".join(f"{c.path} ({'loads' if c.loads else 'fails to load' if c.loads is False else 'not load-tested'}{'' if c.on_loader_path else ', off the loader path'})" for c in n.copies)
@@ -73,14 +62,14 @@ def cuda_runtime_missing(ctx: Context) -> Iterator[Hit]:
     gone = missing(ctx, CUDA_RUNTIME)
     if not gone:
         return
-    build = tf_build(ctx)
-    cuda = tf_cuda(ctx) or str(build.cuda)
+    build = ctx.tf_build
+    cuda = ctx.tf_cuda or str(build.cuda)
     n = gone[0]
     yield Hit(
-        title=f"{n.name} (CUDA {minor(cuda)} runtime) {_state(n)}: {tf_name(ctx)} loads it"
+        title=f"{n.name} (CUDA {minor(cuda)} runtime) {_state(n)}: {ctx.tf_name} loads it"
         + ("" if tf_pip_reinstall(ctx) is not None else f"; install CUDA {minor(cuda)}"),
         detail=(
-            f"{tf_name(ctx)} was built with CUDA {minor(cuda)} and asks the loader for {n.name} by "
+            f"{ctx.tf_name} was built with CUDA {minor(cuda)} and asks the loader for {n.name} by "
             "name; no other CUDA version's runtime satisfies it."
         ),
         evidence=_evidence(ctx, gone),
@@ -91,14 +80,14 @@ def cuda_runtime_missing(ctx: Context) -> Iterator[Hit]:
 @rule("EC-LIB-002", "cuDNN library that TensorFlow loads is missing", "error", "libraries")
 def cudnn_missing(ctx: Context) -> Iterator[Hit]:
     """Missing, or older than the build's cuDNN: cuDNN must match the major and not be older."""
-    build = tf_build(ctx)
+    build = ctx.tf_build
     gone = missing(ctx, CUDNN)
     if gone:
         n = gone[0]
         yield Hit(
-            title=f"{n.name} (cuDNN {build.cudnn}) {_state(n)}: {tf_name(ctx)} loads it",
+            title=f"{n.name} (cuDNN {build.cudnn}) {_state(n)}: {ctx.tf_name} loads it",
             detail=(
-                f"{tf_name(ctx)} was built with cuDNN {build.cudnn}; without it convolutions "
+                f"{ctx.tf_name} was built with cuDNN {build.cudnn}; without it convolutions "
                 "(and with older releases TF's import) fail."
             ),
             evidence=_evidence(ctx, gone),
@@ -118,7 +107,7 @@ def cudnn_missing(ctx: Context) -> Iterator[Hit]:
         if any(not unusable(c, n.family, build) for c in n.copies if c.on_loader_path and not same_file(c, n.winner)):
             continue  # a good copy later on the path: EC-LIB-004 says how to reach it
         yield Hit(
-            title=f"cuDNN {have} ({n.winner.path}) is older than the cuDNN {build.cudnn} {tf_name(ctx)} was built with",
+            title=f"cuDNN {have} ({n.winner.path}) is older than the cuDNN {build.cudnn} {ctx.tf_name} was built with",
             detail="cuDNN must have the build's major version and an equal or newer minor version; TF refuses an older one at the first convolution.",
             evidence=_evidence(ctx, [n]),
             fix=cudnn_fix(ctx, [n]),
@@ -129,15 +118,15 @@ def _cudnn_of_other_cuda(ctx: Context, n: Needed) -> Iterator[Hit]:
     """cuDNN is built per CUDA release under one file name (cudnn64_7.dll); a copy that sits only in
     another CUDA version's folder is that version's build, the setup guides' "copy cuDNN into the
     CUDA folder" step done for the old CUDA."""
-    cuda = tf_cuda(ctx)
+    cuda = ctx.tf_cuda
     reachable = [c for c in n.copies if c.on_loader_path]
     homes = [toolkit_of(ctx, c) for c in reachable]
     if not reachable or any(home is None or toolkit_fits(ctx, home.version, cuda) for home in homes):
         return
-    build = tf_build(ctx)
+    build = ctx.tf_build
     other = homes[0]
     yield Hit(
-        title=f"{n.name} is only in the CUDA {other.version} folder: that is the cuDNN for CUDA {other.version}; {tf_name(ctx)} needs cuDNN {build.cudnn} for CUDA {minor(cuda)}",
+        title=f"{n.name} is only in the CUDA {other.version} folder: that is the cuDNN for CUDA {other.version}; {ctx.tf_name} needs cuDNN {build.cudnn} for CUDA {minor(cuda)}",
         detail="NVIDIA builds cuDNN separately for each CUDA release under the same file name; the copy in an old CUDA folder belongs to that CUDA.",
         evidence=tuple((c.path, f"in {home.path} (CUDA {home.version})") for c, home in zip(reachable, homes)) + (matrix_evidence(ctx, build),),
         fix=cudnn_fix(ctx, [n]),
@@ -147,16 +136,16 @@ def _cudnn_of_other_cuda(ctx: Context, n: Needed) -> Iterator[Hit]:
 @rule("EC-LIB-003", "A CUDA/cuDNN library of the wrong version is installed instead", "error", "libraries")
 def wrong_version_installed(ctx: Context) -> Iterator[Hit]:
     """The classic: CUDA 9.0 installed, TF 1.13 wants 10.0 (cudart64_90.dll is no cudart64_100.dll)."""
-    build = tf_build(ctx)
+    build = ctx.tf_build
     for families, cause in ((CUDA_RUNTIME, "EC-LIB-001"), (CUDNN, "EC-LIB-002")):
         for n in missing(ctx, families):
             others = other_versions(ctx, n.family, n.name)
             if not others:
                 continue
             listed = ", ".join(f"{basename(c.path)} ({copy_version(c)})" for c in others[:4])
-            wanted = f"CUDA {minor(tf_cuda(ctx) or build.cuda)}" if n.family == "cudart" else f"cuDNN {build.cudnn}"
+            wanted = f"CUDA {minor(ctx.tf_cuda or build.cuda)}" if n.family == "cudart" else f"cuDNN {build.cudnn}"
             yield Hit(
-                title=f"{FAMILY_TITLES.get(n.family, n.family)} of another version is installed ({listed}); {tf_name(ctx)} needs {n.name} ({wanted})",
+                title=f"{FAMILY_TITLES.get(n.family, n.family)} of another version is installed ({listed}); {ctx.tf_name} needs {n.name} ({wanted})",
                 detail="Each TensorFlow release loads the exact library version it was built with; other versions are ignored.",
                 evidence=tuple((c.path, copy_version(c)) for c in others) + (matrix_evidence(ctx, build),),
                 fix=Fix(text=f"Install {wanted} beside the version you have (see the fix above); the other version can stay."),
@@ -169,7 +158,7 @@ def shadowing_copy(ctx: Context) -> Iterator[Hit]:
     """The loader takes the first copy it finds; an older or broken one earlier on the path wins."""
     if not libraries_apply(ctx):
         return
-    build = tf_build(ctx)
+    build = ctx.tf_build
     for n in needed(ctx, CUDA_RUNTIME + CUDNN + MATH):
         if n.winner is None:
             continue
@@ -208,7 +197,7 @@ def shadowing_copy(ctx: Context) -> Iterator[Hit]:
 def toolkit_other_version(ctx: Context) -> Iterator[Hit]:
     """Installing "a" CUDA is not enough: TF uses the one it was built with (this machine: 13 vs 12.5)."""
     toolkits = [t for t in ctx.facts.libraries.toolkits if t.version]
-    cuda = tf_cuda(ctx)
+    cuda = ctx.tf_cuda
     want = parse_version(cuda)
     if not toolkits or want is None:
         return
@@ -218,9 +207,9 @@ def toolkit_other_version(ctx: Context) -> Iterator[Hit]:
     served_elsewhere = not runtime_missing and bool(needed(ctx, CUDA_RUNTIME)) and libraries_apply(ctx)
     listed = ", ".join(f"CUDA {t.version} at {t.path}" for t in toolkits)
     severity = Severity.WARNING
-    if gpu_presence(ctx.facts) == ABSENT or served_elsewhere or tf_used_gpu(ctx.facts):
+    if ctx.gpu_presence == ABSENT or served_elsewhere or ctx.tf_used_gpu:
         severity = Severity.INFO
-    build = tf_build(ctx)
+    build = ctx.tf_build
     yield Hit(
         title=f"{listed} is installed, but this TensorFlow was built for CUDA {minor(cuda)}",
         detail=(
@@ -253,7 +242,7 @@ def pip_wheels_not_loadable(ctx: Context) -> Iterator[Hit]:
             + tuple((c.path, c.load_error or "not loadable") for c in broken),
             fix=Fix(
                 text=f"Reinstall {dist.name}.",
-                commands=(pip_command(ctx, "install", "--force-reinstall", "--no-deps", f"{dist.name}=={dist.version}"),),
+                commands=(ctx.pip_command("install", "--force-reinstall", "--no-deps", f"{dist.name}=={dist.version}"),),
             ),
             severity=Severity.ERROR if blocks else Severity.WARNING,
         )
@@ -264,7 +253,7 @@ def pip_wheels_outside_pins(ctx: Context) -> Iterator[Hit]:
     """``tensorflow[and-cuda]`` pins its CUDA wheels; another version (or CUDA major) may not load."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-    if is_cuda_tf(ctx) is not True:
+    if ctx.is_cuda_tf is not True:
         return
     pins = cuda_pins(ctx)
     if not pins:
@@ -283,7 +272,7 @@ def pip_wheels_outside_pins(ctx: Context) -> Iterator[Hit]:
         bad.append((dist, spec))
     if not bad:
         return
-    build = tf_build(ctx)
+    build = ctx.tf_build
     listed = ", ".join(f"{d.name} {d.version} (needs {spec})" for d, spec in bad)
     yield Hit(
         title=f"CUDA wheels outside TensorFlow's pins: {listed}",
@@ -292,7 +281,7 @@ def pip_wheels_outside_pins(ctx: Context) -> Iterator[Hit]:
         + ((matrix_evidence(ctx, build),) if build is not None else ()),
         fix=Fix(
             text="Install the pinned versions.",
-            commands=(pip_command(ctx, "install", *(f"{d.name}{spec}" for d, spec in bad)),),
+            commands=(ctx.pip_command("install", *(f"{d.name}{spec}" for d, spec in bad)),),
         ),
     )
 
@@ -305,7 +294,7 @@ def math_library_missing(ctx: Context) -> Iterator[Hit]:
         return
     files = ", ".join(n.name for n in gone)
     yield Hit(
-        title=f"CUDA libraries {tf_name(ctx)} loads are missing: {files}",
+        title=f"CUDA libraries {ctx.tf_name} loads are missing: {files}",
         detail="They come with the CUDA release TF was built with; TF lists no GPU while any is missing.",
         evidence=_evidence(ctx, gone),
         fix=cuda_fix(ctx, gone),

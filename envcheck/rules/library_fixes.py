@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from envcheck.findings import Command, Fix
-from envcheck.rules.common import installed_tf, minor, pip_command, shell_command, tf_build, tf_cuda, tf_name
+from envcheck.findings import Fix
+from envcheck.shell import Command
+from envcheck.machine import minor
 from envcheck.rules.engine import Context
 from envcheck.rules.library_state import CUDA_RUNTIME, MATH, Needed, missing
 from envcheck.rules.pip_cuda import cuda_pins
@@ -22,32 +23,30 @@ def cuda_dir(ctx: Context, cuda: object) -> str:
 
 
 def add_to_loader_path(ctx: Context, directory: str) -> Command:
-    return shell_command(
-        ctx,
-        f"export LD_LIBRARY_PATH={directory}" + "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}",
+    return ctx.shell_command(f"export LD_LIBRARY_PATH={directory}" + "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}",
         f'$env:Path = "{directory};" + $env:Path',
     )
 
 
 def check_command(ctx: Context, name: str) -> Command:
-    return shell_command(ctx, f"ldconfig -p | grep {name}", f"where.exe {name}")
+    return ctx.shell_command(f"ldconfig -p | grep {name}", f"where.exe {name}")
 
 
 def tf_pip_reinstall(ctx: Context) -> Optional[Command]:
     """``pip install tensorflow[and-cuda]==X``: the pip wheels carry every CUDA library TF loads."""
-    build = tf_build(ctx)
+    build = ctx.tf_build
     if build is None or build.pip_cuda is None or ctx.build_os != "linux":
         return None
-    tf = installed_tf(ctx)
+    tf = ctx.installed_tf
     version = tf.version if tf is not None else f"{minor(build.tf)}.*"
     dist = "tensorflow" if tf is None or tf.distribution in ("tensorflow-gpu", "tensorflow-cpu") else tf.distribution
-    return pip_command(ctx, "install", f"{dist}[{build.pip_cuda.extra}]=={version}")
+    return ctx.pip_command("install", f"{dist}[{build.pip_cuda.extra}]=={version}")
 
 
 def cuda_fix(ctx: Context, names: list[Needed]) -> Fix:
     """Install the CUDA release TF was built with (or its pip wheels), and make its folder reachable."""
-    build = tf_build(ctx)
-    cuda = tf_cuda(ctx) or str(build.cuda)
+    build = ctx.tf_build
+    cuda = ctx.tf_cuda or str(build.cuda)
     release = ctx.matrix.cuda(minor(cuda)) if cuda else None
     link = release.download_url if release is not None else None
     files = ", ".join(n.name for n in names)
@@ -57,7 +56,7 @@ def cuda_fix(ctx: Context, names: list[Needed]) -> Fix:
         return Fix(
             text=f"{files} is in {directory}, where the loader does not look: add that folder to {'PATH' if ctx.os == 'windows' else 'LD_LIBRARY_PATH'} (for good: in your shell profile).",
             commands=(add_to_loader_path(ctx, directory), check_command(ctx, names[0].name)),
-            link=link,
+            url=link,
         )
     pip_step = tf_pip_reinstall(ctx)
     if pip_step is not None:
@@ -67,24 +66,24 @@ def cuda_fix(ctx: Context, names: list[Needed]) -> Fix:
                 f"toolkit needed): reinstall TensorFlow with its [{build.pip_cuda.extra}] extra."
             ),
             commands=(pip_step,),
-            link=link,
+            url=link,
         )
     directory = cuda_dir(ctx, cuda)
     bin_dir = directory + ("\\bin" if ctx.os == "windows" else "/lib64")
     return Fix(
         text=(
-            f"Install CUDA {minor(cuda)} ({tf_name(ctx)} was built against it and loads {files}) "
+            f"Install CUDA {minor(cuda)} ({ctx.tf_name} was built against it and loads {files}) "
             f"from its download page, then make sure {bin_dir} is on {'PATH' if ctx.os == 'windows' else 'LD_LIBRARY_PATH'} "
             "and open a new terminal. Other CUDA versions can stay installed beside it."
         ),
         commands=(add_to_loader_path(ctx, bin_dir), check_command(ctx, names[0].name)),
-        link=link,
+        url=link,
     )
 
 
 def cudnn_fix(ctx: Context, names: list[Needed]) -> Fix:
-    build = tf_build(ctx)
-    cuda = tf_cuda(ctx) or str(build.cuda)
+    build = ctx.tf_build
+    cuda = ctx.tf_cuda or str(build.cuda)
     version = build.cudnn
     release = ctx.matrix.cudnn(version) if version is not None else None
     link = release.download_url if release is not None else None
@@ -94,7 +93,7 @@ def cudnn_fix(ctx: Context, names: list[Needed]) -> Fix:
         return Fix(
             text=f"{files} is in {off_path[0].directory}, where the loader does not look: add that folder to the search path.",
             commands=(add_to_loader_path(ctx, off_path[0].directory), check_command(ctx, names[0].name)),
-            link=link,
+            url=link,
         )
     if tf_pip_reinstall(ctx) is not None and missing(ctx, CUDA_RUNTIME + MATH):
         return cuda_fix(ctx, names)  # one reinstall with the CUDA extra brings cuDNN along with the rest
@@ -102,9 +101,9 @@ def cudnn_fix(ctx: Context, names: list[Needed]) -> Fix:
     pinned = [f"{name}{spec}" for name, spec in sorted(pins.items()) if name.startswith("nvidia-cudnn")]
     if pinned and ctx.build_os == "linux":
         return Fix(
-            text=f"Install the cuDNN {version} wheel that {tf_name(ctx)} pins.",
-            commands=(pip_command(ctx, "install", *pinned),),
-            link=link,
+            text=f"Install the cuDNN {version} wheel that {ctx.tf_name} pins.",
+            commands=(ctx.pip_command("install", *pinned),),
+            url=link,
         )
     directory = cuda_dir(ctx, cuda)
     if ctx.os == "windows":
@@ -130,5 +129,5 @@ def cudnn_fix(ctx: Context, names: list[Needed]) -> Fix:
             f"needed), unzip it and {where}."
         ),
         commands=commands,
-        link=link,
+        url=link,
     )

@@ -7,20 +7,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from envcheck.facts import ERROR, SKIPPED, LibraryCopy
-from envcheck.rules.common import (
-    ABSENT,
-    basename,
-    copies_named,
-    gpu_presence,
-    is_cuda_tf,
-    library_family,
-    mapped_into_tf,
-    memo,
-    parse_version,
-    tf_build,
-    tf_used_gpu,
-    winner_for,
-)
+from envcheck.machine import ABSENT, parse_version
+from envcheck.matrix.libraries import basename, library_family
 from envcheck.rules.engine import Context
 from envcheck.rules.pip_cuda import installed_cuda_wheels
 
@@ -62,23 +50,23 @@ def libraries_apply(ctx: Context) -> bool:
     a library probe that ran, and unless TF already ran an op on the GPU (then they were found)."""
     facts = ctx.facts
     return (
-        is_cuda_tf(ctx) is True
-        and tf_build(ctx) is not None
-        and gpu_presence(facts) != ABSENT
+        ctx.is_cuda_tf is True
+        and ctx.tf_build is not None
+        and ctx.gpu_presence != ABSENT
         and facts.libraries.status not in (SKIPPED, ERROR)
-        and not tf_used_gpu(facts)
+        and not ctx.tf_used_gpu
     )
 
 
 def needed(ctx: Context, families: tuple[str, ...]) -> list[Needed]:
     def compute() -> list[Needed]:
-        build = tf_build(ctx)
+        build = ctx.tf_build
         return [
-            Needed(name, library_family(name), winner_for(ctx, name), tuple(copies_named(ctx, name)))
+            Needed(name, library_family(name), ctx.winner_for(name), tuple(ctx.copies_named(name)))
             for name in (build.libraries if build is not None else ())
         ]
 
-    return [n for n in memo(ctx, "needed_libraries", compute) if n.family in families]
+    return [n for n in ctx.memo("needed_libraries", compute) if n.family in families]
 
 
 def all_needed(ctx: Context) -> list[Needed]:
@@ -91,7 +79,7 @@ def missing(ctx: Context, families: tuple[str, ...]) -> list[Needed]:
     return [
         n
         for n in needed(ctx, families)
-        if not n.usable and not mapped_into_tf(ctx, n.name) and n.family not in broken_wheel_families(ctx)
+        if not n.usable and not ctx.mapped_into_tf(n.name) and n.family not in broken_wheel_families(ctx)
     ]
 
 
@@ -115,7 +103,7 @@ def broken_wheels(ctx: Context) -> list[tuple]:
                 out.append((dist, family, broken))
         return out
 
-    return memo(ctx, "broken_wheels", compute)
+    return ctx.memo("broken_wheels", compute)
 
 
 def other_versions(ctx: Context, family: str, name: str) -> list[LibraryCopy]:

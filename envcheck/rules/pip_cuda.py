@@ -6,7 +6,6 @@ import re
 from typing import TYPE_CHECKING
 
 from envcheck.facts import Distribution, Facts
-from envcheck.rules.common import installed_tf, memo, tf_build
 
 if TYPE_CHECKING:  # pragma: no cover
     from envcheck.rules.engine import Context
@@ -37,15 +36,15 @@ def installed_cuda_wheels(facts: Facts) -> list[tuple[Distribution, str]]:
 def cuda_pins(ctx: "Context") -> dict[str, str]:
     """Wheel name -> version specifier TF's CUDA extra asks for: from the installed TF's own
     metadata when the probe recorded it (a fact of this install), else from the matrix row."""
-    return memo(ctx, "cuda_pins", lambda: _cuda_pins(ctx))
+    return ctx.memo("cuda_pins", lambda: _cuda_pins(ctx))
 
 
 def _cuda_pins(ctx: "Context") -> dict[str, str]:
     from packaging.requirements import InvalidRequirement, Requirement
 
-    build = tf_build(ctx)
+    build = ctx.tf_build
     extra = build.pip_cuda.extra if build is not None and build.pip_cuda is not None else "and-cuda"
-    tf = installed_tf(ctx)
+    tf = ctx.installed_tf
     dist = ctx.facts.distribution(tf.distribution) if tf is not None else None
     pins: dict[str, str] = {}
     for text in dist.requires if dist is not None else ():

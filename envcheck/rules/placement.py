@@ -6,21 +6,13 @@ import re
 from typing import Iterator
 
 from envcheck.facts import OK
-from envcheck.findings import Command, Fix
-from envcheck.rules.common import (
-    PRESENT,
-    gpu_count_tf,
-    gpu_presence,
-    is_cuda_tf,
-    python_line,
-    shell_command,
-    short_device,
-    tf_build,
-)
+from envcheck.findings import Fix
+from envcheck.shell import Command
+from envcheck.machine import PRESENT, short_device
 from envcheck.rules.tensorflow import first_sentence
 from envcheck.rules.compute import build_architectures, gpu_capabilities, support
 from envcheck.rules.engine import Context, Hit, rule
-from envcheck.rules.environment import hidden_by_environment, visible_devices
+from envcheck.rules.environment import hidden_by_environment
 
 # Lines of TF's log that say why a GPU was not used; the probe keeps them, the rules show them.
 _WHY = ("Could not load dynamic library", "Cannot dlopen", "cuInit", "CUDA_ERROR", "Ignoring visible gpu", "cudnn", "CUDNN", "driver version", "Skipping registering GPU")
@@ -44,10 +36,8 @@ def _explain_fix(ctx: Context, text: str) -> Fix:
     return Fix(
         text=text + " Paste TensorFlow's log into `envcheck explain` for the fix of each message.",
         commands=(
-            shell_command(
-                ctx,
-                f"TF_CPP_MIN_LOG_LEVEL=0 {python_line(ctx, _LIST_GPUS)} 2>&1 | envcheck explain -",
-                f"$env:TF_CPP_MIN_LOG_LEVEL = '0'; {python_line(ctx, _LIST_GPUS)} 2>&1 | envcheck explain -",
+            ctx.shell_command(f"TF_CPP_MIN_LOG_LEVEL=0 {ctx.python_line(_LIST_GPUS)} 2>&1 | envcheck explain -",
+                f"$env:TF_CPP_MIN_LOG_LEVEL = '0'; {ctx.python_line(_LIST_GPUS)} 2>&1 | envcheck explain -",
             ),
         ),
     )
@@ -57,7 +47,7 @@ def _explain_fix(ctx: Context, text: str) -> Fix:
 def tf_lists_no_gpu(ctx: Context) -> Iterator[Hit]:
     facts = ctx.facts
     tf = facts.tensorflow
-    if tf.status != OK or is_cuda_tf(ctx) is not True or gpu_count_tf(facts) > 0 or gpu_presence(facts) != PRESENT:
+    if tf.status != OK or ctx.is_cuda_tf is not True or ctx.tf_gpu_count > 0 or ctx.gpu_presence != PRESENT:
         return
     why = _why_lines(ctx)
     yield Hit(
@@ -102,7 +92,7 @@ def conv_failed(ctx: Context) -> Iterator[Hit]:
         conv = next((c for c in placement if c.op == "conv2d" and c.requested == p.requested), None)
         if conv is None or conv.ok:
             continue
-        build = tf_build(ctx)
+        build = ctx.tf_build
         cudnn = ctx.facts.tensorflow.cudnn_version or (str(build.cudnn) if build is not None and build.cudnn else None)
         release = ctx.matrix.cudnn(cudnn) if cudnn and "." in cudnn else None
         error = conv.error or "wrong result"
@@ -110,23 +100,23 @@ def conv_failed(ctx: Context) -> Iterator[Hit]:
         commands: tuple[Command, ...] = ()
         if "CUDNN_STATUS_INTERNAL_ERROR" in error or "convolution algorithm" in error or "out of memory" in error.lower():
             text += " If it is installed, TensorFlow may have run out of GPU memory while creating the cuDNN handle: let it grow memory instead of reserving it all."
-            commands = (shell_command(ctx, "export TF_FORCE_GPU_ALLOW_GROWTH=true", '$env:TF_FORCE_GPU_ALLOW_GROWTH = "true"'),)
+            commands = (ctx.shell_command("export TF_FORCE_GPU_ALLOW_GROWTH=true", '$env:TF_FORCE_GPU_ALLOW_GROWTH = "true"'),)
         yield Hit(
             title=f"The matmul ran on {short_device(p.device)} but the convolution failed: {first_sentence(error.splitlines()[-1]) if error else 'wrong result'}",
             detail="The GPU and cuBLAS work; cuDNN (convolutions) does not: missing, another version, or no memory left to initialise it.",
             evidence=(("matmul", f"ok on {p.device}"), ("conv2d", error)) + _why_lines(ctx),
-            fix=Fix(text=text, commands=commands, link=release.download_url if release is not None else None),
+            fix=Fix(text=text, commands=commands, url=release.download_url if release is not None else None),
         )
 
 
 @rule("EC-PLC-004", "TensorFlow uses fewer GPUs than are visible", "warning", "placement")
 def fewer_gpus(ctx: Context) -> Iterator[Hit]:
     facts = ctx.facts
-    listed = gpu_count_tf(facts)
+    listed = ctx.tf_gpu_count
     if facts.tensorflow.status != OK or listed == 0 or facts.nvml.status != OK:
         return
-    seen = visible_devices(ctx)
-    expected = len(seen.entries) if seen is not None else len(facts.nvml.gpus)
+    resolution = ctx.visibility
+    expected = resolution.count if resolution is not None else len(facts.nvml.gpus)
     if listed >= expected:
         return
     arch = build_architectures(ctx)

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from envcheck.findings import Command, Fix
-from envcheck.rules.common import (
-    cpu_requirement,
-    installed_tf,
-    matrix_evidence,
-    minor,
-    newest_release,
-    pip_command,
-    shell_command,
-    tf_build,
-    tf_label,
-)
+from envcheck.findings import Fix
+from envcheck.shell import Command
+from envcheck.machine import minor
+from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.engine import Context, Hit, rule
 
 
@@ -46,7 +38,7 @@ def python_32bit(ctx: Context) -> Iterator[Hit]:
                 if windows
                 else Command("tf-env/bin/python -c \"import struct; print(struct.calcsize('P') * 8)\"", shell="bash"),
             ),
-            link="https://www.python.org/downloads/",
+            url="https://www.python.org/downloads/",
         ),
     )
 
@@ -58,34 +50,34 @@ def python_version_unsupported(ctx: Context) -> Iterator[Hit]:
     if not py.version or (py.bits and py.bits != 64):
         return
     pyminor = minor(py.version)
-    tf = installed_tf(ctx)
+    tf = ctx.installed_tf
     if tf is not None:
-        build = tf_build(ctx)
+        build = ctx.tf_build
         if build is None or not build.python or build.supports_python(py.version):
             return  # an uncovered release is EC-TF-008's "unknown", never a guess
         what = f"{tf.distribution} {tf.version}"
         wheels = f"it has wheels for Python {', '.join(build.python)}"
     else:
         # Nothing installed yet: is there any release this interpreter can install?
-        build = newest_release(ctx, gpu=False)
+        build = ctx.newest_release(gpu=False)
         if build is None or not build.python or any(
             b.supports_python(py.version) for b in ctx.matrix.tf_releases(ctx.build_os)
         ):
             return
-        what = f"any TensorFlow release up to {tf_label(build)}"
+        what = f"any TensorFlow release up to {build.label}"
         wheels = f"the newest has wheels for Python {', '.join(build.python)}"
-    alternative = newest_release(ctx, gpu=False, python=py.version)
-    commands = [shell_command(ctx, f"python{build.python[-1]} -m venv tf-env", f"py -{build.python[-1]} -m venv tf-env")]
+    alternative = ctx.newest_release(gpu=False, python=py.version)
+    commands = [ctx.shell_command(f"python{build.python[-1]} -m venv tf-env", f"py -{build.python[-1]} -m venv tf-env")]
     text = (
         f"Use a Python that {what} supports ({', '.join(build.python)}): install it, create a virtual "
         "environment with it and install TensorFlow there."
     )
     if alternative is not None and tf is not None:
         text += (
-            f" Or keep Python {pyminor} and move to TensorFlow {tf_label(alternative)}, the newest "
+            f" Or keep Python {pyminor} and move to TensorFlow {alternative.label}, the newest "
             f"release built for it."
         )
-        commands.append(pip_command(ctx, "install", cpu_requirement(alternative), step=False))
+        commands.append(ctx.pip_command("install", ctx.pip_requirement(alternative, gpu=False), step=False))
     yield Hit(
         title=f"Python {pyminor} is not supported by {what} ({wheels})",
         detail=(
@@ -93,5 +85,5 @@ def python_version_unsupported(ctx: Context) -> Iterator[Hit]:
             "so pip finds no matching distribution or the installed copy cannot import."
         ),
         evidence=(("python.version", py.version), matrix_evidence(ctx, build)),
-        fix=Fix(text=text, commands=tuple(commands), link="https://www.python.org/downloads/"),
+        fix=Fix(text=text, commands=tuple(commands), url="https://www.python.org/downloads/"),
     )

@@ -7,31 +7,11 @@ import re
 from typing import Iterator, Optional
 
 from envcheck.facts import SKIPPED
-from envcheck.findings import Command, Fix
-from envcheck.rules.common import (
-    ABSENT,
-    PRESENT,
-    CPU_ONLY_DISTRIBUTIONS,
-    basename,
-    build_for,
-    gpu_names,
-    gpu_presence,
-    gpu_requirement,
-    installed_tf,
-    installed_tf_distributions,
-    independent_distributions,
-    is_cuda_tf,
-    library_family,
-    matrix_evidence,
-    minor,
-    newest_release,
-    parse_version,
-    pip_command,
-    python_line,
-    shell_command,
-    tf_build,
-    tf_label,
-)
+from envcheck.findings import Fix
+from envcheck.shell import Command
+from envcheck.machine import ABSENT, PRESENT, minor, parse_version
+from envcheck.matrix.libraries import basename, library_family
+from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.engine import Context, Hit, rule
 
 TF_PIP_PAGE = "https://www.tensorflow.org/install/pip"
@@ -43,54 +23,59 @@ _LIBRARY_RULES = {"cudart": "EC-LIB-001", "cudnn": "EC-LIB-002"}
 _MATH_FAMILIES = ("cublas", "cublaslt", "cufft", "curand", "cusolver", "cusparse")
 
 
+def _never_cuda(ctx: Context, name: str) -> bool:
+    dist = ctx.matrix.tf_distribution(name)
+    return dist is not None and dist.cuda == "never"
+
+
 def gpu_install_steps(ctx: Context, build, exact: Optional[str] = None, remove: tuple[str, ...] = ()) -> tuple[Command, ...]:
     """Uninstall what is in the way, then install the GPU build of ``build``'s release."""
     steps = []
     if remove:
-        steps.append(pip_command(ctx, "uninstall", "-y", *remove))
-    steps.append(pip_command(ctx, "install", gpu_requirement(ctx, build, exact)))
+        steps.append(ctx.pip_command("uninstall", "-y", *remove))
+    steps.append(ctx.pip_command("install", ctx.pip_requirement(build, exact)))
     return tuple(steps)
 
 
 def gpu_release_for_here(ctx: Context):
     """The newest release with a GPU build on this OS for the probed Python."""
-    return newest_release(ctx, gpu=True, python=ctx.facts.python.version or None)
+    return ctx.newest_release(gpu=True, python=ctx.facts.python.version or None)
 
 
 @rule("EC-TF-001", "TensorFlow not installed", "error", "tensorflow")
 def tensorflow_not_installed(ctx: Context) -> Iterator[Hit]:
     facts = ctx.facts
     tf = facts.tensorflow
-    if installed_tf(ctx) is not None or facts.packages.status == "error":
+    if ctx.installed_tf is not None or facts.packages.status == "error":
         return
     if tf.status != SKIPPED and tf.error_kind not in (None, "not_installed"):
         return  # something is installed that the worker found but the package probe missed
     target = gpu_release_for_here(ctx) if ctx.os != "macos" else None
     commands = [Command("envcheck plan", shell="any")]
     text = "Run `envcheck plan` for the TensorFlow, CUDA, cuDNN and Python versions that fit this machine"
-    if target is not None and gpu_presence(facts) != ABSENT:
-        commands.append(pip_command(ctx, "install", gpu_requirement(ctx, target)))
-        text += f", or install TensorFlow {tf_label(target)} with GPU support directly."
+    if target is not None and ctx.gpu_presence != ABSENT:
+        commands.append(ctx.pip_command("install", ctx.pip_requirement(target)))
+        text += f", or install TensorFlow {target.label} with GPU support directly."
     else:
-        commands.append(pip_command(ctx, "install", "tensorflow"))
+        commands.append(ctx.pip_command("install", "tensorflow"))
         text += ", or install TensorFlow directly."
     yield Hit(
         title=f"TensorFlow is not installed in {facts.python.executable or 'this Python'}",
         detail="No TensorFlow distribution is installed in the probed interpreter.",
         evidence=(("installed distributions", ", ".join(f"{d.name} {d.version}" for d in facts.packages.distributions) or "none of the TensorFlow family"),),
-        fix=Fix(text=text, commands=tuple(commands), link=TF_PIP_PAGE),
+        fix=Fix(text=text, commands=tuple(commands), url=TF_PIP_PAGE),
     )
 
 
 @rule("EC-TF-002", "Several TensorFlow distributions installed together", "error", "tensorflow")
 def several_distributions(ctx: Context) -> Iterator[Hit]:
     """tensorflow + tensorflow-gpu (or -cpu) write the same files: whichever came last wins, half-mixed."""
-    clashing = independent_distributions(ctx.facts)
+    clashing = ctx.independent_distributions
     if len(clashing) < 2:
         return
     keep = _what_to_keep(ctx, clashing)
     listed = ", ".join(f"{d.name} {d.version}" for d in clashing)
-    commands = (pip_command(ctx, "uninstall", "-y", *(d.name for d in clashing)), pip_command(ctx, "install", keep))
+    commands = (ctx.pip_command("uninstall", "-y", *(d.name for d in clashing)), ctx.pip_command("install", keep))
     yield Hit(
         title=f"Several TensorFlow distributions are installed together: {listed}",
         detail=(
@@ -98,17 +83,17 @@ def several_distributions(ctx: Context) -> Iterator[Hit]:
             "result is a mix of builds that may not import or may silently be the CPU build."
         ),
         evidence=tuple((d.name, f"{d.version} at {d.location or '?'}") for d in clashing),
-        fix=Fix(text=f"Uninstall all of them, then install one: {keep}.", commands=commands, link=TF_PIP_PAGE),
+        fix=Fix(text=f"Uninstall all of them, then install one: {keep}.", commands=commands, url=TF_PIP_PAGE),
     )
 
 
 def _what_to_keep(ctx: Context, dists) -> str:
     """The GPU build of the newest installed release when a GPU may be here, else the CPU one."""
     newest = max(dists, key=lambda d: parse_version(d.version) or parse_version("0"))
-    build = build_for(ctx, newest.version)
-    if build is not None and build.gpu and gpu_presence(ctx.facts) != ABSENT:
+    build = ctx.build_for(newest.version)
+    if build is not None and build.gpu and ctx.gpu_presence != ABSENT:
         exact = newest.version if not _is_dummy(ctx, newest.name, newest.version) else None
-        return gpu_requirement(ctx, build, exact)
+        return ctx.pip_requirement(build, exact)
     return f"tensorflow=={newest.version}"
 
 
@@ -132,9 +117,9 @@ def tensorflow_gpu_dummy(ctx: Context) -> Iterator[Hit]:
         return
     platform = ctx.matrix.platform
     target = gpu_release_for_here(ctx)
-    commands: tuple[Command, ...] = (pip_command(ctx, "uninstall", "-y", "tensorflow-gpu"),)
+    commands: tuple[Command, ...] = (ctx.pip_command("uninstall", "-y", "tensorflow-gpu"),)
     if target is not None:
-        commands += (pip_command(ctx, "install", gpu_requirement(ctx, target)),)
+        commands += (ctx.pip_command("install", ctx.pip_requirement(target)),)
     yield Hit(
         title=f"tensorflow-gpu {dist.version} is an empty placeholder: it contains no TensorFlow",
         detail=(
@@ -143,21 +128,21 @@ def tensorflow_gpu_dummy(ctx: Context) -> Iterator[Hit]:
             f"package since {platform.gpu_in_tensorflow_package_from}."
         ),
         evidence=(("tensorflow-gpu", dist.version), ("matrix: tensorflow-gpu placeholder releases", str(platform.tensorflow_gpu_dummy))),
-        fix=Fix(text="Uninstall tensorflow-gpu and install tensorflow" + (f" {tf_label(target)}" if target else "") + ".", commands=commands, link=TF_PIP_PAGE),
+        fix=Fix(text="Uninstall tensorflow-gpu and install tensorflow" + (f" {target.label}" if target else "") + ".", commands=commands, url=TF_PIP_PAGE),
     )
 
 
 @rule("EC-TF-004", "Native Windows with TensorFlow newer than the last native-Windows GPU release", "error", "tensorflow")
 def windows_native_too_new(ctx: Context) -> Iterator[Hit]:
     """After 2.10, TF's Windows builds are CPU-only; the GPU needs WSL2."""
-    if ctx.os != "windows" or gpu_presence(ctx.facts) == ABSENT:
+    if ctx.os != "windows" or ctx.gpu_presence == ABSENT:
         return
-    tf = installed_tf(ctx)
+    tf = ctx.installed_tf
     version = parse_version(tf.version) if tf else None
     last = ctx.matrix.platform.windows_native_gpu_last
     if version is None or version.release[:2] <= last.release[:2]:
         return
-    last_build = build_for(ctx, str(last))
+    last_build = ctx.build_for(str(last))
     python = ctx.facts.python.version
     commands = [Command("wsl --install", shell="powershell")]
     text = (
@@ -169,8 +154,8 @@ def windows_native_too_new(ctx: Context) -> Iterator[Hit]:
             f"(2) install TensorFlow {minor(last)}, the last native-Windows GPU release (with CUDA "
             f"{last_build.cuda} and cuDNN {last_build.cudnn}); "
         )
-        commands.append(pip_command(ctx, "uninstall", "-y", tf.distribution, step=False))
-        commands.append(pip_command(ctx, "install", gpu_requirement(ctx, last_build), step=False))
+        commands.append(ctx.pip_command("uninstall", "-y", tf.distribution, step=False))
+        commands.append(ctx.pip_command("install", ctx.pip_requirement(last_build), step=False))
     elif last_build is not None:
         text += (
             f"(2) TensorFlow {minor(last)}, the last native-Windows GPU release, needs Python "
@@ -181,26 +166,26 @@ def windows_native_too_new(ctx: Context) -> Iterator[Hit]:
         title=f"TensorFlow {tf.version} on native Windows cannot use the GPU (the last native-Windows GPU release is {minor(last)})",
         detail="TensorFlow stopped publishing GPU builds for native Windows after that release.",
         evidence=(("platform", ctx.facts.platform.distro or "Windows"), ("tensorflow", tf.version), ("matrix: last native-Windows GPU release", str(last))),
-        fix=Fix(text=text, commands=tuple(commands), link=WSL_PAGE),
+        fix=Fix(text=text, commands=tuple(commands), url=WSL_PAGE),
     )
 
 
 @rule("EC-TF-005", "A CPU-only TensorFlow build is installed while an NVIDIA GPU is present", "error", "tensorflow")
 def cpu_build_with_gpu(ctx: Context) -> Iterator[Hit]:
     facts = ctx.facts
-    tf = installed_tf(ctx)
-    if tf is None or ctx.os == "macos" or is_cuda_tf(ctx) is not False:
+    tf = ctx.installed_tf
+    if tf is None or ctx.os == "macos" or ctx.is_cuda_tf is not False:
         return
-    if gpu_presence(facts) != PRESENT:
+    if ctx.gpu_presence != PRESENT:
         return
-    build = tf_build(ctx)
+    build = ctx.tf_build
     if ctx.os == "windows" and build is not None and not build.gpu:
         return  # EC-TF-004 explains native Windows
     if _is_dummy(ctx, tf.distribution, tf.version):
         return  # EC-TF-003 explains the placeholder
-    names = ", ".join(sorted(set(gpu_names(facts)))) or "an NVIDIA GPU"
+    names = ", ".join(sorted(set(ctx.gpu_names))) or "an NVIDIA GPU"
     target = build if build is not None and build.gpu else gpu_release_for_here(ctx)
-    remove = tuple(d for d in installed_tf_distributions(facts) if d in CPU_ONLY_DISTRIBUTIONS or (target is not None and d != target.distribution))
+    remove = tuple(d for d in ctx.installed_tf_distributions if _never_cuda(ctx, d) or (target is not None and d != target.distribution))
     exact = tf.version if target is build else None
     evidence = [("tensorflow", f"{tf.distribution} {tf.version}"), ("is_cuda_build", str(facts.tensorflow.is_cuda_build) if facts.tensorflow.is_cuda_build is not None else "inferred from the distribution")]
     if build is not None:
@@ -208,9 +193,9 @@ def cpu_build_with_gpu(ctx: Context) -> Iterator[Hit]:
     fix = Fix(text="No GPU build is known for this release on this platform: see envcheck plan.", commands=(Command("envcheck plan", shell="any"),))
     if target is not None:
         fix = Fix(
-            text=f"Replace it by the GPU build of TensorFlow {tf_label(target)}: {gpu_requirement(ctx, target, exact)}.",
+            text=f"Replace it by the GPU build of TensorFlow {target.label}: {ctx.pip_requirement(target, exact)}.",
             commands=gpu_install_steps(ctx, target, exact, remove),
-            link=TF_PIP_PAGE,
+            url=TF_PIP_PAGE,
         )
     yield Hit(
         title=f"{tf.distribution} {tf.version} is a CPU-only build, but this machine has {names}",
@@ -227,7 +212,7 @@ def import_failed(ctx: Context) -> Iterator[Hit]:
         return
     error = (tf.error or "").strip()
     last = first_sentence(error.splitlines()[-1]) if error else "no error text"
-    installed = installed_tf(ctx)
+    installed = ctx.installed_tf
     what = f"TensorFlow {installed.version}" if installed else "TensorFlow"
     cause = None
     library = _library_in(error)
@@ -265,19 +250,19 @@ def _import_fix(ctx: Context, error: str, library: Optional[str]) -> Fix:
                 "A Windows DLL TensorFlow needs is missing: install the latest Microsoft Visual C++ "
                 "Redistributable (x64) and restart the terminal."
             ),
-            link="https://learn.microsoft.com/cpp/windows/latest-supported-vc-redist",
+            url="https://learn.microsoft.com/cpp/windows/latest-supported-vc-redist",
         )
     if "numpy" in lowered:
         return Fix(
             text="TensorFlow was compiled against another NumPy major version: install the NumPy it expects.",
-            commands=(pip_command(ctx, "install", "numpy<2"),),
+            commands=(ctx.pip_command("install", "numpy<2"),),
         )
-    tf = installed_tf(ctx)
+    tf = ctx.installed_tf
     if tf is None:
         return Fix(text="Reinstall TensorFlow (see envcheck plan).", commands=(Command("envcheck plan", shell="any"),))
     return Fix(
         text=f"Reinstall {tf.distribution} {tf.version}; if the error stays, paste it into `envcheck explain`.",
-        commands=(pip_command(ctx, "install", "--force-reinstall", f"{tf.distribution}=={tf.version}"), Command("envcheck explain", shell="any")),
+        commands=(ctx.pip_command("install", "--force-reinstall", f"{tf.distribution}=={tf.version}"), Command("envcheck explain", shell="any")),
     )
 
 
@@ -296,14 +281,14 @@ def probe_crashed(ctx: Context) -> Iterator[Hit]:
                 "A first GPU start can take minutes while the driver JIT-compiles kernels; rerun with a "
                 "longer limit. If it hangs again, another process may hold the GPU."
             ),
-            commands=(Command("envcheck doctor --tf-timeout 600", shell="any"), shell_command(ctx, "nvidia-smi")),
+            commands=(Command("envcheck doctor --tf-timeout 600", shell="any"), ctx.shell_command("nvidia-smi")),
         )
         severity = None
     elif kind == "crashed" and (tf.signal == "SIGILL" or tf.returncode in (-4, 132, 3221225501)) and "avx" not in flags and ctx.facts.platform.status == "ok" and flags:
         title = f"TensorFlow crashed{stage} with an illegal instruction: this CPU has no AVX"
         fix = Fix(
             text="TensorFlow's pip wheels are compiled for CPUs with AVX. Use a machine with AVX, or a TensorFlow built from source without it.",
-            link="https://www.tensorflow.org/install/source",
+            url="https://www.tensorflow.org/install/source",
         )
         severity = None
     else:
@@ -312,7 +297,7 @@ def probe_crashed(ctx: Context) -> Iterator[Hit]:
         fix = Fix(
             text="Run TensorFlow by hand to see the whole error, then paste it into `envcheck explain`.",
             commands=(
-                shell_command(ctx, python_line(ctx, "import tensorflow as tf; print(tf.config.list_physical_devices())")),
+                ctx.shell_command(ctx.python_line("import tensorflow as tf; print(tf.config.list_physical_devices())")),
                 Command("envcheck explain", shell="any"),
             ),
         )
@@ -325,8 +310,8 @@ def probe_crashed(ctx: Context) -> Iterator[Hit]:
 @rule("EC-TF-008", "TensorFlow release not covered by the matrix", "warning", "tensorflow")
 def release_not_in_matrix(ctx: Context) -> Iterator[Hit]:
     """Version checks need the release's row; without it envcheck says "unknown", never guesses."""
-    tf = installed_tf(ctx)
-    if tf is None or tf_build(ctx) is not None:
+    tf = ctx.installed_tf
+    if tf is None or ctx.tf_build is not None:
         return
     low, high = ctx.matrix.tf_range()
     yield Hit(
@@ -354,7 +339,7 @@ def macos_no_cuda(ctx: Context) -> Iterator[Hit]:
         evidence=(("platform", ctx.facts.platform.distro or "macOS"), ("matrix: CUDA GPU on macOS", "no")),
         fix=Fix(
             text="Run on the CPU, or on Apple silicon try Apple's tensorflow-metal plugin; for CUDA use a Linux machine.",
-            commands=(pip_command(ctx, "install", "tensorflow-metal", step=False),),
-            link=APPLE_METAL_PAGE,
+            commands=(ctx.pip_command("install", "tensorflow-metal", step=False),),
+            url=APPLE_METAL_PAGE,
         ),
     )

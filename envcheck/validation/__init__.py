@@ -59,7 +59,8 @@ def run_validation(
     progress: bool = True,
 ) -> ValidationReport:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from envcheck.validation.compute import run_level1, short_device
+    from envcheck.machine import short_device
+    from envcheck.validation.compute import run_level1
     from envcheck.validation.replicas import run_level2
 
     plan = plan_for_validation(gpus, cpu_replicas)

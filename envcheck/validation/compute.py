@@ -12,6 +12,8 @@ from typing import Callable
 
 import numpy as np
 
+from envcheck.machine import short_device
+
 from envcheck.validation.checks import Check
 
 TOLERANCE = 1e-2
@@ -34,12 +36,6 @@ def relative_error(result: np.ndarray, reference: np.ndarray) -> float:
         return float("inf")
     scale = max(float(np.abs(reference).max()), 1e-12)
     return float(np.abs(result.astype(np.float64) - reference).max()) / scale
-
-
-def short_device(name: str) -> str:
-    """'/job:localhost/replica:0/task:0/device:GPU:1', '/device:GPU:1', '/gpu:1' -> 'GPU:1'."""
-    parts = name.rstrip("/").rsplit("/", 1)[-1].split(":")
-    return f"{parts[-2].upper()}:{parts[-1]}" if len(parts) >= 2 else name.upper()
 
 
 def _timed(op: Callable, inputs: tuple[np.ndarray, ...], device: str, repeats: int):

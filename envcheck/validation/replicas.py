@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from envcheck.validation.checks import Check
-from envcheck.validation.compute import short_device
+from envcheck.machine import short_device
 
 REPEATS = 5
 

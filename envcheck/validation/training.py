@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from envcheck.errors import UsageError
 from envcheck.validation.checks import Check
-from envcheck.validation.compute import short_device
+from envcheck.machine import short_device
 
 # Below the post's accuracy by more than this fails --full. The post's figure is one run on the
 # original binary images; a re-run on another machine (or the JPEG copy of CIFAR-10) lands within
@@ -78,22 +78,21 @@ def start_doctor_probe():
 
 
 def usable_gpus_from(probe) -> Optional[list[str]]:
-    """GPUs on which the doctor's matmul and convolution both ran and were right; None if unknown."""
+    """The GPUs the doctor counts as usable (every placement op ran on it and was right), as
+    "GPU:N"; None when the placement test did not run."""
     if probe is None:
         return None
     try:
-        facts = probe.finish() if hasattr(probe, "finish") else probe
+        tf = probe.finish() if hasattr(probe, "finish") else probe
     except Exception:  # noqa: BLE001
         return None
-    if getattr(facts, "error_kind", None) or not getattr(facts, "placement", None):
+    if getattr(tf, "error_kind", None) or not getattr(tf, "placement", None):
         return None
-    by_device: dict[str, bool] = {}
-    for result in facts.placement:
-        if "GPU" in (result.requested or "").upper():
-            key = short_device(result.requested)
-            ok = result.ok and short_device(result.device or "") == key
-            by_device[key] = by_device.get(key, True) and ok
-    return sorted(d for d, ok in by_device.items() if ok)
+    from envcheck.facts import Facts
+    from envcheck.machine import Machine
+
+    machine = Machine(Facts(tensorflow=tf))
+    return sorted(short_device(g.tf_device) for g in machine.usable_gpus if g.tf_device)
 
 
 def quick_config(plan, data_path: Optional[Path], output: Path, progress: bool):

@@ -7,7 +7,8 @@ import re
 import pytest
 
 from envcheck.findings import LINK_NAMES, Severity
-from envcheck.rules import RULES, judge
+from envcheck.rules import RULES
+from envcheck.verdict import judge
 from envcheck.rules.engine import load_rule_modules
 
 from .cases import CASES

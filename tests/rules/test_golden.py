@@ -13,7 +13,7 @@ import pytest
 
 from envcheck.render.markdown import render as render_markdown
 from envcheck.render.terminal import render as render_terminal
-from envcheck.rules import judge
+from envcheck.verdict import judge
 
 from . import builders as b
 

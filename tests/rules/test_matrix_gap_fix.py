@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envcheck.rules import judge
+from envcheck.verdict import judge
 from tests.rules import builders
 
 

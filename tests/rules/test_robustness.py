@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from envcheck.facts import GpuProcess, LibraryCopy, NvmlGpu, PlacementResult, TfDevice
 from envcheck.findings import VERDICT_STATUSES
-from envcheck.rules import judge
+from envcheck.verdict import judge
 
 from . import builders as b
 

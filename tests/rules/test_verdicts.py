@@ -12,8 +12,7 @@ from packaging.version import Version
 
 from envcheck.findings import BROKEN, CPU_ONLY, GPU_READY, Severity
 from envcheck.matrix import load_matrix
-from envcheck.rules import judge
-from envcheck.rules.environment import parse_visible_devices
+from envcheck.verdict import judge
 
 from . import builders as b
 from .builders import TensorflowFacts
@@ -37,8 +36,8 @@ def test_setup_post_names_the_missing_dll_and_the_cuda_to_install():
     assert "cudart64_100.dll" in verdict.line and "CUDA 10.0" in verdict.line
     fix = by_id(report)["EC-LIB-001"].fix
     # The download page of the version TF 1.13 needs, not the 9.0 page TF's own message points to.
-    assert fix.link == load_matrix().cuda("10.0").download_url
-    assert "10.0" in fix.link and "cuda-90" not in fix.link
+    assert fix.url == load_matrix().cuda("10.0").download_url
+    assert "10.0" in fix.url and "cuda-90" not in fix.url
     assert any("v10.0\\bin" in c.line and c.shell == "powershell" for c in fix.commands)
     # The failed import, the CUDA 9.0 copies and the other CUDA 10.0 DLLs are consequences, not news.
     found = by_id(report)
@@ -54,7 +53,7 @@ def test_setup_post_ways_forward():
     # folder is 9.0's); the consequences (the import error, the other DLLs) are no steps.
     assert [s.text.split(":")[0] for s in verdict.gpu_path] == ["EC-LIB-001", "EC-LIB-002"]
     cudnn = verdict.gpu_path[1]
-    assert "cuDNN 7.4 for CUDA 10.0" in cudnn.text and cudnn.link == load_matrix().cudnn("7.4").download_url
+    assert "cuDNN 7.4 for CUDA 10.0" in cudnn.text and cudnn.url == load_matrix().cudnn("7.4").download_url
     assert any("CUDA\\v10.0" in c.line and c.line.startswith("Copy-Item") for c in cudnn.commands)
     # CPU path for the probed interpreter: drop the GPU-only package, install the CPU build of the same release.
     assert pip_steps(verdict.cpu_path) == [("uninstall", "-y", "tensorflow-gpu"), ("install", "tensorflow==1.13.1")]
@@ -211,19 +210,6 @@ def test_compute_capability_names_the_newest_release_for_the_card():
     matrix = load_matrix()
     newest = max((x for x in matrix.tf_releases("linux") if x.gpu and matrix.support(x, "3.5") != "none"), key=lambda x: x.tf)
     assert f"is {newest.tf.major}.{newest.tf.minor}" in finding.title and "GeForce GTX 780" in finding.title
-
-
-def test_parse_visible_devices_like_cuda():
-    assert parse_visible_devices("0,1").entries == ("0", "1")
-    assert parse_visible_devices("").reason == "empty"
-    seen = parse_visible_devices("0,abc,1")
-    assert seen.entries == ("0",) and seen.stopped_at == "abc" and seen.reason == "malformed"
-    seen = parse_visible_devices("1,5,0", gpu_count=2)
-    assert seen.entries == ("1",) and seen.reason == "out_of_range"
-    assert parse_visible_devices("-1").hides_all
-    assert parse_visible_devices("0,-1,1").entries == ("0",)
-    assert parse_visible_devices("GPU-8f2", uuids=("GPU-8F2A-1234",)).entries == ("GPU-8f2",)
-    assert parse_visible_devices("GPU-999", uuids=("GPU-8F2A-1234",)).reason == "unknown_uuid"
 
 
 def test_facts_file_gives_the_same_findings_anywhere(tmp_path):

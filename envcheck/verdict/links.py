@@ -4,18 +4,8 @@ from __future__ import annotations
 
 from envcheck.facts import OK, SKIPPED, Facts
 from envcheck.findings import LINK_ERROR, LINK_NAMES, LINK_OK, LINK_SKIPPED, LINK_WARNING, Finding, LinkStatus, Severity, Verdict
-from envcheck.rules.common import (
-    ABSENT,
-    UNKNOWN,
-    basename,
-    counted,
-    gpu_names,
-    gpu_presence,
-    installed_tf,
-    is_cuda_tf,
-    short_device,
-    tf_build,
-)
+from envcheck.machine import ABSENT, UNKNOWN, counted, short_device
+from envcheck.matrix.libraries import basename
 from envcheck.rules.engine import Context
 
 # Links that only mean something when there is a GPU.
@@ -24,7 +14,7 @@ _GPU_LINKS = ("driver", "compute", "libraries")
 
 def link_statuses(ctx: Context, findings: list[Finding], verdict: Verdict) -> tuple[LinkStatus, ...]:
     out = []
-    absent = gpu_presence(ctx.facts) == ABSENT
+    absent = ctx.gpu_presence == ABSENT
     for name in LINK_NAMES:
         here = [f for f in findings if f.link == name]
         summary, seconds, probed = _summary(ctx, name)
@@ -54,10 +44,10 @@ def _python(ctx: Context, facts: Facts):
 def _gpu(ctx: Context, facts: Facts):
     probed = facts.pci.status != SKIPPED or facts.nvml.status != SKIPPED
     seconds = (facts.pci.seconds or 0) + (facts.nvml.seconds or 0)
-    names = gpu_names(facts)
+    names = ctx.gpu_names
     if names:
         return ", ".join(counted(names)), seconds, probed
-    presence = gpu_presence(facts)
+    presence = ctx.gpu_presence
     if presence == UNKNOWN:
         return "unknown: no driver to ask and no PCI bus to read", seconds, probed
     return "no NVIDIA GPU found", seconds, probed
@@ -71,7 +61,7 @@ def _driver(ctx: Context, facts: Facts):
         return f"driver {n.driver_version}{cuda}", n.seconds, True
     if facts.driver.loaded and facts.driver.version:
         return f"kernel module {facts.driver.version}", facts.driver.seconds, True
-    if gpu_presence(facts) == ABSENT:
+    if ctx.gpu_presence == ABSENT:
         return "none (no GPU to drive)", n.seconds, probed
     return n.error or facts.driver.error or "no NVIDIA driver found", n.seconds, probed
 
@@ -80,7 +70,7 @@ def _compute(ctx: Context, facts: Facts):
     ccs = sorted({g.compute_capability for g in facts.nvml.gpus if g.compute_capability})
     if ccs:
         return "compute capability " + ", ".join(ccs), None, True
-    if gpu_presence(facts) == ABSENT:
+    if ctx.gpu_presence == ABSENT:
         return "none (no GPU)", None, True
     return "unknown (no GPU seen through the driver)", None, bool(facts.nvml.gpus)
 
@@ -88,11 +78,11 @@ def _compute(ctx: Context, facts: Facts):
 def _libraries(ctx: Context, facts: Facts):
     lib = facts.libraries
     probed = lib.status != SKIPPED
-    if is_cuda_tf(ctx) is False:
+    if ctx.is_cuda_tf is False:
         return "not needed by a CPU-only TensorFlow build", lib.seconds, probed
-    if gpu_presence(facts) == ABSENT:
+    if ctx.gpu_presence == ABSENT:
         return "not needed without a GPU", lib.seconds, probed
-    build = tf_build(ctx)
+    build = ctx.tf_build
     if probed and build is not None and build.libraries:
         from envcheck.rules.library_state import all_needed  # noqa: PLC0415
 
@@ -110,7 +100,7 @@ def _libraries(ctx: Context, facts: Facts):
 
 def _tensorflow(ctx: Context, facts: Facts):
     tf = facts.tensorflow
-    installed = installed_tf(ctx)
+    installed = ctx.installed_tf
     if tf.status == SKIPPED:
         seen = f"{installed.distribution} {installed.version} installed; " if installed else ""
         return f"{seen}not imported (--quick)", None, False

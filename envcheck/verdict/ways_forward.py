@@ -3,28 +3,20 @@ how to run on the CPU today with the probed interpreter."""
 
 from __future__ import annotations
 
-from envcheck.findings import Finding, PathStep, Severity
-from envcheck.rules.common import (
-    ABSENT,
-    GPU_ONLY_DISTRIBUTIONS,
-    build_for,
-    cpu_requirement,
-    gpu_presence,
-    installed_tf,
-    independent_distributions,
-    is_cuda_tf,
-    newest_release,
-    pip_command,
-    shell_command,
-)
+from envcheck.findings import Finding, Fix, Severity
+from envcheck.machine import ABSENT
 from envcheck.rules.engine import Context
 
 
-def gpu_path(findings: list[Finding], also: frozenset[int] = frozenset()) -> tuple[PathStep, ...]:
+class _ANY:  # a distribution the matrix does not list: judged by its release row
+    cuda = "release"
+
+
+def gpu_path(findings: list[Finding], also: frozenset[int] = frozenset()) -> tuple[Fix, ...]:
     """The fixes of the errors that are causes, in chain order, each once. ``also`` holds the
     positions of consequences that still need their own fix (cuDNN missing as well as the driver
     being too old); a consequence a rule marked itself is solved by its cause."""
-    steps: list[PathStep] = []
+    steps: list[Fix] = []
     seen: set[str] = set()
     for position, f in enumerate(findings):
         if f.severity is not Severity.ERROR or f.fix is None or f.fix.text in seen:
@@ -32,50 +24,51 @@ def gpu_path(findings: list[Finding], also: frozenset[int] = frozenset()) -> tup
         if f.caused_by is not None and position not in also:
             continue
         seen.add(f.fix.text)
-        steps.append(PathStep(text=f"{f.id}: {f.fix.text}", commands=f.fix.commands, link=f.fix.link))
+        steps.append(Fix(text=f"{f.id}: {f.fix.text}", commands=f.fix.commands, url=f.fix.url))
     return tuple(steps)
 
 
-def cpu_path(ctx: Context, findings: list[Finding]) -> tuple[PathStep, ...]:
+def cpu_path(ctx: Context, findings: list[Finding]) -> tuple[Fix, ...]:
     facts = ctx.facts
-    steps: list[PathStep] = []
+    steps: list[Fix] = []
     python_root = next((f for f in findings if f.link == "python" and f.severity is Severity.ERROR and f.fix), None)
     if python_root is not None:
         # No TensorFlow runs in this interpreter, CPU or GPU: the Python fix comes first.
-        steps.append(PathStep(text=python_root.fix.text, commands=python_root.fix.commands, link=python_root.fix.link))
+        steps.append(Fix(text=python_root.fix.text, commands=python_root.fix.commands, url=python_root.fix.url))
         return tuple(steps) + (_hide_gpu(ctx),)
 
-    installed = [d.name for d in independent_distributions(facts)]
-    tf = installed_tf(ctx)
-    remove = [d for d in installed if d in GPU_ONLY_DISTRIBUTIONS]
-    cpu_capable = [d for d in installed if d not in GPU_ONLY_DISTRIBUTIONS]
+    installed = [d.name for d in ctx.independent_distributions]
+    tf = ctx.installed_tf
+    gpu_only = [d for d in installed if (ctx.matrix.tf_distribution(d) or _ANY).cuda == "always"]
+    remove = list(gpu_only)
+    cpu_capable = [d for d in installed if d not in gpu_only]
     if len(cpu_capable) > 1:
         # A mix (tensorflow + tensorflow-cpu): keep none of it, reinstall one below.
         remove += cpu_capable
         cpu_capable = []
     if remove:
         steps.append(
-            PathStep(
+            Fix(
                 text=f"Remove {', '.join(remove)}: {'it is' if len(remove) == 1 else 'they are'} GPU-only or mixed and in the way of a CPU build.",
-                commands=(pip_command(ctx, "uninstall", "-y", *remove),),
+                commands=(ctx.pip_command("uninstall", "-y", *remove),),
             )
         )
     if not cpu_capable:
         requirement = _cpu_requirement(ctx, tf.version if tf else None)
         steps.append(
-            PathStep(
+            Fix(
                 text=f"Install the CPU-capable TensorFlow ({requirement}); it runs on the CPU when no GPU is usable.",
-                commands=(pip_command(ctx, "install", requirement),),
+                commands=(ctx.pip_command("install", requirement),),
             )
         )
     elif facts.tensorflow.error_kind == "import_failed" and tf is not None:
         steps.append(
-            PathStep(
+            Fix(
                 text=f"Reinstall {tf.distribution} {tf.version}, which does not import.",
-                commands=(pip_command(ctx, "install", "--force-reinstall", f"{tf.distribution}=={tf.version}"),),
+                commands=(ctx.pip_command("install", "--force-reinstall", f"{tf.distribution}=={tf.version}"),),
             )
         )
-    if is_cuda_tf(ctx) is not False or gpu_presence(facts) != ABSENT or remove:
+    if ctx.is_cuda_tf is not False or ctx.gpu_presence != ABSENT or remove:
         steps.append(_hide_gpu(ctx))
     return tuple(steps)
 
@@ -85,11 +78,11 @@ def _cpu_requirement(ctx: Context, version: str | None) -> str:
     release for this Python; plain "tensorflow" when the matrix cannot tell."""
     python = ctx.facts.python.version or None
     if version:
-        build = build_for(ctx, version)
+        build = ctx.build_for(version)
         if build is not None and (python is None or build.supports_python(python)):
-            return cpu_requirement(build, version if _exact_exists(version) else None)
-    newest = newest_release(ctx, gpu=False, python=python)
-    return cpu_requirement(newest) if newest is not None else "tensorflow"
+            return ctx.pip_requirement(build, version if _exact_exists(version) else None, gpu=False)
+    newest = ctx.newest_release(gpu=False, python=python)
+    return ctx.pip_requirement(newest, gpu=False) if newest is not None else "tensorflow"
 
 
 def _exact_exists(version: str) -> bool:
@@ -97,9 +90,9 @@ def _exact_exists(version: str) -> bool:
     return all(part.isdigit() for part in version.split("."))
 
 
-def _hide_gpu(ctx: Context) -> PathStep:
-    return PathStep(
+def _hide_gpu(ctx: Context) -> Fix:
+    return Fix(
         text="Hide the GPU so TensorFlow does not try CUDA (and warn about it) at start-up.",
-        commands=(shell_command(ctx, 'export CUDA_VISIBLE_DEVICES=""', '$env:CUDA_VISIBLE_DEVICES = "-1"'),),
+        commands=(ctx.shell_command('export CUDA_VISIBLE_DEVICES=""', '$env:CUDA_VISIBLE_DEVICES = "-1"'),),
     )
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from envcheck.facts import ERROR, MISSING, OK, SKIPPED, Facts
+from envcheck.facts import OK, SKIPPED
 from envcheck.findings import BROKEN, CPU_ONLY, GPU_READY, LINK_NAMES, Finding, Severity, Verdict
 from envcheck.rules.engine import Context
-from envcheck.rules.paths import cpu_path, gpu_path
+from envcheck.verdict.ways_forward import cpu_path, gpu_path
 
-# TF error kinds after which TensorFlow cannot run at all (a timeout may only be a slow first start).
-_TF_UNUSABLE_KINDS = ("not_installed", "import_failed", "crashed", "bad_output", "worker_failed")
 # Findings that mean no TensorFlow runs in this interpreter, on any device.
 _TF_UNUSABLE_RULES = ("EC-PY-001", "EC-PY-002", "EC-TF-001", "EC-TF-006")
 
@@ -49,9 +47,9 @@ def walk_chain(ctx: Context, findings: list[Finding]) -> tuple[list[Finding], Ve
                     own_fix.add(position)
     steps = gpu_path(findings, frozenset(own_fix))
     facts = ctx.facts
-    gpus = usable_gpu_count(facts)
+    gpus = len(ctx.usable_gpus)
     breaking = [f for f in findings if f.id in _TF_UNUSABLE_RULES]
-    unusable = tensorflow_unusable(facts) or bool(breaking)
+    unusable = ctx.tf_unusable or bool(breaking)
     if unusable:
         # "broken" names what stops TensorFlow running at all (followed back to its cause), not
         # an earlier GPU problem that would only send it to the CPU.
@@ -121,21 +119,3 @@ def _known_causes(findings: list[Finding]) -> list[Finding]:
         dataclasses.replace(f, caused_by=None) if f.caused_by is not None and (f.caused_by not in ids or f.caused_by == f.id) else f
         for f in findings
     ]
-
-
-def tensorflow_unusable(facts: Facts) -> bool:
-    tf = facts.tensorflow
-    if facts.python.bits and facts.python.bits != 64:
-        return True
-    return tf.status in (ERROR, MISSING) and tf.error_kind in _TF_UNUSABLE_KINDS
-
-
-def usable_gpu_count(facts: Facts) -> int:
-    """GPUs TensorFlow used in the placement test; without a TF probe, the GPUs NVML sees."""
-    tf = facts.tensorflow
-    if tf.status == OK:
-        gpus = {p.requested for p in tf.placement if p.ok and p.device and "GPU" in p.device.upper()}
-        return len(gpus)
-    if tf.status == SKIPPED:
-        return sum(1 for g in facts.nvml.gpus if g.status == OK)
-    return 0

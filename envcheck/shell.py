@@ -1,0 +1,141 @@
+"""Commands envcheck prints: one type, and one way to quote what goes into them.
+
+Every command a fix, a plan step or a script shows is built here, so that a value taken from a
+machine (a folder, an interpreter path, a GPU name) can never turn into shell syntax: bash gets
+POSIX single quotes (``'it'\\''s'``), PowerShell single quotes with ``''`` doubling, cmd double
+quotes. A word made only of safe characters is left as it is, so ordinary commands read naturally.
+Nothing here runs anything.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+BASH = "bash"
+POWERSHELL = "powershell"
+CMD = "cmd"
+ANY = "any"
+SHELLS = (ANY, BASH, POWERSHELL, CMD)
+SHELL_TITLES = {BASH: "bash", POWERSHELL: "PowerShell", CMD: "cmd", ANY: "any shell"}
+
+# Characters no shell treats specially in a word. PowerShell: a ',' makes an array, a leading
+# '@' splats and '--%' stops parsing, so those words are quoted there.
+_SAFE = re.compile(r"[A-Za-z0-9_./:=@%+,-]+")
+_SAFE_POWERSHELL = re.compile(r"(?!--%)[A-Za-z0-9_./:=%+-][A-Za-z0-9_./:=@%+-]*")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command line. ``shell`` is "bash", "powershell", "cmd", or "any" when every shell reads
+    it the same; ``why`` says what the line is for (plan steps and scripts show it)."""
+
+    line: str
+    shell: str = ANY
+    # pip steps are the only ones --apply runs: their arguments after "python -m pip".
+    pip_args: Optional[tuple[str, ...]] = None
+    why: Optional[str] = None
+
+    def to_dict(self) -> dict:
+        out: dict = {"shell": self.shell, "line": self.line}
+        if self.pip_args:
+            out["pip_args"] = list(self.pip_args)
+        if self.why:
+            out["why"] = self.why
+        return out
+
+
+def quote(word: str, shell: str) -> str:
+    """``word`` as one literal word of ``shell`` ("any" quotes for bash and PowerShell alike)."""
+    text = str(word)
+    if shell == POWERSHELL:
+        return text if _SAFE_POWERSHELL.fullmatch(text) else "'" + text.replace("'", "''") + "'"
+    if shell == CMD:
+        # cmd has no escape inside double quotes; '"' and '%' cannot be written literally there.
+        return text if _SAFE.fullmatch(text) and "%" not in text else '"' + text.replace('"', "") + '"'
+    if shell == ANY:
+        # A form both bash and PowerShell read as one literal word: single quotes, no quote inside.
+        if _SAFE.fullmatch(text):
+            return text
+        if "'" not in text:
+            return "'" + text + "'"
+        raise ValueError(f"cannot quote {text!r} for every shell at once; pick bash or PowerShell")
+    return text if _SAFE.fullmatch(text) else "'" + text.replace("'", "'\\''") + "'"
+
+
+def join(words: tuple[str, ...] | list[str], shell: str) -> str:
+    return " ".join(quote(w, shell) for w in words)
+
+
+def program(path: str, shell: str) -> str:
+    """A program to run, by path: PowerShell needs the call operator for a quoted path."""
+    quoted = quote(path, shell)
+    if shell == POWERSHELL and quoted != path:
+        return "& " + quoted
+    return quoted
+
+
+def run(path: str, args: tuple[str, ...] | list[str], shell: str) -> str:
+    """``path args...`` with every part quoted for ``shell``."""
+    return " ".join([program(path, shell), *(quote(a, shell) for a in args)])
+
+
+def pip_command(python: str, shell: str, *args: str, step: bool = True) -> Command:
+    """``<python> -m pip ARGS`` for one interpreter. ``--apply`` runs exactly ``pip_args``, so an
+    alternative (``step=False``: "or install TF 2.10 instead") carries none and is only shown."""
+    return Command(run(python, ("-m", "pip", *args), shell), shell=shell, pip_args=tuple(args) if step else None)
+
+
+def python_code(python: str, shell: str, code: str) -> str:
+    """``<python> -c CODE`` with the code as one word for ``shell``: in double quotes when nothing
+    in it is special there (code reads best so), else quoted like any other word."""
+    return " ".join([program(python, shell), "-c", quote_code(code, shell)])
+
+
+def quote_code(code: str, shell: str) -> str:
+    special = {POWERSHELL: '"`$', CMD: '"%^&|<>'}.get(shell, '"$`\\!')
+    if not any(ch in code for ch in special):
+        return '"' + code + '"'
+    return quote_always(code, shell)
+
+
+def set_variable(name: str, value: str, shell: str) -> str:
+    """The line that sets an environment variable for this shell session."""
+    if shell == POWERSHELL:
+        return f"$env:{name} = {quote_always(value, POWERSHELL)}"
+    if shell == CMD:
+        return f'set "{name}={value}"'
+    return f"export {name}={quote(value, BASH)}"
+
+
+def unset_variable(name: str, shell: str) -> str:
+    if shell == POWERSHELL:
+        return f"Remove-Item Env:{name} -ErrorAction SilentlyContinue"
+    if shell == CMD:
+        return f'set "{name}="'
+    return f"unset {name}"
+
+
+def prepend_path(variable: str, directory: str, shell: str) -> str:
+    """Put ``directory`` first on a search-path variable (PATH, LD_LIBRARY_PATH) for this session,
+    keeping what it held: the folder stays one literal word whatever characters it has."""
+    if shell == POWERSHELL:
+        return f"$env:{variable} = {quote_always(directory + ';', POWERSHELL)} + $env:{variable}"
+    if shell == CMD:
+        return f'set "{variable}={directory};%{variable}%"'
+    return f"export {variable}={quote(directory, BASH)}${{{variable}:+:${variable}}}"
+
+
+def quote_always(word: str, shell: str) -> str:
+    """Like ``quote``, but always quoted (for values whose quotes make the line read better)."""
+    if shell == POWERSHELL:
+        return "'" + str(word).replace("'", "''") + "'"
+    return "'" + str(word).replace("'", "'\\''") + "'"
+
+
+def for_shell(shell: str, bash: str, powershell: Optional[str] = None) -> Command:
+    """A non-pip command in the shell of the probed platform (PowerShell on native Windows)."""
+    if shell == POWERSHELL:
+        return Command(powershell if powershell is not None else bash, shell=POWERSHELL)
+    return Command(bash, shell=BASH)

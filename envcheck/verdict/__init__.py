@@ -1,0 +1,44 @@
+"""Findings to a verdict: the first broken link, its consequences, the two ways forward, and one
+status line per link. ``judge`` is the doctor's whole judgement: facts in, report out."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
+
+from envcheck import __version__
+from envcheck.facts import Facts
+from envcheck.findings import Report, exit_code_for
+from envcheck.machine import Machine
+from envcheck.rules import evaluate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from envcheck.matrix import Matrix
+
+
+def judge(
+    facts: Facts,
+    matrix_loader: Optional[Callable[[], "Matrix"]] = None,
+    fail_on: str = "error",
+    select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+    notes: tuple[str, ...] = (),
+) -> Report:
+    """Run the rules over a snapshot and walk the chain to a verdict."""
+    from envcheck.verdict.chain import walk_chain
+    from envcheck.verdict.links import link_statuses
+
+    machine = Machine(facts, matrix_loader=matrix_loader)
+    findings = evaluate(machine, select=select, ignore=ignore)
+    findings, verdict = walk_chain(machine, findings)
+    return Report(
+        facts=facts,
+        findings=tuple(findings),
+        verdict=verdict,
+        links=link_statuses(machine, findings, verdict),
+        exit_code=exit_code_for(findings, fail_on),
+        envcheck_version=__version__,
+        notes=notes,
+    )
+
+
+__all__ = ["judge"]
