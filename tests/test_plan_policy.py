@@ -181,7 +181,7 @@ def test_linux_new_card_gets_the_newest_release_with_the_cuda_extra(matrix):
     o = plan.option
     assert (o.tf, o.cuda_extra, o.support, o.driver_status) == ("2.16", "and-cuda", "native", DRIVER_OK)
     assert str(o.driver_min) == "525.60.13"  # CUDA 12's minor-version floor, not 12.3's own 545.23.06
-    lines = [l.text for s in plan.steps for l in s.lines]
+    lines = [l.line for s in plan.steps for l in s.lines]
     assert any('"tensorflow[and-cuda]==2.16.*"' in l for l in lines)
     assert not any("LD_LIBRARY_PATH" in l for l in lines)
     assert alternative(plan.choice, "newer-python") is None  # 2.16 is already the newest
@@ -264,7 +264,7 @@ def test_macos_gets_the_cpu_plan_and_the_metal_pointer(matrix):
 def test_cpu_flag_gives_the_cpu_plan_with_plain_tensorflow(matrix):
     plan = make_plan(matrix, machine(matrix, os="linux", python="3.11", cpu=True))
     assert plan.option.kind == CPU and plan.option.tf == "2.16"
-    lines = [l.text for s in plan.steps for l in s.lines]
+    lines = [l.line for s in plan.steps for l in s.lines]
     assert any('"tensorflow==2.16.*"' in l for l in lines)
     assert not any("and-cuda" in l or "nvidia-smi" in l for l in lines)
 
@@ -311,7 +311,7 @@ def test_pinned_release_not_in_the_matrix_is_not_guessed(matrix):
 
 
 def _lines(plan, shell=None):
-    return [l.text for s in plan.steps for l in s.lines if shell is None or l.shell == shell]
+    return [l.line for s in plan.steps for l in s.lines if shell is None or l.shell == shell]
 
 
 def test_release_before_the_cuda_extra_gets_a_constraints_file_and_the_wheel_library_path(matrix):
@@ -326,7 +326,7 @@ def test_release_before_the_cuda_extra_gets_a_constraints_file_and_the_wheel_lib
 def test_release_without_cuda_wheels_on_linux_gets_the_toolkit_and_cudnn_downloads(matrix):
     plan = make_plan(matrix, machine(matrix, os="linux", python="3.10", gpu="GeForce GTX 1060", driver="470.82.01", tf="2.10"))
     assert plan.option.kind == GPU and plan.option.cuda_extra is None
-    links = [s.link for s in plan.steps]
+    links = [s.url for s in plan.steps]
     assert "https://developer.nvidia.com/cuda-11.2.0-download-archive" in links
     assert any(l.startswith("export LD_LIBRARY_PATH=/usr/local/cuda-11.2/lib64") for l in _lines(plan))
     assert any('"tensorflow==2.10.*"' in l for l in _lines(plan))
@@ -360,8 +360,8 @@ def test_wsl2_steps_split_windows_and_linux_sides_and_install_no_linux_driver(ma
     plan = make_plan(matrix, machine(matrix, os="wsl", python="3.11", gpu="RTX 4090", driver="526.98"))
     sides = {s.side for s in plan.steps}
     assert sides == {"windows", "wsl"}
-    windows = [l.text for s in plan.steps if s.side == "windows" for l in s.lines]
-    inside = [l.text for s in plan.steps if s.side == "wsl" for l in s.lines]
+    windows = [l.line for s in plan.steps if s.side == "windows" for l in s.lines]
+    inside = [l.line for s in plan.steps if s.side == "wsl" for l in s.lines]
     assert any("wsl --install" in l for l in windows) and any('[version]"527.41"' in l for l in windows)
     assert any("nvidia-smi" == l for l in inside) and any("/usr/lib/wsl/lib/libcuda.so.1" in l for l in inside)
     assert any('"tensorflow[and-cuda]==2.16.*"' in l for l in inside)

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     with _open_input(args) as (stream, source):
         scan = catalogue.scan(stream)
     # Looking at the machine only helps explanations that have machine-specific advice.
-    wants_facts = any(o.pattern.specialize for o in scan.occurrences)
+    wants_facts = any(o.pattern.specialize or o.pattern.rule_ids for o in scan.occurrences)
     ctx = _machine_context(args, matrix_loader, snapshot, look=wants_facts)
     explanations = explain(scan, ctx)
     from envcheck.explain.report import ExplainReport, render_json, render_text

@@ -8,6 +8,7 @@ from typing import Any
 
 from envcheck.errors import NotFoundError, UsageError
 from envcheck.matrix import BUILD_OSES, Matrix, TfBuild, as_version, load_matrix
+from envcheck.shell import BASH, quote
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -64,6 +65,7 @@ def tf_answer(matrix: Matrix, version: str, os: str) -> dict[str, Any]:
     return {
         "tf": str(build.tf),
         "os": build.os,
+        "platform": os,
         "gpu": build.gpu,
         "distribution": build.distribution,
         "python": list(build.python),
@@ -75,7 +77,9 @@ def tf_answer(matrix: Matrix, version: str, os: str) -> dict[str, Any]:
         "compiler": build.compiler,
         "build_tool": build.build_tool,
         "pip_cuda": None if build.pip_cuda is None else {"extra": build.pip_cuda.extra, "packages": dict(build.pip_cuda.packages)},
-        "min_driver": _min_drivers(matrix, build),
+        "min_driver": _min_driver(matrix, build, os),
+        "driver": _driver(matrix, build, os),
+        "install": matrix.pip_requirement(build, os) if build.gpu else matrix.pip_requirement(build, os, gpu=False),
         "notes": list(build.notes),
         "history": [{"field": c.field, "was": c.was, "note": c.note, "sources": list(c.sources)} for c in build.history],
         "sources": list(build.sources),
@@ -154,11 +158,23 @@ def _str(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _min_drivers(matrix: Matrix, build: TfBuild) -> str | None:
-    if build.cuda is None or build.os == "macos":
+def _min_driver(matrix: Matrix, build: TfBuild, os: str) -> str | None:
+    """The oldest driver that runs the build on ``os`` (under WSL2 the Windows driver), as
+    ``envcheck plan`` gives it."""
+    need = matrix.driver_requirement(build.cuda, os) if build.cuda is not None else None
+    return _str(need.minimum) if need is not None else None
+
+
+def _driver(matrix: Matrix, build: TfBuild, os: str) -> dict[str, Any] | None:
+    need = matrix.driver_requirement(build.cuda, os) if build.cuda is not None else None
+    if need is None:
         return None
-    driver = matrix.min_driver(build.cuda, build.os)
-    return _str(driver)
+    return {
+        "os": need.os,
+        "minimum": _str(need.minimum),
+        "cuda_release_minimum": _str(need.full),
+        "minor_version_compatibility": need.minor_compat,
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -178,18 +194,20 @@ def _lines(pairs: list[tuple[str, object]]) -> str:
 
 
 def _tf_text(a: dict[str, Any]) -> str:
-    head = f"TensorFlow {a['tf']} on {a['os']}: " + (
+    where = "WSL2 (the Linux build)" if a.get("platform") == "wsl" else a["os"]
+    head = f"TensorFlow {a['tf']} on {where}: " + (
         f"GPU build (CUDA {a['cuda']}, cuDNN {a['cudnn']})" if a["gpu"] else "CPU only (no CUDA build for this platform)"
     )
     pip_cuda = None
     if a["pip_cuda"]:
-        pip_cuda = f"pip install {a['distribution']}[{a['pip_cuda']['extra']}]  (pulls {len(a['pip_cuda']['packages'])} packages: nvidia-* CUDA libraries)"
+        pip_cuda = f"the [{a['pip_cuda']['extra']}] extra pulls {len(a['pip_cuda']['packages'])} packages: nvidia-* CUDA libraries"
     body = _lines([
         ("package", a["distribution"]),
+        ("install", "pip install " + quote(a["install"], BASH)),
         ("python", a["python"]),
         ("cuda", a["cuda"]),
         ("cudnn", a["cudnn"]),
-        ("min driver", a["min_driver"]),
+        ("min driver", _driver_text(a["driver"], a.get("platform"))),
         ("built for", a["compute_capabilities"]),
         ("min compute", a["min_compute_capability"]),
         ("loads", a["libraries"]),
@@ -198,6 +216,19 @@ def _tf_text(a: dict[str, Any]) -> str:
         ("build tool", a["build_tool"]),
     ])
     return "\n".join([head, body, *_notes(a), *_history(a), *_sources(a)])
+
+
+def _driver_text(driver: dict[str, Any] | None, platform: str | None) -> str | None:
+    if driver is None:
+        return None
+    where = "the Windows driver (WSL2 runs on it)" if platform == "wsl" else "Windows" if driver["os"] == "windows" else "Linux"
+    text = f"{driver['minimum']} on {where}"
+    if driver["minor_version_compatibility"]:
+        text += (
+            f" (CUDA's minor-version compatibility floor; {driver['cuda_release_minimum']} for GPUs that run "
+            "the build only through PTX)"
+        )
+    return text
 
 
 def _cuda_text(a: dict[str, Any]) -> str:

@@ -134,8 +134,8 @@ def _render_one(number: int, e: Explanation, shell: Optional[str], width: int) -
     for note in e.machine:
         paragraph("On this machine", note.text)
         lines.extend(_commands(note.commands, shell, indent + "  "))
-        if note.link:
-            lines.append(indent + "  " + note.link)
+        if note.url:
+            lines.append(indent + "  " + note.url)
     return lines
 
 

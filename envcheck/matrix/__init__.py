@@ -13,6 +13,7 @@ from envcheck.matrix.model import (
     CudaMajor,
     CudaRelease,
     CudnnRelease,
+    DriverRequirement,
     GpuProduct,
     Matrix,
     MatrixVersion,
@@ -20,8 +21,11 @@ from envcheck.matrix.model import (
     PlatformRules,
     Source,
     TfBuild,
+    TfDistribution,
     as_version,
+    driver_os,
     normalize_gpu_name,
+    requirement_text,
 )
 
 __all__ = [
@@ -30,6 +34,7 @@ __all__ = [
     "CudaMajor",
     "CudaRelease",
     "CudnnRelease",
+    "DriverRequirement",
     "GpuProduct",
     "Matrix",
     "MatrixVersion",
@@ -38,10 +43,13 @@ __all__ = [
     "SCHEMA_VERSION",
     "Source",
     "TfBuild",
+    "TfDistribution",
     "as_version",
+    "driver_os",
     "clear_cache",
     "default_matrix_path",
     "load_matrix",
     "normalize_gpu_name",
     "parse_matrix",
+    "requirement_text",
 ]

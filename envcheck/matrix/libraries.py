@@ -37,6 +37,23 @@ FAMILY_TITLES = {
 }
 
 
+# Where NVIDIA's installers put a CUDA toolkit: one folder per release.
+WINDOWS_CUDA_DIR = r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA"
+
+
+def cuda_home(version: object, os: str) -> str:
+    """The folder NVIDIA's installer gives CUDA ``version`` (major.minor) on ``os``."""
+    release = ".".join(str(version).split(".")[:2])
+    if os == "windows":
+        return f"{WINDOWS_CUDA_DIR}\\v{release}"
+    return f"/usr/local/cuda-{release}"
+
+
+def cuda_library_dir(version: object, os: str) -> str:
+    """The folder of a CUDA release's libraries: bin on Windows (DLLs), lib64 elsewhere."""
+    return cuda_home(version, os) + ("\\bin" if os == "windows" else "/lib64")
+
+
 def basename(path: str) -> str:
     """The file name of a Windows or POSIX path."""
     return re.split(r"[\\/]", path)[-1]

@@ -291,11 +291,9 @@ class Matrix:
         """What to give pip for a release on ``os``: ``tensorflow[and-cuda]==2.21.*`` for the GPU
         build where CUDA comes as wheels, ``tensorflow-gpu==1.13.*`` where the GPU build had its own
         name, ``tensorflow==2.21.*`` for the CPU. ``exact`` pins one patch release."""
-        version = exact or f"{'.'.join(str(p) for p in build.tf.release[:2])}.*"
         if not gpu:
-            return f"tensorflow=={version}"
-        extra = self.cuda_extra(build, os)
-        return f"{build.distribution or 'tensorflow'}{f'[{extra}]' if extra else ''}=={version}"
+            return requirement_text("tensorflow", None, build, exact)
+        return requirement_text(build.distribution or "tensorflow", self.cuda_extra(build, os), build, exact)
 
     def support(self, build: TfBuild, compute_capability: str | Version) -> str:
         """How a build runs on a GPU: "native" (a cubin it can load), "ptx" (JIT from PTX), "none".
@@ -410,6 +408,13 @@ class Matrix:
             if wanted in key and gpu not in found:
                 found.append(gpu)
         return found[:limit]
+
+
+def requirement_text(distribution: str, extra: str | None, build: TfBuild, exact: str | None = None) -> str:
+    """ "tensorflow[and-cuda]==2.21.*": pinned to the release series (pip takes its newest patch),
+    or to ``exact``."""
+    version = exact or f"{'.'.join(str(p) for p in build.tf.release[:2])}.*"
+    return f"{distribution}{f'[{extra}]' if extra else ''}=={version}"
 
 
 def driver_os(os: str) -> str | None:

@@ -101,27 +101,13 @@ def python_range(versions: Iterable[str]) -> str:
     return ordered[0] if len(ordered) == 1 else f"{ordered[0]}-{ordered[-1]}"
 
 
-def driver_os(os: str) -> str:
-    """Driver numbering: under WSL2 the driver is the Windows one, so Windows minimums apply."""
-    return "windows" if os in ("windows", "wsl") else "linux"
-
-
 def driver_floor(matrix: "Matrix", build: "TfBuild", os: str, support: Optional[str]) -> Optional[Version]:
-    """The oldest driver that runs this build's CUDA on ``os``.
-
-    From CUDA 11 on, a driver of the same major family runs newer minor releases (minor version
-    compatibility), so the floor is the family's, not the toolkit's. That does not cover JIT
-    compilation of PTX, so a card that only runs the build through PTX needs the toolkit's own
-    minimum."""
+    """The oldest driver that runs this build's CUDA on ``os`` (the matrix's driver requirement:
+    the minor-version floor, or the release's own minimum for a card that runs it through PTX)."""
     if build.cuda is None:
         return None
-    dos = driver_os(os)
-    full = matrix.min_driver(build.cuda, dos)
-    if build.cuda.major >= 11 and support != "ptx":
-        floor = matrix.minor_compat_floor(build.cuda.major, dos)
-        if floor is not None and (full is None or floor < full):
-            return floor
-    return full
+    need = matrix.driver_requirement(build.cuda, os, support)
+    return need.minimum if need is not None else None
 
 
 def _pick_python(build: "TfBuild", wanted: Optional[str], bits: Optional[int]) -> tuple[str, bool]:
@@ -150,17 +136,6 @@ def _gpu_support(matrix: "Matrix", build: "TfBuild", target: Target) -> Optional
     return matrix.support(build, target.compute_capability)
 
 
-# The extra that platform.and_cuda_first refers to.
-AND_CUDA = "and-cuda"
-
-
-def cuda_extra(matrix: "Matrix", build: "TfBuild", os: str) -> Optional[str]:
-    """The pip extra that installs this build's CUDA libraries, on the OSes that have it."""
-    if os not in ("linux", "wsl") or not build.gpu or build.tf < matrix.platform.and_cuda_first:
-        return None
-    return build.pip_cuda.extra if build.pip_cuda is not None else AND_CUDA
-
-
 def gpu_option(matrix: "Matrix", build: "TfBuild", target: Target, os: str, python: Optional[str] = None) -> Option:
     support = _gpu_support(matrix, build, target)
     floor = driver_floor(matrix, build, os, support)
@@ -174,7 +149,7 @@ def gpu_option(matrix: "Matrix", build: "TfBuild", target: Target, os: str, pyth
         support=support,
         driver_min=floor,
         driver_status=_driver_status(target, floor),
-        cuda_extra=cuda_extra(matrix, build, os),
+        cuda_extra=matrix.cuda_extra(build, os),
     )
 
 

@@ -27,7 +27,6 @@ from envcheck.planner.options import (
     Option,
     cpu_option,
     cpu_options,
-    driver_os,
     gpu_option,
     gpu_options,
 )
@@ -118,9 +117,10 @@ def _support_reasons(target: Target, option: Option) -> list[str]:
 def _driver_reasons(matrix: "Matrix", target: Target, option: Option) -> list[str]:
     if option.kind != GPU or option.driver_min is None:
         return []
-    where = "Windows" if driver_os(option.os) == "windows" else "Linux"
+    requirement = matrix.driver_requirement(option.cuda, option.os, option.support)
+    where = requirement.os_title if requirement is not None else "Linux"
     need = f"CUDA {option.cuda} needs NVIDIA driver {option.driver_min} or newer on {where}"
-    full = matrix.min_driver(option.cuda, driver_os(option.os))
+    full = requirement.full if requirement is not None else None
     if full is not None and option.driver_min < full:
         major = option.build.cuda.major
         need += f" (the floor of CUDA {major}'s minor-version compatibility; the {option.cuda} toolkit itself asks for {full})"

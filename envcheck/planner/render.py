@@ -91,11 +91,11 @@ def _text_step(number: int, step: Step, shell: str) -> list[str]:
     out = [f"  {number}. {side}{step.title}"]
     if step.detail:
         out += _wrap(step.detail, "     ")
-    if step.link:
-        out.append(f"     {step.link}")
+    if step.url:
+        out.append(f"     {step.url}")
     for line in step.lines:
         marker = "" if line.shell == shell or step.side else f"({SHELL_TITLES[line.shell]}) "
-        out.append(f"       {marker}{line.text}")
+        out.append(f"       {marker}{line.line}")
         out.append(f"         # {line.why}")
     return out
 
@@ -146,15 +146,15 @@ def _script_step(number: int, step: Step, shell: str) -> list[str]:
     out = [f"# {number}. {step.title}{side}"]
     if step.detail:
         out += _wrap(step.detail, "#    ")
-    if step.link:
-        out.append(f"#    {step.link}")
+    if step.url:
+        out.append(f"#    {step.url}")
     for line in step.lines:
         if line.shell == shell:
             out.append(f"# {line.why}")
-            out.append(_checked(line.text, shell))
+            out.append(_checked(line.line, shell))
         else:
             out.append(f"# ({SHELL_TITLES[line.shell]}; {line.why})")
-            out.append(f"#   {line.text}")
+            out.append(f"#   {line.line}")
     return out
 
 

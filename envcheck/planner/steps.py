@@ -18,13 +18,12 @@ from envcheck.planner.options import (
     DRIVER_UPGRADE,
     Option,
 )
+from envcheck.matrix import requirement_text
 from envcheck.planner.target import Target
+from envcheck.shell import BASH, POWERSHELL, Command
 
 if TYPE_CHECKING:  # pragma: no cover
     from envcheck.matrix import Matrix
-
-BASH = "bash"
-POWERSHELL = "powershell"
 
 ENV_DIR = "tf-env"
 DRIVER_PAGE = "https://www.nvidia.com/Download/index.aspx"
@@ -37,31 +36,26 @@ WSL_CUDA_GUIDE = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
 WINDOWS_CUDA_DIR = r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA"
 
 
-@dataclass(frozen=True)
-class Line:
-    text: str
-    why: str
-    shell: str  # BASH or POWERSHELL
+def Line(text: str, why: str, shell: str) -> Command:  # noqa: N802 - reads like the record it builds
+    """One line of a step: the command and what it is for."""
+    return Command(text, shell=shell, why=why)
 
 
 @dataclass(frozen=True)
 class Step:
     title: str
     detail: str = ""
-    lines: tuple[Line, ...] = ()
-    link: Optional[str] = None
+    lines: tuple[Command, ...] = ()
+    url: Optional[str] = None
     side: str = ""  # under WSL2: "windows" (the host) or "wsl" (inside Linux); else ""
-
-    def lines_for(self, shell: str) -> tuple[Line, ...]:
-        return tuple(line for line in self.lines if line.shell == shell)
 
     def to_dict(self) -> dict:
         return {
             "title": self.title,
             "detail": self.detail,
             "side": self.side or None,
-            "link": self.link,
-            "commands": [{"shell": l.shell, "line": l.text, "why": l.why} for l in self.lines],
+            "url": self.url,
+            "commands": [c.to_dict() for c in self.lines],
         }
 
 
@@ -105,10 +99,10 @@ def _driver_step(target: Target, option: Option, shell: str, side: str = "") -> 
             "reboot afterwards so the kernel module and the user-space library match."
         )
     check = _driver_check(need, POWERSHELL if windows_driver and side != "wsl" else BASH)
-    return Step(title=title, detail=detail, lines=(check,), link=DRIVER_PAGE, side=side)
+    return Step(title=title, detail=detail, lines=(check,), url=DRIVER_PAGE, side=side)
 
 
-def _driver_check(need, shell: str) -> Line:
+def _driver_check(need, shell: str) -> Command:
     why = f"stops here unless the driver is {need} or newer"
     if shell == POWERSHELL:
         return Line(
@@ -143,7 +137,7 @@ def _python_step(target: Target, option: Option, shell: str, side: str = "") -> 
                     POWERSHELL,
                 ),
             ),
-            link=PYTHON_WINDOWS,
+            url=PYTHON_WINDOWS,
             side=side,
         )
     if known_ok and side != "wsl":
@@ -153,7 +147,7 @@ def _python_step(target: Target, option: Option, shell: str, side: str = "") -> 
         detail=f"TensorFlow {option.tf} supports Python {versions}. Use the distribution's python{option.python} and "
         f"python{option.python}-venv packages, pyenv, or conda; any 64-bit build will do.",
         lines=(Line(f"python{option.python} --version", f"must print Python {option.python}.x", BASH),),
-        link=PYTHON_DOWNLOADS,
+        url=PYTHON_DOWNLOADS,
         side=side,
     )
 
@@ -161,13 +155,9 @@ def _python_step(target: Target, option: Option, shell: str, side: str = "") -> 
 def requirement(option: Option) -> str:
     """The pip requirement for an option, pinned to its release series (newest patch), or to the
     exact release asked for."""
-    build = option.build
-    series = option.exact or f"{option.tf}.*"
     if option.kind == CPU:
-        return f"tensorflow=={series}"
-    if option.cuda_extra:
-        return f"{build.distribution}[{option.cuda_extra}]=={series}"
-    return f"{build.distribution}=={series}"
+        return requirement_text("tensorflow", None, option.build, option.exact)
+    return requirement_text(option.build.distribution, option.cuda_extra, option.build, option.exact)
 
 
 def _install_step(matrix: "Matrix", option: Option, shell: str, side: str = "", constraints: bool = False) -> Step:
@@ -215,7 +205,7 @@ def _install_step(matrix: "Matrix", option: Option, shell: str, side: str = "", 
 CONSTRAINTS_FILE = "tf-constraints.txt"
 
 
-def _constraints_line(option: Option, shell: str) -> Line:
+def _constraints_line(option: Option, shell: str) -> Command:
     pins = [f"{name}{spec}" for name, spec in sorted(option.build.pip_cuda.packages.items())]
     if shell == POWERSHELL:
         text = f"Set-Content -Path {CONSTRAINTS_FILE} -Value @({', '.join(repr(p) for p in pins)})"
@@ -256,7 +246,7 @@ def _verify_step(option: Option, shell: str, side: str = "") -> Step:
     )
 
 
-def _doctor_line(py: str, shell: str) -> Line:
+def _doctor_line(py: str, shell: str) -> Command:
     why = "if envcheck is installed: the whole chain, with a matmul and a convolution on each GPU"
     if shell == POWERSHELL:
         return Line(f"if (Get-Command envcheck -ErrorAction SilentlyContinue) {{ envcheck doctor --python {py} }}", why, shell)
@@ -325,7 +315,7 @@ def _linux_system_cuda(matrix: "Matrix", option: Option, side: str = "") -> list
             title=f"Install the CUDA {option.cuda} toolkit",
             detail=toolkit_detail + _library_note(option),
             lines=(Line(f"ls {home}/lib64/libcudart.so*", f"must list the CUDA {option.cuda} runtime", BASH),),
-            link=(cuda.download_url if cuda and cuda.download_url else CUDA_ARCHIVE),
+            url=(cuda.download_url if cuda and cuda.download_url else CUDA_ARCHIVE),
             side=side,
         ),
         Step(
@@ -335,7 +325,7 @@ def _linux_system_cuda(matrix: "Matrix", option: Option, side: str = "") -> list
                 f"its include/ and lib64/ (lib/ in newer archives) folders into {home}."
             ),
             lines=(Line(f"ls {home}/lib64/libcudnn.so*", f"must list cuDNN {option.cudnn}", BASH),),
-            link=(cudnn.download_url if cudnn and cudnn.download_url else CUDNN_ARCHIVE),
+            url=(cudnn.download_url if cudnn and cudnn.download_url else CUDNN_ARCHIVE),
             side=side,
         ),
         Step(
@@ -363,7 +353,7 @@ def _windows(matrix: "Matrix", target: Target, option: Option) -> list[Optional[
             title="Install the Microsoft Visual C++ Redistributable (x64)",
             detail="TensorFlow's Windows wheels need its runtime DLLs (msvcp140.dll, and msvcp140_1.dll from 2.1 on); "
             "the current 2015-2022 package covers every release.",
-            link=VC_REDIST,
+            url=VC_REDIST,
         )
     )
     if option.kind != CPU:
@@ -413,7 +403,7 @@ def _windows_cuda(matrix: "Matrix", option: Option) -> list[Step]:
                 + _library_note(option)
             ),
             lines=tuple(toolkit_lines),
-            link=(cuda.download_url if cuda and cuda.download_url else CUDA_ARCHIVE),
+            url=(cuda.download_url if cuda and cuda.download_url else CUDA_ARCHIVE),
         ),
         Step(
             title=f"Install cuDNN {option.cudnn} for CUDA {option.cuda}",
@@ -423,7 +413,7 @@ def _windows_cuda(matrix: "Matrix", option: Option) -> list[Step]:
                 "or keep it in a folder of its own (e.g. C:\\tools\\cuda) and add that folder's bin to PATH."
             ),
             lines=tuple(cudnn_lines),
-            link=(cudnn.download_url if cudnn and cudnn.download_url else CUDNN_ARCHIVE),
+            url=(cudnn.download_url if cudnn and cudnn.download_url else CUDNN_ARCHIVE),
         ),
         Step(
             title="PATH entries",
@@ -460,7 +450,7 @@ def _wsl(matrix: "Matrix", target: Target, option: Option) -> list[Optional[Step
                 Line("wsl --install -d Ubuntu", "installs WSL2 and Ubuntu (restart when asked)", POWERSHELL),
                 Line("wsl --update", "the WSL kernel that carries GPU support", POWERSHELL),
             ),
-            link="https://learn.microsoft.com/windows/wsl/install",
+            url="https://learn.microsoft.com/windows/wsl/install",
             side="windows",
         )
     )
@@ -474,7 +464,7 @@ def _wsl(matrix: "Matrix", target: Target, option: Option) -> list[Optional[Step
                     Line("ls /usr/lib/wsl/lib/libcuda.so.1", "the Windows driver's CUDA library, as WSL2 sees it", BASH),
                     Line("nvidia-smi", "must list the GPU and the Windows driver version", BASH),
                 ),
-                link=WSL_CUDA_GUIDE,
+                url=WSL_CUDA_GUIDE,
                 side="wsl",
             )
         )

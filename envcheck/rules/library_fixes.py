@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Optional
 
+from envcheck import shell
 from envcheck.findings import Fix
-from envcheck.shell import Command
 from envcheck.machine import minor
+from envcheck.matrix.libraries import cuda_home
+from envcheck.shell import Command
 from envcheck.rules.engine import Context
 from envcheck.rules.library_state import CUDA_RUNTIME, MATH, Needed, missing
 from envcheck.rules.pip_cuda import cuda_pins
@@ -17,19 +19,20 @@ def search_where(ctx: Context) -> str:
 
 
 def cuda_dir(ctx: Context, cuda: object) -> str:
-    if ctx.os == "windows":
-        return f"C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v{minor(cuda)}"
-    return f"/usr/local/cuda-{minor(cuda)}"
+    return cuda_home(minor(cuda), "windows" if ctx.os == "windows" else "linux")
 
 
 def add_to_loader_path(ctx: Context, directory: str) -> Command:
-    return ctx.shell_command(f"export LD_LIBRARY_PATH={directory}" + "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}",
-        f'$env:Path = "{directory};" + $env:Path',
+    """Put a folder first on the loader's path for this shell: the folder is quoted, so whatever
+    it is called it stays one literal word."""
+    return ctx.shell_command(
+        shell.prepend_path("LD_LIBRARY_PATH", directory, shell.BASH),
+        shell.prepend_path("Path", directory, shell.POWERSHELL),
     )
 
 
 def check_command(ctx: Context, name: str) -> Command:
-    return ctx.shell_command(f"ldconfig -p | grep {name}", f"where.exe {name}")
+    return ctx.shell_command(f"ldconfig -p | grep -F {shell.quote(name, shell.BASH)}", f"where.exe {shell.quote(name, shell.POWERSHELL)}")
 
 
 def tf_pip_reinstall(ctx: Context) -> Optional[Command]:
@@ -59,6 +62,9 @@ def cuda_fix(ctx: Context, names: list[Needed]) -> Fix:
             url=link,
         )
     pip_step = tf_pip_reinstall(ctx)
+    conda = _conda_fix(ctx, build, cuda, files, link)
+    if pip_step is None and conda is not None:
+        return conda
     if pip_step is not None:
         return Fix(
             text=(
@@ -77,6 +83,25 @@ def cuda_fix(ctx: Context, names: list[Needed]) -> Fix:
             "and open a new terminal. Other CUDA versions can stay installed beside it."
         ),
         commands=(add_to_loader_path(ctx, bin_dir), check_command(ctx, names[0].name)),
+        url=link,
+    )
+
+
+def _conda_fix(ctx: Context, build, cuda: object, files: str, link) -> Optional[Fix]:
+    """In a conda environment, releases without pip CUDA wheels take CUDA and cuDNN from conda
+    (TensorFlow's own install guide did so for 2.4 to 2.11): nothing system-wide changes."""
+    if not ctx.facts.python.in_conda or ctx.build_os != "linux" or build is None or build.cudnn is None:
+        return None
+    cudnn = ".".join(str(p) for p in build.cudnn.release[:2])
+    return Fix(
+        text=(
+            f"Install CUDA {minor(cuda)} and cuDNN {cudnn} into this conda environment ({ctx.tf_name} loads {files}), "
+            "then let the loader look in its lib folder."
+        ),
+        commands=(
+            ctx.shell_command(f"conda install -c conda-forge cudatoolkit={minor(cuda)} cudnn={cudnn}"),
+            ctx.shell_command('export LD_LIBRARY_PATH="$CONDA_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'),
+        ),
         url=link,
     )
 
@@ -109,15 +134,15 @@ def cudnn_fix(ctx: Context, names: list[Needed]) -> Fix:
     if ctx.os == "windows":
         source = ".\\cuda\\*" if version is not None and version.major <= 7 else ".\\cudnn-windows-x86_64-*\\*"
         commands = (
-            Command(f"Copy-Item -Recurse -Force {source} '{directory}\\'", shell="powershell"),
+            Command(f"Copy-Item -Recurse -Force {source} {shell.quote_always(directory + chr(92), shell.POWERSHELL)}", shell="powershell"),
             check_command(ctx, names[0].name),
         )
         where = f"copy its bin, include and lib folders into {directory} (whose bin folder is on PATH)"
     else:
         commands = (
             Command(
-                f"sudo cp -P cudnn-*-archive/include/cudnn*.h {directory}/include/ && "
-                f"sudo cp -P cudnn-*-archive/lib/libcudnn* {directory}/lib64/ && sudo ldconfig",
+                f"sudo cp -P cudnn-*-archive/include/cudnn*.h {shell.quote(directory + '/include/', shell.BASH)} && "
+                f"sudo cp -P cudnn-*-archive/lib/libcudnn* {shell.quote(directory + '/lib64/', shell.BASH)} && sudo ldconfig",
                 shell="bash",
             ),
             check_command(ctx, names[0].name),

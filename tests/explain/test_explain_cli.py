@@ -12,6 +12,7 @@ from envcheck.facts import (
     OK,
     Distribution,
     DriverFacts,
+    LibrariesFacts,
     Facts,
     NvmlFacts,
     NvmlGpu,
@@ -41,6 +42,7 @@ def setup_post_machine(tmp_path) -> str:
         pci=PciFacts(status=OK, devices=(PciDevice(address="0000:01:00.0", vendor_id="0x10de", device_id="0x1c03", class_code="0x030000", name="GeForce GTX 1060 6GB"),)),
         driver=DriverFacts(status="skipped"),
         nvml=NvmlFacts(status=OK, driver_version="417.35", gpus=(NvmlGpu(index=0, name="GeForce GTX 1060 6GB", compute_capability="6.1"),)),
+        libraries=LibrariesFacts(status=OK, search_path=(r"C:\Windows\system32",)),
     )
     path = tmp_path / "setup_post_machine.json"
     path.write_text(json.dumps(to_dict(facts)))
@@ -53,7 +55,7 @@ def test_setup_post_message_with_its_machine_snapshot(cli, tmp_path):
     out = result.out
     assert "[1] CUDA runtime cudart64_100.dll not found (this TensorFlow needs CUDA 10.0)" in out
     assert "error · EC-LIB-001 · line 1" in out
-    assert "tensorflow-gpu 1.13.1 needs exactly CUDA 10.0 and cuDNN 7.4" in " ".join(out.split())
+    assert "envcheck doctor (EC-LIB-001): cudart64_100.dll (CUDA 10.0 runtime) is missing" in " ".join(out.split())
     assert "https://developer.nvidia.com/cuda-10.0-download-archive" in out
     assert "$ where.exe cudart64_100.dll" in out
     assert "(bash)" not in out and "export " not in out  # a Windows machine gets its own shell's commands
@@ -93,7 +95,7 @@ def test_json_output(cli):
     first = data["explanations"][0]
     assert first["id"] == "cuinit-no-driver"
     assert set(first) >= {"title", "harmless", "meaning", "cause", "fix", "rule_ids", "count", "first_line", "excerpt", "on_this_machine"}
-    assert first["rule_ids"] == ["EC-GPU-002", "EC-DRV-004", "EC-GPU-001"]
+    assert first["rule_ids"] == ["EC-GPU-002", "EC-GPU-003", "EC-DRV-004", "EC-GPU-001"]
     assert first["fix"]["commands"][0] == {"shell": "bash", "line": "nvidia-smi"}
 
 
@@ -101,7 +103,7 @@ def test_json_with_snapshot_carries_machine_notes(cli, tmp_path):
     data = cli("explain", "--json", "--facts", setup_post_machine(tmp_path), SETUP_POST).json()
     assert data["machine"]["probed"] and data["machine"]["os"] == "windows"
     notes = data["explanations"][0]["on_this_machine"]
-    assert notes[0]["link"] == "https://developer.nvidia.com/cuda-10.0-download-archive"
+    assert notes[0]["url"] == "https://developer.nvidia.com/cuda-10.0-download-archive"
     assert any(c["shell"] == "powershell" for n in notes for c in n["commands"])
 
 

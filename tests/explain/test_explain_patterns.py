@@ -12,17 +12,16 @@ from envcheck.explain import MAX_LINE_BYTES, Catalogue, load_patterns, repeat_pr
 CATALOGUE = load_patterns()
 PATTERNS = CATALOGUE.patterns
 
-# The rule ids agreed between the rules and the explain side (ids are never reused).
-RULE_CATALOGUE = {
-    "EC-PY-001", "EC-PY-002",
-    "EC-GPU-001", "EC-GPU-002", "EC-GPU-003",
-    *(f"EC-DRV-00{i}" for i in range(1, 9)),
-    "EC-CC-001", "EC-CC-002",
-    *(f"EC-LIB-00{i}" for i in range(1, 9)),
-    *(f"EC-TF-00{i}" for i in range(1, 10)),
-    "EC-PLC-001", "EC-PLC-002", "EC-PLC-003", "EC-PLC-004",
-    *(f"EC-ENV-00{i}" for i in range(1, 8)),
-}  # fmt: skip
+
+def _rule_ids() -> set[str]:
+    """The doctor's registered rules: the only ids a pattern may name."""
+    from envcheck.rules import RULES, load_rule_modules
+
+    load_rule_modules()
+    return set(RULES)
+
+
+RULE_CATALOGUE = _rule_ids()
 
 EXAMPLES = [(p.id, text) for p in PATTERNS for text in p.examples]
 NEAR_MISSES = [(p.id, text) for p in PATTERNS for text in p.near_misses]
