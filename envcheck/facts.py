@@ -21,7 +21,10 @@ from typing import Any, Optional, Union
 from envcheck.errors import FactsError
 from envcheck.fsutil import read_user_text
 
-SCHEMA_VERSION = 1
+# 2: the JSON report around the facts moved to the common envelope (fix pages are ``url``); the
+# facts themselves only gained fields with defaults, so version 1 snapshots read as they are.
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 OK = "ok"
 MISSING = "missing"
@@ -452,9 +455,9 @@ def facts_from_dict(data: Any) -> Facts:
             f"snapshot has schema_version {version}, newer than this envcheck understands "
             f"({SCHEMA_VERSION}); update envcheck to the release that wrote it"
         )
-    if version < 1:
+    if version not in READABLE_VERSIONS:
         raise FactsError(f"snapshot has an invalid schema_version {version}")
-    return from_dict(Facts, data)
+    return from_dict(Facts, {**data, "schema_version": SCHEMA_VERSION})
 
 
 def load_facts(path: str | Path) -> Facts:

@@ -155,10 +155,9 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": self.facts.schema_version,
             "envcheck_version": self.envcheck_version,
-            "verdict": self.verdict.to_dict(),
             "exit_code": self.exit_code,
+            "verdict": self.verdict.to_dict(),
             "links": [link.to_dict() for link in self.links],
             "findings": [f.to_dict() for f in self.findings],
             "notes": list(self.notes),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.apply import apply_path, pip_steps
+from envcheck.commands.apply import apply_path, pip_steps
 from envcheck.errors import UsageError
 from envcheck.verdict import judge
 
@@ -193,7 +193,7 @@ def test_end_of_input_at_the_question_is_a_no():
 def test_ctrl_c_during_a_step_says_what_was_and_was_not_done(monkeypatch):
     import io
 
-    import envcheck.apply as apply_module
+    import envcheck.commands.apply as apply_module
 
     calls = []
 

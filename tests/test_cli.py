@@ -238,7 +238,7 @@ def test_save_facts_writes_through_a_symlink_and_into_a_pipe(cli, tmp_path):
     link.symlink_to(target)
     snapshot = write_snapshot(tmp_path / "f.json", Facts())
     assert cli("doctor", "--facts", snapshot, "--save-facts", str(link)).code in (0, 1)
-    assert link.is_symlink() and json.loads(target.read_text())["schema_version"] == 1
+    assert link.is_symlink() and json.loads(target.read_text())["schema_version"] == 2
 
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -250,7 +250,7 @@ def test_save_facts_writes_through_a_symlink_and_into_a_pipe(cli, tmp_path):
     assert cli("doctor", "--facts", snapshot, "--save-facts", str(fifo)).code in (0, 1)
     reader.join(10)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still a pipe, not replaced by a file
-    assert json.loads(got[0])["schema_version"] == 1
+    assert json.loads(got[0])["schema_version"] == 2
 
 
 def test_report_survives_an_output_encoding_without_its_characters(tmp_path):

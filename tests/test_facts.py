@@ -198,3 +198,20 @@ def test_a_snapshot_from_an_unknown_os_names_the_file_and_field(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(FactsError, match=r"solaris\.json: facts\.platform\.os: unknown OS 'solaris'"):
         load_facts(path)
+
+
+def test_version_1_snapshots_are_still_read(tmp_path):
+    """Snapshots written before the report moved to schema 2 read as they are, as version 2."""
+    import json as _json
+    from pathlib import Path as _Path
+
+    from envcheck.facts import SCHEMA_VERSION, load_facts
+
+    source = _Path(__file__).parent / "fixtures" / "facts" / "multi_gpu_server.json"
+    data = _json.loads(source.read_text())
+    data["schema_version"] = 1
+    old = tmp_path / "v1.json"
+    old.write_text(_json.dumps(data))
+    facts = load_facts(old)
+    assert facts.schema_version == SCHEMA_VERSION == 2
+    assert facts.nvml.gpus and facts.python.version

@@ -18,7 +18,7 @@ from envcheck.matrix import parse_matrix
 from envcheck.planner import Target, apply_overrides, make_plan, target_from_facts
 from envcheck.planner.options import CPU, DRIVER_INSTALL, DRIVER_OK, DRIVER_UNKNOWN, DRIVER_UPGRADE, GPU, driver_floor
 from envcheck.planner.policy import choose
-from envcheck.planner.render import render_json, render_script, render_text
+from envcheck.render.plan import render_json, render_script, render_text
 from envcheck.planner.steps import BASH, POWERSHELL
 
 MATRIX_YAML = """

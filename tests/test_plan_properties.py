@@ -13,7 +13,7 @@ from envcheck.errors import NotFoundError
 from envcheck.matrix import load_matrix
 from envcheck.planner import apply_overrides, make_plan
 from envcheck.planner.options import CPU, DRIVER_OK, DRIVER_UPGRADE, GPU
-from envcheck.planner.render import render_json, render_script, render_text
+from envcheck.render.plan import render_json, render_script, render_text
 from envcheck.planner.steps import shell_for
 
 MATRIX = load_matrix()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import pytest
+from pathlib import Path
 
 from envcheck.facts import EnvFacts, Facts, NvmlFacts, NvmlGpu, PlatformFacts, PythonFacts
 from envcheck.findings import (
@@ -217,3 +219,26 @@ def test_redaction_of_a_home_folder_written_with_a_trailing_slash():
     facts = replace(report.facts, platform=replace(report.facts.platform, home=HOME + "/"))
     text = markdown.render(replace(report, facts=facts))
     assert HOME not in text and "~/venv/bin/python" in text
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("doctor", "--facts", "FIXTURE", "--json"),
+        ("plan", "--os", "linux", "--python", "3.11", "--gpu", "RTX 4090", "--json"),
+        ("matrix", "tf", "2.15", "--json"),
+        ("matrix", "cuda", "12.2", "--json"),
+        ("matrix", "gpu", "GTX 1060", "--json"),
+        ("explain", "--no-probe", "--json", "failed call to cuInit: CUDA_ERROR_NO_DEVICE"),
+        ("explain", "--list", "--json"),
+    ],
+)
+def test_every_json_document_has_the_same_envelope(cli, argv):
+    from envcheck import __version__
+
+    fixture = str(Path(__file__).parent / "fixtures" / "facts" / "multi_gpu_server.json")
+    result = cli(*(fixture if a == "FIXTURE" else a for a in argv))
+    data = json.loads(result.out)
+    assert list(data)[:4] == ["schema_version", "envcheck_version", "command", "exit_code"]
+    assert data["schema_version"] == 2 and data["envcheck_version"] == __version__
+    assert data["command"] == argv[0] and data["exit_code"] == result.code

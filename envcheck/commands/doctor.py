@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import stat
-import sys
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -122,9 +121,9 @@ def run(args: argparse.Namespace) -> int:
     if args.save_facts:
         _write_facts(args.save_facts, report.facts)
     if args.apply:
-        from envcheck.apply import apply_path
+        from envcheck.commands.apply import apply_path
 
-        return apply_path(args, report)
+        return apply_path(args, report, rejudge=build_report)
     if args.json:
         from envcheck.render.json import render
     elif args.markdown:
@@ -134,31 +133,10 @@ def run(args: argparse.Namespace) -> int:
             return render_md(r, redact=not args.no_redact)
     else:
         from envcheck.render.terminal import render
-    text = render(report, verbose=args.verbose)
-    if args.json and not _encodable(text):
-        text = render(report, ensure_ascii=True)  # \u escapes keep every value, unlike '?'
-    _emit(text)
+    from envcheck.render import emit
+
+    emit(render(report, verbose=args.verbose), is_json=args.json)
     return report.exit_code
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
-    except (UnicodeEncodeError, LookupError):
-        return False
-    return True
-
-
-def _emit(text: str) -> None:
-    """Write the report; characters the output's encoding lacks (a legacy console) become '?'."""
-    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
-    try:
-        text.encode(encoding)
-    except UnicodeEncodeError:
-        text = text.encode(encoding, "replace").decode(encoding)
-    except LookupError:
-        pass
-    sys.stdout.write(text)
 
 
 def _write_facts(path: str, facts) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import sys
 import zlib
 from contextlib import contextmanager
@@ -50,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--list shows every known message; give it no text and no --file")
         from envcheck.explain.report import render_catalogue, render_catalogue_json
 
-        sys.stdout.write(render_catalogue_json(catalogue) if args.json else render_catalogue(catalogue))
+        from envcheck.render import json_text
+
+        sys.stdout.write(json_text("explain", json.loads(render_catalogue_json(catalogue)), 0) if args.json else render_catalogue(catalogue))
         return 0
     _check_options(args)
     # Bad --matrix or --facts files are usage errors whatever the text holds, so read them first.
@@ -62,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     wants_facts = any(o.pattern.specialize or o.pattern.rule_ids for o in scan.occurrences)
     ctx = _machine_context(args, matrix_loader, snapshot, look=wants_facts)
     explanations = explain(scan, ctx)
-    from envcheck.explain.report import ExplainReport, render_json, render_text
+    from envcheck.explain.report import ExplainReport, render_text
 
     report = ExplainReport(
         source=source,
@@ -74,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
         problems=tuple(ctx.problems),
     )
     if args.json:
-        sys.stdout.write(render_json(report))
+        from envcheck.render import json_text
+
+        sys.stdout.write(json_text("explain", report.to_dict(), report.exit_code))
     else:
         sys.stdout.write(render_text(report, show_harmless=not args.hide_harmless))
     return report.exit_code

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from envcheck.errors import NotFoundError, UsageError
@@ -44,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         answer = gpu_answer(matrix, " ".join(args.name))
         text = _gpu_text(answer, {os: [str(b.tf) for b in matrix.tf_releases(os)] for os in BUILD_OSES})
-    print(json.dumps(answer, indent=2) if args.json else text)
+    from envcheck.render import emit, json_text
+
+    emit(json_text("matrix", {"query": args.query, **answer}, 0) if args.json else text + "\n", is_json=args.json)
     return 0
 
 

@@ -70,7 +70,7 @@ def _base_target(args: argparse.Namespace, matrix):
 def run(args: argparse.Namespace) -> int:
     from envcheck.matrix import load_matrix
     from envcheck.planner import apply_overrides, make_plan
-    from envcheck.planner.render import render_json, render_script, render_text
+    from envcheck.render.plan import render_json, render_script, render_text
 
     fmt = "json" if args.json else args.format
     matrix = load_matrix(args.matrix) if args.matrix else load_matrix()

@@ -6,17 +6,13 @@ Flags are checked here, before TensorFlow is imported, so a typo costs nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from envcheck.errors import UsageError
+from envcheck.train.config import JIT_WITH_CPU_REPLICAS
 
 DEFAULT_OUTPUT = "envcheck-train"
-JIT_WITH_CPU_REPLICAS = (
-    "--jit with --cpu-replicas: XLA cannot run a model mirrored over logical CPU devices "
-    "(it puts every replica on CPU:0); use --jit with one CPU replica or with GPUs"
-)
 
 
 def count_arg(minimum: int):
@@ -148,8 +144,9 @@ def run(args: argparse.Namespace) -> int:
     if not summary["devices"]["is_chief"]:
         return 0
     if args.json:
-        json.dump(summary, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        from envcheck.render import json_text
+
+        sys.stdout.write(json_text("train", summary, 0))
     else:
         print(format_summary(summary, config.output))
     return 0

@@ -6,7 +6,6 @@ Exit codes as the doctor's: 0 every check passed, 1 a check failed, 2 bad usage,
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from envcheck.errors import UsageError, require_modules
@@ -65,8 +64,9 @@ def run(args: argparse.Namespace) -> int:
         gpus=args.gpus, cpu_replicas=args.cpu_replicas, progress=not args.json,
     )
     if args.json:
-        json.dump(report.to_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        from envcheck.render import json_text
+
+        sys.stdout.write(json_text("validate", report.to_dict(), report.exit_code))
     else:
         render_terminal(report, _console())
     return report.exit_code

@@ -1,12 +1,11 @@
-"""The ``--json`` report: one object; its schema is documented in the README."""
+"""The doctor's ``--json`` report: one document in the common envelope; its keys are in the README."""
 
 from __future__ import annotations
 
-import json
-
 from envcheck.findings import Report
+from envcheck.render import json_text
 
 
 def render(report: Report, verbose: bool = False, ensure_ascii: bool = False) -> str:
     del verbose  # the JSON report always carries everything
-    return json.dumps(report.to_dict(), indent=2, ensure_ascii=ensure_ascii) + "\n"
+    return json_text("doctor", report.to_dict(), report.exit_code, ensure_ascii=ensure_ascii)

@@ -9,6 +9,11 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
+JIT_WITH_CPU_REPLICAS = (
+    "--jit with --cpu-replicas: XLA cannot run a model mirrored over logical CPU devices "
+    "(it puts every replica on CPU:0); use --jit with one CPU replica or with GPUs"
+)
+
 # The post's protocol: MiniGoogLeNet, 70 epochs, SGD 5e-3 with momentum 0.9, linear decay to 0 per
 # epoch, 64 images per GPU, per-pixel mean subtraction, shift 0.1 + horizontal flip.
 POST_EPOCHS = 70

@@ -86,7 +86,7 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
     if plan.note and plan.is_chief:
         print(f"envcheck: note: {plan.note}", file=sys.stderr)
     if config.jit and plan.kind == "cpu" and plan.replicas > 1:
-        from envcheck.commands.train import JIT_WITH_CPU_REPLICAS
+        from envcheck.train.config import JIT_WITH_CPU_REPLICAS
 
         raise UsageError(JIT_WITH_CPU_REPLICAS)
     import keras

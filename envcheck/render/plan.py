@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import textwrap
 
 from envcheck import __version__
+from envcheck.render import json_text
 from envcheck.errors import UsageError
 from envcheck.planner import GPU, Plan, describe_target
 from envcheck.planner.options import DRIVER_INSTALL, DRIVER_OK, DRIVER_UNKNOWN, DRIVER_UPGRADE
@@ -17,7 +17,7 @@ SHELL_TITLES = {BASH: "bash", POWERSHELL: "PowerShell"}
 
 
 def render_json(plan: Plan) -> str:
-    return json.dumps({"envcheck_version": __version__, **plan.to_dict()}, indent=2) + "\n"
+    return json_text("plan", plan.to_dict(), 0)
 
 
 def _wrap(text: str, indent: str) -> list[str]:

@@ -49,7 +49,10 @@ def apply_path(
     out: Optional[TextIO] = None,
     ask: Optional[Callable[[str], str]] = None,
     interactive: Optional[bool] = None,
+    rejudge: Optional[Callable[[argparse.Namespace], Report]] = None,
 ) -> int:
+    """Run the pip steps of one way forward; ``rejudge(args)`` probes and judges again afterwards
+    (the doctor's own ``build_report``)."""
     out = out or sys.stdout
     if getattr(args, "facts", None):
         raise UsageError("--apply changes this machine; it cannot be used with --facts (a saved snapshot)")
@@ -112,7 +115,7 @@ def apply_path(
             return EXIT_FINDINGS
         done.append(step)
     _summary(out, python, done, None, [])
-    return _judge_again(args, report, out)
+    return _judge_again(args, report, out, rejudge)
 
 
 def _display(python: str, args: tuple[str, ...]) -> str:
@@ -155,13 +158,14 @@ def _counts(report: Report) -> str:
     return ", ".join(parts) or "no findings"
 
 
-def _judge_again(args: argparse.Namespace, before: Report, out: TextIO) -> int:
+def _judge_again(args: argparse.Namespace, before: Report, out: TextIO, rejudge) -> int:
     """Probe and judge again with the same options, and show both verdicts."""
-    from envcheck.commands.doctor import build_report
     from envcheck.render.terminal import render
 
+    if rejudge is None:
+        return before.exit_code
     again = argparse.Namespace(**{**vars(args), "apply": None, "save_facts": None})
-    after = build_report(again)
+    after = rejudge(again)
     out.write("\n" + render(after, verbose=getattr(args, "verbose", False)))
     out.write(f"\nBefore: {before.verdict.line}  [{_counts(before)}]\nAfter:  {after.verdict.line}  [{_counts(after)}]\n")
     return after.exit_code
