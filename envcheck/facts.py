@@ -40,6 +40,7 @@ class Section:
     status: str = OK
     error: Optional[str] = None
     seconds: float = 0.0
+    timed_out: bool = False  # the probe ran out of time (its own limit or the doctor's --timeout)
 
 
 # --- interpreter and operating system ------------------------------------------------------------

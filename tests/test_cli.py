@@ -93,7 +93,7 @@ def test_python_that_is_not_python_exits_2(cli, tmp_path):
         (tmp_path / "nope", "no such file"),
         (not_exec, "not executable"),
         (script, "not a Python interpreter"),
-        (failing, "not a working Python 3 interpreter (boom)"),
+        (failing, "not a working Python 3.6+ interpreter (boom)"),
         (tmp_path, "is a directory with no bin/python"),
     ]:
         result = cli("doctor", "--quick", "--python", str(path))

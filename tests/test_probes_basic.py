@@ -24,12 +24,33 @@ def test_this_interpreter():
     assert facts.tensorflow.status == "skipped"
 
 
-def test_tensorflow_family_distributions_are_listed():
-    names = {d["name"] for d in distributions()}
+def test_every_distribution_is_listed_with_requirements_only_where_asked():
+    dists = {d["name"]: d for d in distributions(requires_of=("tensorflow",))}
     # The test environment installs TensorFlow and the CUDA runtime wheel.
-    assert "tensorflow" in names
-    assert any(n.startswith("nvidia-") for n in names)
-    assert "pytest" not in names  # only the TF family and nvidia-* wheels are recorded
+    assert "tensorflow" in dists and "pytest" in dists and "numpy" in dists
+    assert any(n.startswith("nvidia-") for n in dists)
+    assert any(r.startswith("numpy") for r in dists["tensorflow"]["requires"])
+    assert dists["pytest"]["requires"] == []  # requirement strings only for TensorFlow's distributions
+
+
+def test_metadata_is_read_without_importlib_metadata(tmp_path, monkeypatch):
+    """Python 3.6 and 3.7 have no importlib.metadata: the .dist-info folders are read directly."""
+    import envcheck.probes.interpreter as interpreter
+
+    info = tmp_path / "Fake_Pkg-1.2.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: Fake_Pkg\nVersion: 1.2\nRequires-Dist: numpy>=1.16\n\nLong text: not a header\n")
+    egg = tmp_path / "old.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Name: old\nVersion: 0.9\n")
+    import importlib
+
+    monkeypatch.setitem(sys.modules, "importlib.metadata", None)
+    monkeypatch.delattr(importlib, "metadata", raising=False)
+    monkeypatch.setattr(interpreter, "_site_dirs", lambda: [str(tmp_path)])
+    found = {d["name"]: d for d in interpreter.distributions(requires_of=("fake-pkg",))}
+    assert found["fake-pkg"]["version"] == "1.2" and found["fake-pkg"]["requires"] == ["numpy>=1.16"]
+    assert found["old"]["version"] == "0.9"
 
 
 @pytest.fixture(scope="module")

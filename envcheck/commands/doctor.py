@@ -6,6 +6,8 @@ import argparse
 import os
 import stat
 
+from envcheck.probes.limits import DOCTOR_TIMEOUT, TF_TIMEOUT
+
 
 def configure(p: argparse.ArgumentParser) -> None:
     out = p.add_mutually_exclusive_group()
@@ -17,7 +19,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--python", metavar="PATH", help="probe this interpreter (a venv or conda env) instead")
     p.add_argument("--quick", action="store_true", help="skip everything that imports TensorFlow")
     p.add_argument(
-        "--tf-timeout", type=_positive_float, default=60.0, metavar="SECONDS", help="TensorFlow worker timeout (60)"
+        "--tf-timeout", type=_positive_float, default=TF_TIMEOUT, metavar="SECONDS", help=f"TensorFlow worker timeout ({TF_TIMEOUT:g})"
+    )
+    p.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=DOCTOR_TIMEOUT,
+        metavar="SECONDS",
+        help=f"stop every probe after this long in all ({DOCTOR_TIMEOUT:g}); what ran out of time is reported",
     )
     p.add_argument("--matrix", metavar="FILE", help="use this compatibility matrix instead of the bundled one")
     p.add_argument(
@@ -64,7 +73,7 @@ def build_report(args: argparse.Namespace):
     else:
         from envcheck.probes import ProbeOptions, collect
 
-        facts = collect(ProbeOptions(python=args.python, quick=args.quick, tf_timeout=args.tf_timeout))
+        facts = collect(ProbeOptions(python=args.python, quick=args.quick, tf_timeout=args.tf_timeout, timeout=args.timeout))
     matrix_loader = None
     if args.matrix:
         from envcheck.matrix import load_matrix

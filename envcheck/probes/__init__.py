@@ -6,42 +6,105 @@ envcheck runs in, else as a subprocess running ``interpreter.py`` (standard libr
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import os
-import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Sequence
 
-from envcheck import __version__
+from envcheck import __version__, procs
 from envcheck.errors import UsageError
 from envcheck.facts import (
     ERROR,
     SKIPPED,
+    DriverFacts,
+    EnvFacts,
     Facts,
+    LibrariesFacts,
     NvmlFacts,
     PackagesFacts,
+    PciFacts,
+    PlatformFacts,
     PythonFacts,
     TensorflowFacts,
     from_dict,
 )
 from envcheck.probes import interpreter as interpreter_probe
 from envcheck.probes.system import probe_environment, probe_platform
+from envcheck.probes.limits import COMMAND_TIMEOUT, DOCTOR_TIMEOUT, INTERPRETER_TIMEOUT, NVML_TIMEOUT, TF_TIMEOUT
 
 INTERPRETER_SCRIPT = Path(interpreter_probe.__file__).resolve()
+
+
+# The doctor as a whole stops at ``timeout`` (``--timeout``); each probe also has its own limit
+# (probes/limits.py), and the earlier of the two applies.
 
 
 @dataclass
 class ProbeOptions:
     python: Optional[str] = None  # another interpreter to probe; None = this one
     quick: bool = False  # skip everything that imports TensorFlow
-    tf_timeout: float = 60.0
+    tf_timeout: float = TF_TIMEOUT
+    timeout: float = DOCTOR_TIMEOUT  # the whole collection
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     root: Path = Path("/")  # filesystem root, for tests that build trees
     system: Optional[str] = None  # platform.system() of the probed machine; None = this one
     nvml: Any = None  # the pynvml module or a stand-in; None = import pynvml
+
+
+class Clock:
+    """The doctor's deadline: what is left of ``--timeout`` for the next probe."""
+
+    def __init__(self, seconds: float) -> None:
+        self.end = time.perf_counter() + seconds
+        self.seconds = seconds
+
+    def left(self, own: float) -> float:
+        return max(0.0, min(own, self.end - time.perf_counter()))
+
+
+def guarded(name: str, section: type, probe: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run one probe: time it, and turn anything it raises into an error section, so that a probe
+    that crashes costs its own part of the snapshot and nothing else."""
+    started = time.perf_counter()
+    try:
+        result = probe(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - probes never raise into the doctor
+        result = section(status=ERROR, error=f"the {name} probe failed: {type(exc).__name__}: {exc}")
+    return dataclasses.replace(result, seconds=round(time.perf_counter() - started, 4))
+
+
+class InThread:
+    """A probe on a thread of its own (its C calls release the GIL, so it overlaps the others),
+    given up on at its deadline: a hanging driver call cannot hold the doctor."""
+
+    def __init__(self, name: str, section: type, probe: Callable[..., Any], *args: Any) -> None:
+        import threading
+
+        self.name, self.section = name, section
+        self.started = time.perf_counter()
+        self._result: Any = None
+        self._thread = threading.Thread(target=self._run, args=(probe, args), name=f"envcheck-{name}", daemon=True)
+        self._thread.start()
+
+    def _run(self, probe, args) -> None:
+        try:
+            self._result = guarded(self.name, self.section, probe, *args)
+        except BaseException as exc:  # noqa: BLE001 - not even a thread may raise
+            self._result = self.section(status=ERROR, error=f"the {self.name} probe failed: {type(exc).__name__}: {exc}")
+
+    def result(self, timeout: float) -> Any:
+        self._thread.join(timeout)
+        if self._result is None:
+            waited = time.perf_counter() - self.started
+            return self.section(
+                status=ERROR, error=f"{self.name} did not answer within {waited:.0f} s", timed_out=True, seconds=round(waited, 4)
+            )
+        return self._result
 
 
 def resolve_interpreter(python: str) -> str:
@@ -56,6 +119,8 @@ def resolve_interpreter(python: str) -> str:
         path = Path(found)
     if path.is_dir():
         candidates = [path / "bin" / "python", path / "Scripts" / "python.exe", path / "python.exe"]
+        if path.name in ("bin", "Scripts"):  # the environment's bin folder itself
+            candidates += [path / "python", path / "python3", path / "python.exe"]
         hit = next((c for c in candidates if c.exists()), None)
         if hit is None:
             raise UsageError(f"--python {python}: is a directory with no bin/python in it")
@@ -65,28 +130,27 @@ def resolve_interpreter(python: str) -> str:
     return str(path)
 
 
-def probe_interpreter(python: Optional[str], environ: Mapping[str, str], timeout: float = 30.0) -> dict:
+def probe_interpreter(
+    python: Optional[str], environ: Mapping[str, str], timeout: float = INTERPRETER_TIMEOUT, requires_of: Sequence[str] = ()
+) -> dict:
     """Python and package facts as plain dicts, from this or another interpreter."""
     if python is None:
-        return interpreter_probe.collect()
+        return interpreter_probe.collect(requires_of)
     exe = resolve_interpreter(python)
+    argv = [exe, "-I", str(INTERPRETER_SCRIPT)] + (["--requires-of", ",".join(requires_of)] if requires_of else [])
     try:
-        proc = subprocess.run(
-            [exe, "-I", str(INTERPRETER_SCRIPT)],
-            capture_output=True,
-            timeout=timeout,
-            env=dict(environ),
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        raise UsageError(f"--python {python}: did not answer within {timeout:.0f} s") from None
+        done = procs.run(argv, timeout=timeout, env=environ)
     except OSError as exc:
         raise UsageError(f"--python {python}: cannot run it: {exc.strerror or exc}") from None
-    if proc.returncode != 0:
-        last = (proc.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
-        raise UsageError(f"--python {python}: not a working Python 3 interpreter ({last[:200]})")
+    if done.timed_out:
+        raise UsageError(f"--python {python}: did not answer within {timeout:.0f} s") from None
+    if done.flooded:
+        raise UsageError(f"--python {python}: printed more than {procs.MAX_STREAM_BYTES // (1024 * 1024)} MiB; not an interpreter envcheck can read")
+    if done.returncode != 0:
+        last = (done.text("stderr").strip().splitlines() or ["no output"])[-1]
+        raise UsageError(f"--python {python}: not a working Python 3.6+ interpreter ({last[:200]})")
     try:
-        data = json.loads(proc.stdout.decode(errors="replace"))
+        data = json.loads(done.text())
         if not isinstance(data, dict) or "python" not in data:
             raise ValueError
     except ValueError:
@@ -94,24 +158,43 @@ def probe_interpreter(python: Optional[str], environ: Mapping[str, str], timeout
     return data
 
 
+def _tf_distribution_names() -> tuple[str, ...]:
+    """The distributions whose requirements the snapshot keeps (TensorFlow's, from the matrix)."""
+    try:
+        from envcheck.matrix import load_matrix
+
+        return load_matrix().tf_distribution_names()
+    except Exception:  # noqa: BLE001 - without the matrix the snapshot just carries fewer requirements
+        return ("tensorflow", "tensorflow-gpu", "tensorflow-cpu")
+
+
 def collect(options: ProbeOptions) -> Facts:
-    """Run every probe and return the frozen snapshot.
+    """Run every probe and return the frozen snapshot, within ``options.timeout`` in all.
 
     The TensorFlow worker starts first and is read last: importing TensorFlow takes seconds, and
     every other probe (NVML on a thread of its own, since nvmlInit can be slow) fits inside them.
+    Each probe runs through ``guarded``: timed, and an error section instead of an exception.
     """
     import platform as _platform
 
+    clock = Clock(options.timeout)
     system = options.system or _platform.system()
     python_exe = resolve_interpreter(options.python) if options.python else sys.executable
     worker = None
     if not options.quick:
         from envcheck.probes.tensorflow import start_tf_worker
 
-        worker = start_tf_worker(python_exe, options.environ, options.tf_timeout)
+        worker = start_tf_worker(python_exe, options.environ, clock.left(options.tf_timeout))
     try:
-        nvml_run = _NvmlThread(options.nvml)
-        interp = probe_interpreter(python_exe if options.python else None, options.environ)
+        from envcheck.probes.nvml import probe_nvml
+
+        nvml_run = InThread("NVML", NvmlFacts, probe_nvml, options.nvml)
+        interp = probe_interpreter(
+            python_exe if options.python else None,
+            options.environ,
+            timeout=clock.left(INTERPRETER_TIMEOUT),
+            requires_of=_tf_distribution_names(),
+        )
         python_facts = _section(PythonFacts, interp.get("python"), "python")
         packages_facts = _section(PackagesFacts, interp.get("packages"), "packages")
         facts = Facts(
@@ -119,12 +202,12 @@ def collect(options: ProbeOptions) -> Facts:
             created=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
             quick=options.quick,
             python=python_facts,
-            platform=probe_platform(options.environ, options.root),
-            env=probe_environment(options.environ),
+            platform=guarded("platform", PlatformFacts, probe_platform, options.environ, options.root),
+            env=guarded("environment", EnvFacts, probe_environment, options.environ),
             packages=packages_facts,
-            **_gpu_stack(options, system, python_exe, interp, python_facts),
-            nvml=nvml_run.result(),
-            tensorflow=_finish(worker),
+            **_gpu_stack(options, clock, system, python_exe, interp, python_facts),
+            nvml=_nvml_result(nvml_run, clock),
+            tensorflow=_finish(worker, clock),
         )
     except BaseException:
         if hasattr(worker, "kill"):
@@ -133,62 +216,50 @@ def collect(options: ProbeOptions) -> Facts:
     return facts
 
 
-def _gpu_stack(options: ProbeOptions, system: str, python_exe: str, interp: dict, python_facts: PythonFacts) -> dict:
+def _nvml_result(run: InThread, clock: Clock) -> NvmlFacts:
+    facts = run.result(clock.left(NVML_TIMEOUT))
+    if facts.timed_out:
+        return dataclasses.replace(facts, error_kind="unknown")
+    return facts
+
+
+def _gpu_stack(options: ProbeOptions, clock: Clock, system: str, python_exe: str, interp: dict, python_facts: PythonFacts) -> dict:
     """The PCI, kernel driver and library sections (NVML and TensorFlow run beside them)."""
     from envcheck.probes.driver import probe_driver
-    from envcheck.probes.libraries import probe_libraries, subprocess_load_tester
+    from envcheck.probes.libraries import bounded_runner, probe_libraries, subprocess_load_tester
     from envcheck.probes.pci import probe_pci
 
     library_dirs = interp.get("library_dirs") if isinstance(interp.get("library_dirs"), dict) else {}
     pip_dirs = [str(d) for d in library_dirs.get("pip") or () if isinstance(d, str)]
     conda_prefix = python_facts.conda_prefix or options.environ.get("CONDA_PREFIX") or None
     # Loading libraries is what TF would do, in TF's interpreter; --quick skips it.
-    tester = None if options.quick else subprocess_load_tester(python_exe, str(INTERPRETER_SCRIPT), options.environ)
+    tester = None
+    if not options.quick:
+        tester = subprocess_load_tester(python_exe, str(INTERPRETER_SCRIPT), options.environ, clock.left(options.tf_timeout))
     return {
-        "pci": probe_pci(options.root, system),
-        "driver": probe_driver(options.root, system),
-        "libraries": probe_libraries(
+        "pci": guarded("PCI", PciFacts, probe_pci, options.root, system),
+        "driver": guarded("driver", DriverFacts, probe_driver, options.root, system),
+        "libraries": guarded(
+            "library",
+            LibrariesFacts,
+            probe_libraries,
             options.environ,
             options.root,
             system,
             pip_dirs=pip_dirs,
             conda_prefix=conda_prefix,
+            runner=bounded_runner(lambda: clock.left(COMMAND_TIMEOUT)),
             load_tester=tester,
         ),
     }
 
 
-def _finish(worker) -> TensorflowFacts:
+def _finish(worker, clock: Clock) -> TensorflowFacts:
     if worker is None:
         return TensorflowFacts(status=SKIPPED)
     if isinstance(worker, TensorflowFacts):
         return worker  # it could not even start; the reason is already in the facts
-    return worker.finish()
-
-
-class _NvmlThread:
-    """probe_nvml on a thread: its ctypes calls release the GIL, so it overlaps the other probes."""
-
-    def __init__(self, nvml: Any):
-        import threading
-
-        self._facts: Optional[NvmlFacts] = None
-        self._thread = threading.Thread(target=self._run, args=(nvml,), name="envcheck-nvml", daemon=True)
-        self._thread.start()
-
-    def _run(self, nvml: Any) -> None:
-        from envcheck.probes.nvml import probe_nvml
-
-        try:
-            self._facts = probe_nvml(nvml)
-        except BaseException as exc:  # noqa: BLE001 - probes never raise, not even from a thread
-            self._facts = NvmlFacts(status=ERROR, error_kind="unknown", error=f"{type(exc).__name__}: {exc}")
-
-    def result(self, timeout: float = 60.0) -> NvmlFacts:
-        self._thread.join(timeout)
-        if self._facts is None:
-            return NvmlFacts(status=ERROR, error_kind="unknown", error=f"NVML did not answer within {timeout:.0f} s")
-        return self._facts
+    return worker.finish(deadline=clock.end)
 
 
 def _section(cls, data, name):
@@ -197,7 +268,3 @@ def _section(cls, data, name):
         return from_dict(cls, data or {}, name)
     except Exception as exc:  # noqa: BLE001
         return cls(status=ERROR, error=f"probe returned malformed data: {exc}")
-
-
-def this_interpreter() -> str:
-    return sys.executable

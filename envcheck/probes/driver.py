@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import platform
 import re
-import time
 from pathlib import Path
 from typing import Optional
 
@@ -22,7 +21,6 @@ _ANY_VERSION = re.compile(r"\b(\d{2,4}\.\d{1,3}(?:\.\d{1,3})?)\b")
 
 
 def probe_driver(root: Path = Path("/"), system: Optional[str] = None) -> DriverFacts:
-    started = time.perf_counter()
     system = system or platform.system()
     if system != "Linux":
         return DriverFacts(status=SKIPPED, error=f"the kernel module is a Linux fact; {system} reports its driver through NVML")
@@ -43,7 +41,6 @@ def probe_driver(root: Path = Path("/"), system: Optional[str] = None) -> Driver
                 if module_present
                 else "the nvidia kernel module is not loaded"
             ),
-            seconds=time.perf_counter() - started,
         )
     except OSError as exc:
         return DriverFacts(
@@ -52,7 +49,6 @@ def probe_driver(root: Path = Path("/"), system: Optional[str] = None) -> Driver
             module_version=module_version,
             nouveau_loaded=nouveau,
             error=f"cannot read {version_file}: {exc.strerror or exc}",
-            seconds=time.perf_counter() - started,
         )
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     return DriverFacts(
@@ -62,7 +58,6 @@ def probe_driver(root: Path = Path("/"), system: Optional[str] = None) -> Driver
         text=first or None,
         open_module=("Open Kernel Module" in first) if first else None,
         nouveau_loaded=nouveau,
-        seconds=time.perf_counter() - started,
     )
 
 

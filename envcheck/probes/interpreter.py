@@ -1,10 +1,11 @@
-"""Facts about one Python interpreter: itself and its TensorFlow-family distributions.
+"""Facts about one Python interpreter: itself and its installed distributions.
 
 This file is also run as a standalone script inside another interpreter (``--python PATH``): it
-imports only the standard library and prints one JSON object. Keep it that way.
+imports only the standard library, runs on Python 3.6 and later, and prints one JSON object. Keep
+it that way (``vermin`` checks it in the tests). Every distribution is recorded with its version;
+the requirement strings only for the distributions named with ``--requires-of`` (TensorFlow's, as
+the matrix lists them) and the nvidia-* wheels, so the snapshot stays small.
 """
-
-from __future__ import annotations
 
 import json
 import os
@@ -14,32 +15,12 @@ import struct
 import sys
 import time
 
-# Distributions the doctor cares about; every "nvidia-*" wheel is recorded too.
-TF_FAMILY = (
-    "tensorflow",
-    "tensorflow-gpu",
-    "tensorflow-cpu",
-    "tensorflow-intel",
-    "tensorflow-macos",
-    "tensorflow-metal",
-    "tensorflow-io-gcs-filesystem",
-    "tf-nightly",
-    "tf-nightly-gpu",
-    "tf-nightly-cpu",
-    "tensorflow-rocm",
-    "keras",
-    "tf-keras",
-    "jax",
-    "jaxlib",
-    "torch",
-)
 
-
-def _normalize(name: str) -> str:
+def _normalize(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def python_facts() -> dict:
+def python_facts():
     in_venv = sys.prefix != getattr(sys, "base_prefix", sys.prefix)
     conda_prefix = os.environ.get("CONDA_PREFIX")
     in_conda = os.path.isdir(os.path.join(sys.prefix, "conda-meta"))
@@ -58,53 +39,102 @@ def python_facts() -> dict:
     }
 
 
-def _pip_version() -> str | None:
+def _pip_version():
+    for dist in _installed():
+        if dist[0] == "pip":
+            return dist[1]
+    return None
+
+
+def _installed():
+    """(normalised name, version, location, requirement strings) of every installed distribution,
+    in import order: importlib.metadata where it exists (3.8+), else the .dist-info / .egg-info
+    folders on sys.path read directly (what it would do)."""
     try:
-        from importlib import metadata
-
-        return metadata.version("pip")
-    except Exception:  # noqa: BLE001 - no pip is a fact, not an error
-        return None
-
-
-def distributions() -> list[dict]:
-    """Installed distributions of the TF family and every nvidia-* wheel, sorted by name."""
-    from importlib import metadata
-
-    found: dict[str, dict] = {}
-    for dist in metadata.distributions():
+        from importlib import metadata  # novm - only where it exists
+    except ImportError:
+        metadata = None
+    if metadata is not None:
+        for dist in metadata.distributions():
+            try:
+                raw = dist.metadata["Name"]
+                if not raw:
+                    continue
+                try:
+                    location = str(dist.locate_file(""))
+                except Exception:  # noqa: BLE001
+                    location = None
+                yield _normalize(raw), dist.version or "", location, tuple(dist.requires or ())
+            except Exception:  # noqa: BLE001 - a broken METADATA file must not stop the probe
+                continue
+        return
+    for root in _site_dirs():
         try:
-            raw = dist.metadata["Name"]
-        except Exception:  # noqa: BLE001 - a broken METADATA file must not stop the probe
+            entries = sorted(os.listdir(root))
+        except OSError:
             continue
-        if not raw:
-            continue
-        name = _normalize(raw)
-        if name not in TF_FAMILY and not name.startswith("nvidia-"):
-            continue
+        for entry in entries:
+            if entry.endswith(".dist-info"):
+                meta = os.path.join(root, entry, "METADATA")
+            elif entry.endswith(".egg-info"):
+                folder = os.path.join(root, entry)
+                meta = os.path.join(folder, "PKG-INFO") if os.path.isdir(folder) else folder
+            else:
+                continue
+            parsed = _read_metadata(meta)
+            if parsed is not None:
+                yield parsed[0], parsed[1], root, parsed[2]
+
+
+def _read_metadata(path):
+    """Name, version and Requires-Dist lines of one METADATA / PKG-INFO file (its header only)."""
+    name = version = None
+    requires = []
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not line.strip():
+                    break  # the body (the long description) starts after the first blank line
+                key, _, value = line.partition(":")
+                key, value = key.strip().lower(), value.strip()
+                if key == "name" and name is None:
+                    name = value
+                elif key == "version" and version is None:
+                    version = value
+                elif key == "requires-dist":
+                    requires.append(value)
+    except OSError:
+        return None
+    if not name:
+        return None
+    return _normalize(name), version or "", tuple(requires)
+
+
+def distributions(requires_of=()):
+    """Every installed distribution, sorted by name; requirement strings for ``requires_of`` and
+    the nvidia-* wheels only."""
+    wanted = set(_normalize(n) for n in requires_of)
+    found = {}
+    for name, version, location, requires in _installed():
         if name in found:  # two copies of one distribution: keep the first, it is the one imported
             continue
-        try:
-            location = str(dist.locate_file(""))
-        except Exception:  # noqa: BLE001
-            location = None
-        requires = tuple(dist.requires or ()) if name in TF_FAMILY else ()
+        keep = name in wanted or name.startswith("nvidia-")
         found[name] = {
             "name": name,
-            "version": dist.version or "",
+            "version": version,
             "location": location,
-            "requires": list(requires),
+            "requires": list(requires) if keep else [],
         }
     return [found[k] for k in sorted(found)]
 
 
-def collect() -> dict:
+def collect(requires_of=()):
     started = time.perf_counter()
-    out: dict = {"python": python_facts()}
+    out = {"python": python_facts()}
     out["python"]["seconds"] = round(time.perf_counter() - started, 4)
     started = time.perf_counter()
     try:
-        dists = distributions()
+        dists = distributions(requires_of)
         out["packages"] = {"status": "ok", "distributions": dists}
     except Exception as exc:  # noqa: BLE001 - probes never raise
         out["packages"] = {"status": "error", "error": f"{type(exc).__name__}: {exc}", "distributions": []}
@@ -119,7 +149,7 @@ def collect() -> dict:
 # --- CUDA libraries as this interpreter sees them ------------------------------------------------
 
 
-def _site_dirs() -> list:
+def _site_dirs():
     """Import roots this interpreter uses when run normally (this script may run with -I)."""
     dirs = []
     if sys.flags.ignore_environment:
@@ -135,7 +165,7 @@ def _site_dirs() -> list:
     return dirs
 
 
-def nvidia_lib_dirs() -> list:
+def nvidia_lib_dirs():
     """The lib (or bin, on Windows) folders of the pip nvidia-* wheels: site-packages/nvidia/*/lib."""
     found = []
     seen = set()
@@ -155,7 +185,7 @@ def nvidia_lib_dirs() -> list:
     return found
 
 
-def _ctypes_version(lib, family: str):
+def _ctypes_version(lib, family):
     """The version a loaded CUDA library reports about itself, or None when it has no such call."""
     import ctypes
 
@@ -208,7 +238,7 @@ _PROPERTY_GETTERS = {
 }
 
 
-def load_library(path: str, family: str) -> dict:
+def load_library(path, family):
     """Load one library by its full path and ask its version; failures are results, not errors."""
     import ctypes
 
@@ -223,7 +253,7 @@ def load_library(path: str, family: str) -> dict:
     return {"loads": True, "reported_version": version}
 
 
-def load_libraries_main(stdin, stdout) -> None:
+def load_libraries_main(stdin, stdout):
     """Read [{"path", "family"}, ...]; print a line before each attempt and one after it.
 
     The line before lets the caller name the library when loading it kills this process.
@@ -242,4 +272,5 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--load-libraries"]:
         load_libraries_main(sys.stdin, sys.stdout)
     else:
-        json.dump(collect(), sys.stdout)
+        names = sys.argv[2].split(",") if sys.argv[1:2] == ["--requires-of"] and len(sys.argv) > 2 else ()
+        json.dump(collect(names), sys.stdout)

@@ -16,7 +16,9 @@ import os
 import platform
 import re
 import subprocess
-import time
+
+from envcheck import procs
+from envcheck.probes.limits import TF_TIMEOUT
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
@@ -40,10 +42,20 @@ MAX_LOAD_TESTS = 48  # a machine with dozens of stray copies still gets a bounde
 
 
 def run_command(argv: Sequence[str], timeout: float) -> tuple[int, str]:
-    proc = subprocess.run(
-        list(argv), capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False
-    )
-    return proc.returncode, proc.stdout.decode("utf-8", errors="replace")
+    """Run a program with a deadline and a cap on its output (``procs``)."""
+    done = procs.run(argv, timeout=timeout)
+    if done.timed_out:
+        raise subprocess.TimeoutExpired(list(argv), timeout)
+    return (done.returncode if done.returncode is not None else -1), done.text()
+
+
+def bounded_runner(budget: Callable[[], float]) -> CommandRunner:
+    """``run_command`` whose timeout is also capped by what is left of the doctor's time."""
+
+    def run(argv: Sequence[str], timeout: float) -> tuple[int, str]:
+        return run_command(argv, min(timeout, budget()))
+
+    return run
 
 
 def probe_libraries(
@@ -56,7 +68,6 @@ def probe_libraries(
     load_tester: Optional[LoadTester] = None,
 ) -> LibrariesFacts:
     """Search, then (when ``load_tester`` is given) load every copy found."""
-    started = time.perf_counter()
     system = system or platform.system()
     try:
         if system == "Windows":
@@ -76,11 +87,10 @@ def probe_libraries(
             return LibrariesFacts(
                 status=SKIPPED,
                 error=f"TensorFlow has no CUDA builds for {system}",
-                seconds=time.perf_counter() - started,
             )
     except Exception as exc:  # noqa: BLE001 - probes never raise
-        return LibrariesFacts(status=ERROR, error=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - started)
-    return dataclasses.replace(facts, seconds=time.perf_counter() - started)
+        return LibrariesFacts(status=ERROR, error=f"{type(exc).__name__}: {exc}")
+    return dataclasses.replace(facts)
 
 
 def _search_linux(
@@ -299,23 +309,13 @@ def load_copies(facts: LibrariesFacts, load_tester: LoadTester) -> LibrariesFact
     return dataclasses.replace(facts, libraries=tuple(libraries), search_errors=tuple(errors))
 
 
-def subprocess_load_tester(python: str, script: str, environ: Mapping[str, str], timeout: float = 60.0) -> LoadTester:
-    """Run the load tests in ``python`` (the probed interpreter) with the user's environment."""
+def subprocess_load_tester(python: str, script: str, environ: Mapping[str, str], timeout: float = TF_TIMEOUT) -> LoadTester:
+    """Run the load tests in ``python`` (the probed interpreter) with the user's environment,
+    within ``timeout`` in all; a library whose load hangs is the one reported as hanging."""
 
     def test(requests: list[dict]) -> list[dict]:
-        try:
-            proc = subprocess.run(
-                [python, "-I", script, "--load-libraries"],
-                input=json.dumps(requests).encode(),
-                capture_output=True,
-                timeout=timeout,
-                env=dict(environ),
-                check=False,
-            )
-            stdout, code = proc.stdout, proc.returncode
-        except subprocess.TimeoutExpired as exc:
-            stdout, code = exc.stdout or b"", None
-        return load_results(requests, stdout.decode("utf-8", errors="replace"), code)
+        done = procs.run([python, "-I", script, "--load-libraries"], input=json.dumps(requests).encode(), timeout=timeout, env=environ)
+        return load_results(requests, done.text(), done.returncode)
 
     return test
 

@@ -11,7 +11,6 @@ every GPU), so ``collect`` runs this probe on a thread beside the others.
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any, Callable, Optional
 
 from envcheck.facts import ERROR, MISSING, GpuProcess, NvmlFacts, NvmlGpu
@@ -37,7 +36,6 @@ def error_kind(code: Optional[int]) -> str:
 
 def probe_nvml(nvml: Any = None) -> NvmlFacts:
     """Query NVML through ``nvml`` (the ``pynvml`` module, or a stand-in with its interface)."""
-    started = time.perf_counter()
     if nvml is None:
         missing = _library_load_error()
         if missing is not None:
@@ -46,7 +44,6 @@ def probe_nvml(nvml: Any = None) -> NvmlFacts:
                 error_kind="library_not_found",
                 error_code=LIBRARY_NOT_FOUND,
                 error=f"NVML Shared Library Not Found (NVML error {LIBRARY_NOT_FOUND}): {missing}",
-                seconds=time.perf_counter() - started,
             )
         try:
             import pynvml as nvml
@@ -55,7 +52,6 @@ def probe_nvml(nvml: Any = None) -> NvmlFacts:
                 status=ERROR,
                 error_kind="unknown",
                 error=f"the nvidia-ml-py package (module pynvml) cannot be imported: {exc}",
-                seconds=time.perf_counter() - started,
             )
     try:
         nvml.nvmlInit()
@@ -68,10 +64,9 @@ def probe_nvml(nvml: Any = None) -> NvmlFacts:
             error_code=code,
             error=_describe(exc),
             library=loaded_library_path(nvml),
-            seconds=time.perf_counter() - started,
         )
     try:
-        return _query(nvml, started)
+        return _query(nvml)
     except Exception as exc:  # noqa: BLE001 - probes never raise
         code = _code(exc)
         return NvmlFacts(
@@ -80,7 +75,6 @@ def probe_nvml(nvml: Any = None) -> NvmlFacts:
             error_code=code,
             error=_describe(exc),
             library=loaded_library_path(nvml),
-            seconds=time.perf_counter() - started,
         )
     finally:
         try:
@@ -106,7 +100,7 @@ def _library_load_error() -> Optional[str]:
     return None
 
 
-def _query(nvml: Any, started: float) -> NvmlFacts:
+def _query(nvml: Any) -> NvmlFacts:
     errors: dict[str, str] = {}
     ask = _Asker(nvml, errors)
     driver_version = ask("driver_version", nvml.nvmlSystemGetDriverVersion)
@@ -126,7 +120,6 @@ def _query(nvml: Any, started: float) -> NvmlFacts:
             cuda_driver_version=format_cuda_version(cuda),
             nvml_version=_text(nvml_version),
             query_errors=errors,
-            seconds=time.perf_counter() - started,
         )
     gpus = tuple(probe_gpu(nvml, index) for index in range(count))
     return NvmlFacts(
@@ -136,7 +129,6 @@ def _query(nvml: Any, started: float) -> NvmlFacts:
         nvml_version=_text(nvml_version),
         gpus=gpus,
         query_errors=errors,
-        seconds=time.perf_counter() - started,
     )
 
 

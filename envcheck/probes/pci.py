@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import platform
-import time
 from pathlib import Path
 from typing import Optional
 
@@ -23,7 +22,6 @@ PCI_IDS_FILES = ("usr/share/misc/pci.ids", "usr/share/hwdata/pci.ids", "usr/shar
 
 def probe_pci(root: Path = Path("/"), system: Optional[str] = None) -> PciFacts:
     """NVIDIA display/3D devices; ``missing`` when the bus has none, ``skipped`` off Linux."""
-    started = time.perf_counter()
     system = system or platform.system()
     if system != "Linux":
         return PciFacts(status=SKIPPED, error=f"PCI devices are read from sysfs, which {system} does not have")
@@ -34,7 +32,6 @@ def probe_pci(root: Path = Path("/"), system: Optional[str] = None) -> PciFacts:
         return PciFacts(
             status=ERROR,
             error=f"cannot list {bus}: {exc.strerror or exc}",
-            seconds=time.perf_counter() - started,
         )
     devices = []
     for address in entries:
@@ -47,7 +44,6 @@ def probe_pci(root: Path = Path("/"), system: Optional[str] = None) -> PciFacts:
     return PciFacts(
         status=OK if devices else MISSING,
         devices=tuple(devices),
-        seconds=time.perf_counter() - started,
     )
 
 

@@ -6,7 +6,6 @@ import os
 import platform
 import re
 import socket
-import time
 from pathlib import Path
 from typing import Mapping
 
@@ -42,14 +41,12 @@ def allowed_variable(name: str) -> bool:
 
 
 def probe_environment(environ: Mapping[str, str]) -> EnvFacts:
-    started = time.perf_counter()
     variables = {k: environ[k] for k in sorted(environ) if allowed_variable(k)}
-    return EnvFacts(variables=variables, seconds=time.perf_counter() - started)
+    return EnvFacts(variables=variables)
 
 
 def probe_platform(environ: Mapping[str, str], root: Path = Path("/")) -> PlatformFacts:
     """OS facts. ``root`` is the filesystem root, so tests can hand in a built tree."""
-    started = time.perf_counter()
     try:
         system = platform.system()
         release = platform.release()
@@ -72,10 +69,9 @@ def probe_platform(environ: Mapping[str, str], root: Path = Path("/")) -> Platfo
             home=str(Path.home()) if _has_home() else None,
             cpu=cpu,
             cpu_flags=flags,
-            seconds=time.perf_counter() - started,
         )
     except Exception as exc:  # noqa: BLE001 - probes never raise
-        return PlatformFacts(status=ERROR, error=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - started)
+        return PlatformFacts(status=ERROR, error=f"{type(exc).__name__}: {exc}")
 
 
 def detect_wsl(release: str, root: Path = Path("/")) -> int | None:

@@ -7,16 +7,15 @@ hangs, prints garbage) becomes facts with an ``error_kind``; the doctor goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import os
 import re
 import signal
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
-from typing import IO, Mapping, Optional
+from typing import Mapping, Optional
+
+from envcheck import procs
 
 from envcheck.facts import (
     ERROR,
@@ -27,6 +26,7 @@ from envcheck.facts import (
     TfDevice,
 )
 from envcheck.probes import tf_worker
+from envcheck.probes.limits import TF_TIMEOUT
 
 WORKER_SCRIPT = Path(tf_worker.__file__).resolve()
 MARKER = tf_worker.MARKER
@@ -75,86 +75,53 @@ def worker_environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 class TfWorker:
-    """A running worker; ``finish`` waits for it (up to the timeout) and returns its facts."""
+    """A running worker; ``finish`` waits for it (until its timeout or an earlier deadline) and
+    returns its facts. Its output is read as it comes, with a cap (``procs``): a worker that floods
+    is stopped, one that hangs is killed with everything it started."""
 
-    def __init__(self, proc: subprocess.Popen, stdout: IO[bytes], stderr: IO[bytes], timeout: float):
-        self.proc = proc
-        self.stdout = stdout
-        self.stderr = stderr
+    def __init__(self, child: procs.Child, timeout: float):
+        self.child = child
         self.timeout = timeout
-        self.started = time.perf_counter()
 
-    def finish(self) -> TensorflowFacts:
-        timed_out = False
-        try:
-            remaining = max(0.0, self.timeout - (time.perf_counter() - self.started))
-            self.proc.wait(timeout=remaining)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            self.kill()
-        seconds = time.perf_counter() - self.started
-        out, err = _read_all(self.stdout), _read_all(self.stderr)
-        return facts_from_worker(
-            out, err, returncode=self.proc.returncode, timed_out=timed_out, timeout=self.timeout, seconds=seconds
+    def finish(self, deadline: Optional[float] = None) -> TensorflowFacts:
+        done = self.child.finish(deadline)
+        facts = facts_from_worker(
+            done.text("stdout"),
+            done.text("stderr"),
+            returncode=done.returncode,
+            timed_out=done.timed_out,
+            timeout=self.timeout if deadline is None else min(self.timeout, max(0.0, deadline - self.child.started)),
+            seconds=done.seconds,
         )
+        if done.flooded:
+            return dataclasses.replace(
+                facts,
+                status=ERROR,
+                error_kind="bad_output",
+                error=f"the TensorFlow check printed more than {procs.MAX_STREAM_BYTES // (1024 * 1024)} MiB and was stopped",
+            )
+        return dataclasses.replace(facts, timed_out=done.timed_out)
 
     def kill(self) -> None:
-        """Stop the worker and everything it started (TF may fork helpers)."""
-        try:
-            if os.name == "posix":
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            else:
-                self.proc.kill()
-        except (OSError, ProcessLookupError):
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        self.child.kill()
 
 
-def start_tf_worker(python: str, environ: Mapping[str, str], timeout: float) -> TfWorker | TensorflowFacts:
+def start_tf_worker(python: str, environ: Mapping[str, str], timeout: float = TF_TIMEOUT) -> TfWorker | TensorflowFacts:
     """Start the worker in ``python``; facts right away when it cannot even be started."""
-    stdout = tempfile.TemporaryFile()
-    stderr = tempfile.TemporaryFile()
-    kwargs: dict = {}
-    if os.name == "posix":
-        kwargs["start_new_session"] = True  # its own process group, so a timeout kills all of it
-    else:
-        kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
     try:
-        proc = subprocess.Popen(
-            [python, str(WORKER_SCRIPT)],
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            env=worker_environment(environ),
-            **kwargs,
-        )
+        child = procs.Child([python, str(WORKER_SCRIPT)], timeout=timeout, env=worker_environment(environ))
     except OSError as exc:
-        stdout.close()
-        stderr.close()
         return TensorflowFacts(
             status=ERROR,
             error_kind="worker_failed",
             error=f"cannot run {python}: {exc.strerror or exc}",
         )
-    return TfWorker(proc, stdout, stderr, timeout)
+    return TfWorker(child, timeout)
 
 
-def probe_tensorflow(python: Optional[str], environ: Mapping[str, str], timeout: float = 60.0) -> TensorflowFacts:
+def probe_tensorflow(python: Optional[str], environ: Mapping[str, str], timeout: float = TF_TIMEOUT) -> TensorflowFacts:
     started = start_tf_worker(python or sys.executable, environ, timeout)
     return started if isinstance(started, TensorflowFacts) else started.finish()
-
-
-def _read_all(fh: IO[bytes]) -> str:
-    try:
-        fh.seek(0)
-        return fh.read().decode("utf-8", errors="replace")
-    except (OSError, ValueError):
-        return ""
-    finally:
-        fh.close()
 
 
 # --- reading the worker's output -----------------------------------------------------------------
@@ -233,7 +200,7 @@ def facts_from_worker(
     stderr: str,
     returncode: Optional[int],
     timed_out: bool = False,
-    timeout: float = 60.0,
+    timeout: float = TF_TIMEOUT,
     seconds: float = 0.0,
 ) -> TensorflowFacts:
     """Everything the worker left behind, as facts. Pure, so every failure mode is testable."""

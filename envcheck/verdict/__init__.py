@@ -28,6 +28,7 @@ def judge(
     from envcheck.verdict.links import link_statuses
 
     machine = Machine(facts, matrix_loader=matrix_loader)
+    notes = tuple(notes) + timed_out_notes(facts)
     findings = evaluate(machine, select=select, ignore=ignore)
     findings, verdict = walk_chain(machine, findings)
     return Report(
@@ -41,4 +42,17 @@ def judge(
     )
 
 
-__all__ = ["judge"]
+_SECTIONS = ("python", "platform", "env", "packages", "pci", "driver", "nvml", "libraries", "tensorflow")
+
+
+def timed_out_notes(facts: Facts) -> tuple[str, ...]:
+    """One line for each probe that ran out of time: its part of the snapshot is incomplete."""
+    out = []
+    for name in _SECTIONS:
+        section = getattr(facts, name)
+        if section.timed_out:
+            out.append(f"the {name} probe ran out of time after {section.seconds:.0f} s: {section.error or 'no answer'}")
+    return tuple(out)
+
+
+__all__ = ["judge", "timed_out_notes"]

@@ -1,0 +1,178 @@
+"""Child processes with hard bounds: a wall-clock deadline and a cap on what is read from each
+stream, whatever the child does (hangs, floods its output, forks helpers).
+
+Every process envcheck starts (the probed interpreter, the TensorFlow worker, the library load
+tests, ldconfig, nvidia-smi) goes through here. Output is read by threads as it comes, so a child
+never blocks on a full pipe and never costs more than ``max_bytes`` per stream in memory: past the
+cap the child is killed and the result says it was ``flooded``. At the deadline the child and its
+process group are killed and the result says ``timed_out``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence
+
+MAX_STREAM_BYTES = 8 * 1024 * 1024
+_CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Finished:
+    returncode: Optional[int]  # None when it had to be killed before it ended
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool = False
+    flooded: bool = False  # a stream passed the cap and the child was stopped
+    seconds: float = 0.0
+
+    def text(self, which: str = "stdout") -> str:
+        return getattr(self, which).decode("utf-8", errors="replace")
+
+
+class _Capped:
+    """Reads one stream into a bounded buffer on a thread; calls ``on_flood`` past the cap."""
+
+    def __init__(self, stream, limit: int, on_flood) -> None:
+        self._stream = stream
+        self._limit = limit
+        self._on_flood = on_flood
+        self._parts: list[bytes] = []
+        self._size = 0
+        self.flooded = False
+        self._thread = threading.Thread(target=self._read, name="envcheck-reader", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            while True:
+                chunk = self._stream.read1(_CHUNK) if hasattr(self._stream, "read1") else self._stream.read(_CHUNK)
+                if not chunk:
+                    break
+                room = self._limit - self._size
+                if room > 0:
+                    self._parts.append(chunk[:room])
+                    self._size += min(room, len(chunk))
+                if len(chunk) > room:
+                    self.flooded = True
+                    self._on_flood()
+                    break
+        except (OSError, ValueError):
+            pass
+        finally:
+            try:
+                self._stream.close()
+            except OSError:
+                pass
+
+    def result(self, timeout: float) -> bytes:
+        self._thread.join(timeout)
+        return b"".join(self._parts)
+
+
+class Child:
+    """A running child process; ``finish`` waits for it (until the deadline) and returns what it said."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Optional[Mapping[str, str]] = None,
+        input: Optional[bytes] = None,
+        max_bytes: int = MAX_STREAM_BYTES,
+        cwd: Optional[str] = None,
+    ) -> None:
+        kwargs: dict = {}
+        if os.name == "posix":
+            kwargs["start_new_session"] = True  # its own process group: a kill reaches its helpers too
+        else:
+            kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+        self.started = time.perf_counter()
+        self.deadline = self.started + max(0.0, timeout)
+        self._killed_for_flood = False
+        self.proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            **kwargs,
+        )
+        self._out = _Capped(self.proc.stdout, max_bytes, self._flood)
+        self._err = _Capped(self.proc.stderr, max_bytes, self._flood)
+        if input is not None:
+            threading.Thread(target=self._feed, args=(input,), name="envcheck-writer", daemon=True).start()
+
+    def _feed(self, data: bytes) -> None:
+        try:
+            self.proc.stdin.write(data)
+        except (OSError, ValueError):
+            pass
+        finally:
+            try:
+                self.proc.stdin.close()
+            except (OSError, ValueError):
+                pass
+
+    def _flood(self) -> None:
+        self._killed_for_flood = True
+        self.kill()
+
+    def kill(self) -> None:
+        """Stop the child and everything it started, and reap it (no zombie is left behind)."""
+        try:
+            if os.name == "posix":
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            else:
+                self.proc.kill()
+        except (OSError, ProcessLookupError):
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a process that survives SIGKILL
+            pass
+
+    def finish(self, deadline: Optional[float] = None) -> Finished:
+        """Wait until the child ends or the deadline (the earlier of its own and ``deadline``) passes."""
+        end = min(self.deadline, deadline) if deadline is not None else self.deadline
+        timed_out = False
+        try:
+            self.proc.wait(timeout=max(0.0, end - time.perf_counter()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            self.kill()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a process that survives SIGKILL
+            pass
+        out = self._out.result(2.0)
+        err = self._err.result(2.0)
+        flooded = self._killed_for_flood or self._out.flooded or self._err.flooded
+        return Finished(
+            returncode=None if (timed_out or flooded) else self.proc.returncode,
+            stdout=out,
+            stderr=err,
+            timed_out=timed_out,
+            flooded=flooded,
+            seconds=time.perf_counter() - self.started,
+        )
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    env: Optional[Mapping[str, str]] = None,
+    input: Optional[bytes] = None,
+    max_bytes: int = MAX_STREAM_BYTES,
+    cwd: Optional[str] = None,
+) -> Finished:
+    """Run a child to the end or the deadline. Raises OSError when it cannot be started."""
+    return Child(argv, timeout=timeout, env=env, input=input, max_bytes=max_bytes, cwd=cwd).finish()

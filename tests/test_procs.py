@@ -1,0 +1,102 @@
+"""Bounded children and guarded probes: whatever a child or a probe does, the doctor goes on."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from envcheck import procs
+from envcheck.facts import NvmlFacts, PciFacts
+from envcheck.probes import InThread, ProbeOptions, collect, guarded
+from envcheck.probes.tensorflow import TfWorker
+
+
+def test_a_flooding_child_is_stopped_at_the_cap():
+    code = "import sys\nwhile True: sys.stdout.write('x' * 65536)"
+    done = procs.run([sys.executable, "-c", code], timeout=60, max_bytes=1 << 20)
+    assert done.flooded and done.returncode is None
+    assert len(done.stdout) == 1 << 20  # what was kept is exactly the cap
+
+
+def test_a_hanging_child_is_killed_at_its_deadline():
+    done = procs.run([sys.executable, "-c", "import time; time.sleep(600)"], timeout=0.5)
+    assert done.timed_out and done.returncode is None and not done.flooded
+
+
+def test_a_child_that_forks_loses_its_helpers_too(tmp_path):
+    pidfile = tmp_path / "helper.pid"
+    code = (
+        "import subprocess, sys, time\n"
+        f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(600)\n"
+    )
+    done = procs.run([sys.executable, "-c", code], timeout=2)
+    assert done.timed_out
+    import os
+
+    helper = int(pidfile.read_text())
+    for _ in range(50):
+        try:
+            os.kill(helper, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:  # pragma: no cover - the helper survived
+        raise AssertionError("the child's helper process is still running")
+
+
+def test_input_and_ordinary_output_pass_through():
+    done = procs.run([sys.executable, "-c", "import sys; print(sys.stdin.read().upper())"], timeout=30, input=b"gpu")
+    assert done.returncode == 0 and done.text().strip() == "GPU" and not done.timed_out
+
+
+def test_a_tensorflow_worker_that_floods_becomes_a_fact():
+    child = procs.Child([sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('y' * 65536)"], timeout=60, max_bytes=1 << 20)
+    facts = TfWorker(child, 60).finish()
+    assert facts.error_kind == "bad_output" and "MiB" in facts.error
+
+
+def test_a_tensorflow_worker_that_hangs_is_a_timeout():
+    child = procs.Child([sys.executable, "-c", "import time; time.sleep(600)"], timeout=0.5)
+    facts = TfWorker(child, 0.5).finish()
+    assert facts.error_kind == "timeout" and facts.timed_out
+
+
+def test_a_probe_that_raises_is_an_error_section():
+    def broken(root):
+        raise RuntimeError("the bus is on fire")
+
+    section = guarded("PCI", PciFacts, broken, "/")
+    assert section.status == "error" and "the bus is on fire" in section.error and section.seconds >= 0
+
+
+def test_a_probe_that_hangs_is_given_up_on():
+    run = InThread("NVML", NvmlFacts, lambda: time.sleep(600) or NvmlFacts())
+    section = run.result(0.2)
+    assert section.status == "error" and section.timed_out and "did not answer" in section.error
+
+
+class _HangingNvml:
+    """pynvml whose nvmlInit never returns (a wedged driver)."""
+
+    class NVMLError(Exception):
+        pass
+
+    def nvmlInit(self):
+        time.sleep(600)
+
+
+def test_the_doctors_timeout_bounds_a_hanging_nvml(tmp_path):
+    facts = collect(ProbeOptions(quick=True, nvml=_HangingNvml(), root=tmp_path, timeout=1.0))
+    assert facts.nvml.timed_out and facts.nvml.status == "error"
+    assert facts.python.status == "ok"  # the rest of the snapshot is there
+
+
+def test_the_report_says_which_probe_ran_out_of_time(tmp_path):
+    from envcheck.verdict import judge
+
+    facts = collect(ProbeOptions(quick=True, nvml=_HangingNvml(), root=tmp_path, timeout=1.0))
+    report = judge(facts)
+    assert any(n.startswith("the nvml probe ran out of time") for n in report.notes)
+    assert not any("ran out of time" in n for n in judge(collect(ProbeOptions(quick=True, root=tmp_path))).notes)
