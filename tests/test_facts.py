@@ -7,6 +7,7 @@ import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis_budget import examples
 from hypothesis import strategies as st
 
 from envcheck.errors import FactsError
@@ -166,7 +167,7 @@ def _mutations_of_valid():
     return mutated()
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(st.one_of(json_values, _mutations_of_valid()))
 def test_reader_raises_only_its_own_error(data):
     try:
@@ -178,7 +179,7 @@ def test_reader_raises_only_its_own_error(data):
     assert facts_from_dict(to_dict(facts)) == facts
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.binary(max_size=200))
 def test_file_reader_on_arbitrary_bytes(tmp_path_factory, raw):
     path = tmp_path_factory.mktemp("fuzz") / "f.json"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis_budget import examples
 from hypothesis import strategies as st
 
 from envcheck.errors import NotFoundError
@@ -45,7 +46,7 @@ def _newer_fitting_gpu_build(option, target):
     return None
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(machines)
 def test_plans_keep_their_promises(flags):
     if flags["cpu"]:

@@ -43,6 +43,22 @@ class Rule:
 
 RULES: dict[str, Rule] = {}
 
+# Every rule id ever issued, in order. An id is never reused: a rule that goes away moves to
+# RETIRED with the reason, and a new rule takes the next free number of its prefix. The tests
+# check both lists against the registered rules.
+ISSUED = (
+    "EC-PY-001", "EC-PY-002",
+    "EC-GPU-001", "EC-GPU-002", "EC-GPU-003",
+    "EC-DRV-001", "EC-DRV-002", "EC-DRV-003", "EC-DRV-004", "EC-DRV-005", "EC-DRV-006", "EC-DRV-007", "EC-DRV-008",
+    "EC-CC-001", "EC-CC-002",
+    "EC-LIB-001", "EC-LIB-002", "EC-LIB-003", "EC-LIB-004", "EC-LIB-005", "EC-LIB-006", "EC-LIB-007", "EC-LIB-008",
+    "EC-TF-001", "EC-TF-002", "EC-TF-003", "EC-TF-004", "EC-TF-005", "EC-TF-006", "EC-TF-007", "EC-TF-008", "EC-TF-009",
+    "EC-PLC-001", "EC-PLC-002", "EC-PLC-003", "EC-PLC-004",
+    "EC-ENV-001", "EC-ENV-002", "EC-ENV-003", "EC-ENV-004", "EC-ENV-005", "EC-ENV-006", "EC-ENV-007", "EC-ENV-008",
+    "EC-INT-001",
+)  # fmt: skip
+RETIRED: dict[str, str] = {}  # id -> why it was retired (its number is never given out again)
+
 
 def rule(id: str, title: str, severity: Severity | str, link: str) -> Callable[[RuleFunc], RuleFunc]:
     """Register a rule. Ids are stable and never reused; ``link`` is a chain link name."""
@@ -51,6 +67,8 @@ def rule(id: str, title: str, severity: Severity | str, link: str) -> Callable[[
         raise ValueError(f"rule {id}: unknown chain link {link!r}")
 
     def register(func: RuleFunc) -> RuleFunc:
+        if id in RETIRED:
+            raise ValueError(f"rule id {id} is retired ({RETIRED[id]}); take the next free number")
         if id in RULES and RULES[id].func.__qualname__ != func.__qualname__:
             raise ValueError(f"rule id {id} registered twice")
         RULES[id] = Rule(id=id, title=title, severity=sev, link=link, func=func, doc=(func.__doc__ or "").strip())

@@ -8,6 +8,7 @@ import io
 
 import pytest
 from hypothesis import given, settings
+from hypothesis_budget import examples
 from hypothesis import strategies as st
 
 from envcheck.explain import scanner as explain_module
@@ -194,7 +195,7 @@ _LINES = st.sampled_from(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(lines=st.lists(_LINES, max_size=40), chunk=st.integers(min_value=1, max_value=300))
 def test_chunk_size_never_changes_the_result(lines, chunk):
     data = "\n".join(lines).encode()
@@ -210,7 +211,7 @@ def expected_lines(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(data=st.binary(max_size=3000), chunk=st.integers(min_value=1, max_value=512))
 def test_arbitrary_bytes_never_crash_and_lines_add_up(data, chunk):
     result = scan_bytes(data, chunk_bytes=chunk, max_line_bytes=256)

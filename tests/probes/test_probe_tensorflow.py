@@ -353,6 +353,7 @@ def test_each_log_pattern_keeps_its_line_and_leaves_its_neighbour(line, kept):
 
 
 from hypothesis import given, settings  # noqa: E402
+from hypothesis_budget import examples
 from hypothesis import strategies as st  # noqa: E402
 
 _json = st.recursive(
@@ -363,7 +364,7 @@ _json = st.recursive(
 _keys = st.sampled_from(sorted(set(COMPLETE) | {"partial", "failed_stage", "error", "not_installed"}))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     result=st.dictionaries(_keys, _json, max_size=12),
     stderr=st.text(max_size=200),

@@ -86,3 +86,26 @@ def test_commands_are_for_the_platform_shell():
         shells = {c.shell for f in report.findings if f.fix for c in f.fix.commands}
         shells |= {c.shell for step in report.verdict.cpu_path + report.verdict.gpu_path for c in step.commands}
         assert other not in shells
+
+
+def test_rule_ids_are_issued_once_and_never_reused():
+    """Every registered id is on the issued list; every issued id is registered or retired; a
+    retired id is never registered again; the list has no repeats."""
+    from envcheck.rules.engine import ISSUED, RETIRED
+
+    load_rule_modules()
+    assert len(ISSUED) == len(set(ISSUED))
+    registered = set(RULES) | {"EC-INT-001"}
+    assert registered <= set(ISSUED), f"new rule ids must be added to ISSUED: {sorted(registered - set(ISSUED))}"
+    assert set(ISSUED) - set(RETIRED) == registered, f"removed rules must be retired: {sorted(set(ISSUED) - set(RETIRED) - registered)}"
+    assert not set(RETIRED) & set(RULES)
+
+
+def test_a_retired_id_cannot_be_registered_again(monkeypatch):
+    import pytest
+
+    from envcheck.rules import engine
+
+    monkeypatch.setitem(engine.RETIRED, "EC-TST-001", "a test")
+    with pytest.raises(ValueError, match="retired"):
+        engine.rule("EC-TST-001", "t", "info", "python")(lambda ctx: ())

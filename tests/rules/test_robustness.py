@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis_budget import examples
 from hypothesis import strategies as st
 
 from envcheck.facts import GpuProcess, LibraryCopy, NvmlGpu, PlacementResult, TfDevice
@@ -50,7 +51,7 @@ def test_unicode_digits_in_variables_are_text_not_numbers():
     assert [f.id for f in report.findings] == ["EC-ENV-001"]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     base=st.sampled_from([b.setup_post, b.server, b.no_gpu]),
     python_version=some_text,
