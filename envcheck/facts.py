@@ -127,6 +127,13 @@ class DriverFacts(Section):
     text: Optional[str] = None  # the first line of /proc/driver/nvidia/version
     open_module: Optional[bool] = None  # True for the open GPU kernel modules (Turing and newer only)
     nouveau_loaded: Optional[bool] = None  # the open-source nouveau module holds the GPU instead
+    # What is installed, loaded or not: the module files of the running kernel
+    # (/lib/modules/$(uname -r)/...nvidia.ko*), the version written in the first one, and the
+    # versions DKMS has built ("550.54.14/6.5.0-21-generic").
+    kernel_release: Optional[str] = None
+    module_files: tuple[str, ...] = ()
+    module_file_version: Optional[str] = None
+    dkms: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -48,7 +48,8 @@ LINK_SKIPPED = "skipped"
 GPU_READY = "gpu-ready"
 CPU_ONLY = "cpu-only"
 BROKEN = "broken"
-VERDICT_STATUSES = (GPU_READY, CPU_ONLY, BROKEN)
+NOT_INSTALLED = "not-installed"  # no TensorFlow yet: the verdict carries the plan for this machine
+VERDICT_STATUSES = (GPU_READY, CPU_ONLY, BROKEN, NOT_INSTALLED)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class Verdict:
     gpus: int = 0  # GPUs TensorFlow can use
     gpu_path: tuple[Fix, ...] = ()  # how to make the GPU work, in order
     cpu_path: tuple[Fix, ...] = ()  # how to run on the CPU today
+    plan: Optional[dict[str, Any]] = None  # not-installed: the plan's recommendation (release, install line, ...)
 
     @property
     def line(self) -> str:
@@ -107,6 +109,8 @@ class Verdict:
             return self.reason or f"GPU ready ({self.gpus} GPU{'s' if self.gpus != 1 else ''})"
         if self.status == CPU_ONLY:
             return f"CPU only: {self.reason}"
+        if self.status == NOT_INSTALLED:
+            return f"not installed: {self.reason}"
         return f"broken: {self.reason}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,6 +123,7 @@ class Verdict:
             "gpus": self.gpus,
             "gpu_path": [s.to_dict() for s in self.gpu_path],
             "cpu_path": [s.to_dict() for s in self.cpu_path],
+            "plan": self.plan,
         }
 
 
@@ -152,12 +157,14 @@ class Report:
     exit_code: int = 0
     envcheck_version: str = ""
     notes: tuple[str, ...] = field(default=())  # e.g. "judged from a saved snapshot: FILE"
+    gpus: tuple[Any, ...] = ()  # one entry per NVIDIA GPU (machine.GpuView), in nvidia-smi order
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "envcheck_version": self.envcheck_version,
             "exit_code": self.exit_code,
             "verdict": self.verdict.to_dict(),
+            "gpus": [g.to_dict() for g in self.gpus],
             "links": [link.to_dict() for link in self.links],
             "findings": [f.to_dict() for f in self.findings],
             "notes": list(self.notes),

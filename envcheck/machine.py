@@ -251,7 +251,8 @@ class Machine:
         return f"TensorFlow {minor(build.tf)}" if build is not None else "TensorFlow"
 
     def pip_requirement(self, build: "TfBuild", exact: Optional[str] = None, *, gpu: bool = True) -> str:
-        return self.matrix.pip_requirement(build, self.os, gpu=gpu, exact=exact)
+        machine = self.facts.python.machine or self.facts.platform.machine or None
+        return self.matrix.pip_requirement(build, self.os, gpu=gpu, exact=exact, machine=machine)
 
     def newest_release(self, *, gpu: bool, python: Optional[str] = None, accept=None) -> Optional["TfBuild"]:
         return self.matrix.newest_release(self.build_os, gpu=gpu, python=python, accept=accept)
@@ -287,7 +288,8 @@ class Machine:
         facts = self.facts
         if facts.nvml.gpus or facts.pci.devices or self.tf_gpu_count:
             return PRESENT
-        pci_looked = facts.pci.status in (OK, MISSING)
+        # Under WSL2 the GPU is not on the (virtual) PCI bus: an empty bus says nothing there.
+        pci_looked = facts.pci.status in (OK, MISSING) and self.os != "wsl"
         nvml_empty_ok = facts.nvml.status == OK and not facts.nvml.gpus
         if pci_looked or nvml_empty_ok:
             return ABSENT
@@ -311,6 +313,21 @@ class Machine:
         except Exception:  # noqa: BLE001 - naming must never fail a report
             product = None
         return product.name if product is not None else f"NVIDIA device {device.device_id}"
+
+    @property
+    def driver_installed(self) -> Optional[bool]:
+        """Whether an NVIDIA driver is installed, loaded or not: its user-space library answers (NVML
+        found, whatever it then said), or its kernel module is on disk or built by DKMS. None when
+        nothing that could tell was looked at."""
+        facts = self.facts
+        nvml, driver = facts.nvml, facts.driver
+        if driver.loaded or (nvml.status != SKIPPED and nvml.error_kind != "library_not_found" and nvml.status in (OK, ERROR)):
+            return True
+        if driver.module_files or driver.dkms:
+            return True
+        if nvml.error_kind == "library_not_found" and driver.status != SKIPPED:
+            return False
+        return None
 
     @property
     def driver_version(self) -> Optional[str]:

@@ -122,7 +122,7 @@ def test_macos_gets_the_cpu_plan(cli):
 
 def test_cpu_only(cli):
     data = plan_json(cli, "--os", "linux", "--python", "3.11", "--cpu")
-    assert data["kind"] == "cpu" and data["requirement"].startswith("tensorflow==")
+    assert data["kind"] == "cpu" and data["requirement"].startswith("tensorflow-cpu==")  # no CUDA, no CUDA start-up errors
     assert data["target"]["origins"]["gpu"] == "--cpu"
 
 
@@ -273,11 +273,11 @@ def test_pinned_past_native_windows_on_a_card_wsl2_cannot_run_says_why(cli, matr
 def test_a_pinned_patch_release_is_installed_exactly(cli):
     data = plan_json(cli, "--os", "linux", "--python", "3.10", "--gpu", "RTX 3060", "--driver", "550.54.14", "--tf", "2.14.0")
     assert data["tensorflow"] == "2.14" and data["requirement"] == "tensorflow[and-cuda]==2.14.0"
-    assert alternative(data, "cpu")["plan"]["requirement"] == "tensorflow==2.14.0"
+    assert alternative(data, "cpu")["plan"]["requirement"] == "tensorflow-cpu==2.14.0"
     steps = " ".join(c["line"] for s in data["steps"] for c in s["commands"])
     assert '"tensorflow[and-cuda]==2.14.0"' in steps
     # A minor release still takes the series' newest patch.
-    assert plan_json(cli, "--os", "linux", "--python", "3.10", "--cpu", "--tf", "2.14")["requirement"] == "tensorflow==2.14.*"
+    assert plan_json(cli, "--os", "linux", "--python", "3.10", "--cpu", "--tf", "2.14")["requirement"] == "tensorflow-cpu==2.14.*"
 
 
 @pytest.mark.parametrize(

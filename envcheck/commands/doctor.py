@@ -35,6 +35,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         default="error",
         help="lowest severity that makes the exit code 1 (default: error)",
     )
+    p.add_argument("--require-gpu", action="store_true", help="exit 1 when no GPU is usable (for CI gates), whatever else holds")
     p.add_argument("--select", metavar="IDS", default="", help="only rules whose id starts with one of these (comma-separated)")
     p.add_argument("--ignore", metavar="IDS", default="", help="skip rules whose id starts with one of these")
     p.add_argument("-v", "--verbose", action="store_true", help="show evidence and per-probe timings")
@@ -87,6 +88,7 @@ def build_report(args: argparse.Namespace):
         select=_split_ids(args.select),
         ignore=_split_ids(args.ignore),
         notes=notes,
+        require_gpu=getattr(args, "require_gpu", False),
     )
 
 

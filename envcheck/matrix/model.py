@@ -287,12 +287,22 @@ class Matrix:
             return None
         return build.pip_cuda.extra if build.pip_cuda is not None else "and-cuda"
 
-    def pip_requirement(self, build: TfBuild, os: str, *, gpu: bool = True, exact: str | None = None) -> str:
+    def cpu_distribution(self, build: TfBuild, os: str, machine: str | None = None) -> str:
+        """The package for the CPU: ``tensorflow-cpu`` on x86-64 Linux (and WSL2) where it is
+        published, which carries no CUDA and so prints no CUDA start-up errors on a machine
+        without a GPU; ``tensorflow`` everywhere else (CPU-only there anyway, or the only build)."""
+        first = self.platform.tensorflow_cpu_first.get("linux")
+        x86 = machine is None or machine.lower() in ("x86_64", "amd64")
+        if os in ("linux", "wsl") and x86 and first is not None and build.tf.release[:2] >= first.release[:2]:
+            return "tensorflow-cpu"
+        return "tensorflow"
+
+    def pip_requirement(self, build: TfBuild, os: str, *, gpu: bool = True, exact: str | None = None, machine: str | None = None) -> str:
         """What to give pip for a release on ``os``: ``tensorflow[and-cuda]==2.21.*`` for the GPU
         build where CUDA comes as wheels, ``tensorflow-gpu==1.13.*`` where the GPU build had its own
         name, ``tensorflow==2.21.*`` for the CPU. ``exact`` pins one patch release."""
         if not gpu:
-            return requirement_text("tensorflow", None, build, exact)
+            return requirement_text(self.cpu_distribution(build, os, machine), None, build, exact)
         return requirement_text(build.distribution or "tensorflow", self.cuda_extra(build, os), build, exact)
 
     def support(self, build: TfBuild, compute_capability: str | Version) -> str:

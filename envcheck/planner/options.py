@@ -40,6 +40,7 @@ class Option:
     # The exact release asked for with --tf when it is more precise than the matrix row ("2.14.0"
     # under the 2.14 row): pip installs that one, not the series' newest patch.
     exact: Optional[str] = None
+    cpu_distribution: str = "tensorflow"  # the package of a CPU option (tensorflow-cpu where it exists)
 
     @property
     def tf(self) -> str:
@@ -153,9 +154,11 @@ def gpu_option(matrix: "Matrix", build: "TfBuild", target: Target, os: str, pyth
     )
 
 
-def cpu_option(build: "TfBuild", target: Target, os: str) -> Option:
+def cpu_option(matrix: "Matrix", build: "TfBuild", target: Target, os: str) -> Option:
     chosen, change = _pick_python(build, target.python, target.python_bits)
-    return Option(kind=CPU, os=os, build=build, python=chosen, python_change=change)
+    return Option(
+        kind=CPU, os=os, build=build, python=chosen, python_change=change, cpu_distribution=matrix.cpu_distribution(build, os, target.machine)
+    )
 
 
 def release_rows(matrix: "Matrix", os: str) -> list["TfBuild"]:
@@ -195,7 +198,7 @@ def gpu_options(matrix: "Matrix", target: Target, os: str, *, python: bool = Tru
 def cpu_options(matrix: "Matrix", target: Target, os: str, *, python: bool = True) -> list[Option]:
     out = []
     for build in release_rows(matrix, os):
-        option = cpu_option(build, target, os)
+        option = cpu_option(matrix, build, target, os)
         if python and option.python_change:
             continue
         out.append(option)

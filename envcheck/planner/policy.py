@@ -305,7 +305,7 @@ def _choose_pinned(matrix: "Matrix", target: Target) -> Choice:
     reasons = [f"--tf {pin}: TensorFlow {build.tf} as asked."]
     want_gpu = target.has_gpu is not False and target.os != "macos"
     if not want_gpu:
-        option = cpu_option(build, target, target.os)
+        option = cpu_option(matrix, build, target, target.os)
         reasons = _why_cpu(matrix, target) + reasons + _python_reasons(target, option)
         return Choice(target, option, tuple(reasons), _warnings(matrix, target, option), ())
     alternatives: list[Alternative] = []
@@ -347,14 +347,14 @@ def _choose_pinned(matrix: "Matrix", target: Target) -> Choice:
     else:
         reasons.append(f"TensorFlow {build.tf} has no GPU build for {OS_TITLES[target.os]}.")
     if option is None:
-        option = cpu_option(build, target, target.os)
+        option = cpu_option(matrix, build, target, target.os)
         reasons.append(f"The plan is TensorFlow {build.tf} on the CPU.")
     else:
         reasons.extend(_support_reasons(target, option))
         reasons.append(f"It is built with CUDA {option.cuda} and cuDNN {option.cudnn or '?'}.")
         reasons.extend(_driver_reasons(matrix, target, option))
         alternatives[:0] = _keep_driver(target, option, gpu_options(matrix, target, option.os, python=False))
-        cpu = cpu_option(build, target, target.os)
+        cpu = cpu_option(matrix, build, target, target.os)
         alternatives.append(Alternative("cpu", "CPU only", f"no GPU setup at all: {cpu.summary()}", cpu))
     reasons.extend(_python_reasons(target, option))
     exact = _exact_release(pin, build)

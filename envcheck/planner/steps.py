@@ -152,11 +152,19 @@ def _python_step(target: Target, option: Option, shell: str, side: str = "") -> 
     )
 
 
+def environment_steps(matrix: "Matrix", target: Target, option: Option) -> tuple[Step, ...]:
+    """The Python the option needs and a virtual environment with the release in it: what any
+    fix that moves to another release must do when this interpreter cannot run that release."""
+    shell = POWERSHELL if option.os == "windows" else BASH
+    steps = [_python_step(target, option, shell), _install_step(matrix, option, shell)]
+    return tuple(s for s in steps if s is not None)
+
+
 def requirement(option: Option) -> str:
     """The pip requirement for an option, pinned to its release series (newest patch), or to the
     exact release asked for."""
     if option.kind == CPU:
-        return requirement_text("tensorflow", None, option.build, option.exact)
+        return requirement_text(option.cpu_distribution, None, option.build, option.exact)
     return requirement_text(option.build.distribution, option.cuda_extra, option.build, option.exact)
 
 
@@ -185,8 +193,8 @@ def _install_step(matrix: "Matrix", option: Option, shell: str, side: str = "", 
         why = f"TensorFlow {option.tf}"
         if option.cuda_extra:
             why += f" with the CUDA {option.cuda} and cuDNN {option.cudnn} libraries as pip wheels (the '{option.cuda_extra}' extra)"
-        if option.kind == CPU and option.os in ("linux", "wsl"):
-            why += "; the standard wheel runs on the CPU when no GPU is set up (it says 'Could not find cuda drivers' once: harmless)"
+        if option.kind == CPU and option.cpu_distribution == "tensorflow-cpu":
+            why += "; the CPU build carries no CUDA, so it prints no CUDA start-up errors on a machine without a GPU"
         lines.append(Line(f'{py} -m pip install "{spec}"', why, shell))
     detail = "Nothing outside the environment changes; delete the folder to undo."
     if shell == POWERSHELL:

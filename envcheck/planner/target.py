@@ -41,6 +41,7 @@ class Target:
     driver: Optional[Version] = None
     tf_pin: Optional[str] = None
     cpu_flags: Optional[tuple[str, ...]] = None  # None when not known (another machine)
+    machine: Optional[str] = None  # the interpreter's architecture ("x86_64", "aarch64"); None when not known
     origins: dict[str, str] = field(default_factory=dict, compare=False)
     notes: tuple[str, ...] = ()
 
@@ -135,6 +136,7 @@ def target_from_facts(facts: Facts, matrix: "Matrix", snapshot: bool = False) ->
         compute_capability=capability,
         driver=driver,
         cpu_flags=cpu_flags,
+        machine=facts.python.machine or facts.platform.machine or None,
         origins=origins,
         notes=tuple(notes),
     )

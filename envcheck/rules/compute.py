@@ -13,6 +13,7 @@ from envcheck.findings import Fix, Severity
 from envcheck.machine import pci_product_name
 from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.engine import Context, Hit, rule
+from envcheck.rules.installs import install_release
 
 
 @dataclass(frozen=True)
@@ -95,12 +96,12 @@ def compute_capability_unsupported(ctx: Context) -> Iterator[Hit]:
             evidence.append(matrix_evidence(ctx, build))
         evidence.extend(_ignored_lines(ctx))
         if newest is not None:
+            commands, python_note = install_release(ctx, newest)
             text = (
                 f"Install TensorFlow {newest.label} (CUDA {newest.cuda}, cuDNN {newest.cudnn}, Python "
                 f"{', '.join(newest.python)}), the newest release with code for compute capability {cc}, "
-                "or use a newer GPU."
+                f"or use a newer GPU.{python_note}"
             )
-            commands = (ctx.pip_command("install", ctx.pip_requirement(newest), step=False),)
             newest_text = f"the newest TensorFlow that runs on it is {newest.label}"
         else:
             text = "No TensorFlow release in the matrix has code for this GPU: run on the CPU or use a newer GPU."
@@ -136,8 +137,9 @@ def compute_capability_ptx_only(ctx: Context) -> Iterator[Hit]:
         )
         commands = [ctx.shell_command("export CUDA_CACHE_MAXSIZE=4294967296", "$env:CUDA_CACHE_MAXSIZE = '4294967296'")]
         if native is not None and (build is None or native.tf > build.tf):
-            text += f" TensorFlow {native.label} has native code for compute capability {cc}."
-            commands.append(ctx.pip_command("install", ctx.pip_requirement(native), step=False))
+            install, python_note = install_release(ctx, native)
+            text += f" TensorFlow {native.label} has native code for compute capability {cc}.{python_note}"
+            commands.extend(install)
         yield Hit(
             title=f"{gpu.name} (compute capability {cc}) runs only through PTX: the first start JIT-compiles kernels (can take many minutes)",
             detail=f"The build carries native code for {caps}; for {cc} the driver compiles the PTX at start-up.",

@@ -8,6 +8,7 @@ from envcheck.findings import Fix, Severity
 from envcheck.machine import ABSENT, minor, parse_version
 from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.engine import Context, Hit, rule
+from envcheck.rules.installs import install_release
 from envcheck.rules.gpu import NVIDIA_DRIVER_PAGE, install_driver_fix
 
 CUDA_COMPAT_PAGE = "https://docs.nvidia.com/deploy/cuda-compatibility/"
@@ -58,11 +59,12 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
     commands = fix.commands
     text = fix.text
     if older is not None:
+        install, python_note = install_release(ctx, older)
         text += (
             f" Or keep driver {drv} and install TensorFlow {older.label} (built for CUDA {older.cuda}), "
-            "the newest release this driver runs."
+            f"the newest release this driver runs.{python_note}"
         )
-        commands = commands + (ctx.pip_command("install", ctx.pip_requirement(older), step=False),)
+        commands = commands + install
     yield Hit(
         title=f"Driver {drv} is too old for CUDA {minor(cuda)}, which TensorFlow was built with (needs {runs} or newer)",
         detail=(
@@ -92,6 +94,28 @@ def driver_version_mismatch(ctx: Context) -> Iterator[Hit]:
     if kernel:
         evidence.append(("kernel module (/proc/driver/nvidia/version)", kernel))
     versions = f" (kernel module {kernel}" + (f", libraries {library})" if library else ")") if kernel else ""
+    on_disk = facts.driver.module_file_version
+    if on_disk and library and on_disk != library:
+        # The module installed on disk is not the libraries' version either: a reboot loads it and
+        # still mismatches. The two halves come from different installs.
+        yield Hit(
+            title=f"Driver libraries ({library}) and kernel module ({on_disk} on disk) are installed at different versions: a reboot will not help",
+            detail=(
+                "The user-space part and the kernel module come from different driver installs (a package upgrade "
+                "next to a .run install, or a held package). NVML and CUDA refuse a module of another version."
+            ),
+            evidence=tuple(evidence) + (("module file version", on_disk),),
+            fix=Fix(
+                text="Remove the driver completely and install one version of it, from one source (the distribution's packages or NVIDIA's installer), then reboot.",
+                commands=(
+                    ctx.shell_command("dpkg -l | grep -i nvidia | grep -E 'libnvidia|nvidia-(driver|kernel|dkms)'"),
+                    ctx.shell_command("sudo ubuntu-drivers install"),
+                    ctx.shell_command("sudo reboot"),
+                ),
+                url=NVIDIA_DRIVER_PAGE,
+            ),
+        )
+        return
     yield Hit(
         title=f"Driver libraries and kernel module differ{versions}: the driver was updated without a reboot",
         detail=(
@@ -146,20 +170,46 @@ def nvml_library_not_found(ctx: Context) -> Iterator[Hit]:
     yield Hit(title=title, detail=detail, evidence=evidence, fix=fix)
 
 
-@rule("EC-DRV-004", "NVML: driver not loaded", "error", "driver")
+@rule("EC-DRV-004", "NVIDIA driver installed but not loaded", "error", "driver")
 def nvml_driver_not_loaded(ctx: Context) -> Iterator[Hit]:
-    """The driver is installed but its kernel module is not running."""
+    """The driver is installed (NVML says "driver not loaded", or its module is on disk or built by
+    DKMS) but its kernel module is not running: load it, or find out why it does not load."""
     facts = ctx.facts
-    if facts.nvml.error_kind != "driver_not_loaded":
+    driver = facts.driver
+    said_so = facts.nvml.error_kind == "driver_not_loaded"
+    on_disk = not driver.loaded and (driver.module_files or driver.dkms) and any(not d.driver for d in facts.pci.devices)
+    if not said_so and not on_disk:
         return
+    evidence = [("nvml", facts.nvml.error or facts.nvml.error_kind or "not asked")]
+    evidence.append(("kernel module", driver.error or "not loaded"))
+    if driver.module_files:
+        evidence.append(("module files", ", ".join(driver.module_files[:3]) + (f" (version {driver.module_file_version})" if driver.module_file_version else "")))
+    if driver.dkms:
+        evidence.append(("dkms", ", ".join(driver.dkms[:4])))
+    built_elsewhere = [d for d in driver.dkms if driver.kernel_release and not d.endswith("/" + driver.kernel_release)]
     if ctx.os == "windows":
         fix = install_driver_fix(ctx, "Reinstall the NVIDIA driver (Device Manager shows the card with an error)")
+        detail = "NVML answered NVML_ERROR_DRIVER_NOT_LOADED: the user-space libraries are there, the kernel driver is not running."
+    elif not driver.module_files and built_elsewhere:
+        fix = Fix(
+            text=(
+                f"The module was built for other kernels ({', '.join(built_elsewhere[:3])}) but not for the running one "
+                f"({driver.kernel_release}): build it for this kernel (its headers must be installed), then load it."
+            ),
+            commands=(
+                ctx.shell_command("sudo dkms autoinstall"),
+                ctx.shell_command("sudo modprobe nvidia"),
+                ctx.shell_command("dkms status"),
+            ),
+            url=NVIDIA_DRIVER_PAGE,
+        )
+        detail = "After a kernel update the module has to be rebuilt for the new kernel; until then it cannot load."
     else:
         fix = Fix(
             text=(
-                "Load the module. If that fails, the module was not built for the running kernel "
-                "(reinstall the driver or run dkms) or Secure Boot blocks the unsigned module "
-                "(enrol the key or disable Secure Boot)."
+                "Load the module. If that fails, the kernel log says why: not built for the running kernel "
+                "(rebuild it with dkms or reinstall the driver), Secure Boot refusing an unsigned module "
+                "(enrol the key or disable Secure Boot), or nouveau holding the card."
             ),
             commands=(
                 ctx.shell_command("sudo modprobe nvidia"),
@@ -169,12 +219,8 @@ def nvml_driver_not_loaded(ctx: Context) -> Iterator[Hit]:
             ),
             url=NVIDIA_DRIVER_PAGE,
         )
-    yield Hit(
-        title="The NVIDIA driver is installed but not loaded",
-        detail="NVML answered NVML_ERROR_DRIVER_NOT_LOADED: the user-space libraries are there, the kernel module is not running.",
-        evidence=(("nvml", facts.nvml.error or "driver not loaded"), ("driver", facts.driver.error or "not loaded")),
-        fix=fix,
-    )
+        detail = "The driver's files are installed, but its kernel module is not running, so neither nvidia-smi nor CUDA can reach the GPU."
+    yield Hit(title="The NVIDIA driver is installed but not loaded", detail=detail, evidence=tuple(evidence), fix=fix)
 
 
 @rule("EC-DRV-005", "NVML: no permission", "error", "driver")

@@ -11,9 +11,11 @@ from envcheck.rules.engine import Context, Hit, rule
 NVIDIA_DRIVER_PAGE = "https://www.nvidia.com/Download/index.aspx"
 
 
-@rule("EC-GPU-001", "No NVIDIA GPU found", "error", "gpu")
+@rule("EC-GPU-001", "No NVIDIA GPU found", "info", "gpu")
 def no_nvidia_gpu(ctx: Context) -> Iterator[Hit]:
-    """The probes that can see a GPU without a driver (the PCI bus) or with one (NVML) saw none."""
+    """The probes that can see a GPU without a driver (the PCI bus) or with one (NVML) saw none.
+    Information, not an error: TensorFlow runs on the CPU and there is nothing to fix here
+    (``--require-gpu`` makes it exit 1 for a gate that needs a GPU)."""
     facts = ctx.facts
     if ctx.os == "macos" or ctx.gpu_presence != ABSENT:
         return
@@ -22,7 +24,7 @@ def no_nvidia_gpu(ctx: Context) -> Iterator[Hit]:
         looked.append(("pci.devices", "no NVIDIA display or 3D controller on the PCI bus"))
     looked.append(("nvml", facts.nvml.error or f"{len(facts.nvml.gpus)} GPUs"))
     yield Hit(
-        title="no NVIDIA GPU found",
+        title="no NVIDIA GPU on this machine: TensorFlow runs on the CPU",
         detail=(
             "CUDA needs an NVIDIA GPU and none is visible to this system (not even one without a "
             "driver). In a virtual machine or container the GPU has to be passed through first."
@@ -30,9 +32,9 @@ def no_nvidia_gpu(ctx: Context) -> Iterator[Hit]:
         evidence=tuple(looked),
         fix=Fix(
             text=(
-                "Use a machine with an NVIDIA GPU: a cloud GPU instance, or pass the GPU into the "
-                "container (docker run --gpus all, with the NVIDIA Container Toolkit) or the VM "
-                "(PCI passthrough). Until then TensorFlow runs on the CPU (see the CPU path)."
+                "Nothing to fix for the CPU. For a GPU: use a machine with an NVIDIA GPU (a cloud GPU "
+                "instance), or pass the GPU into the container (docker run --gpus all, with the NVIDIA "
+                "Container Toolkit) or the VM (PCI passthrough)."
             ),
             url="https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html",
         ),
@@ -44,8 +46,8 @@ def gpu_without_driver(ctx: Context) -> Iterator[Hit]:
     """The PCI bus shows the card but no driver is bound to it and the nvidia module is not loaded."""
     facts = ctx.facts
     unbound = [d for d in facts.pci.devices if not d.driver]
-    if not unbound or facts.driver.loaded or facts.nvml.gpus:
-        return
+    if not unbound or facts.driver.loaded or facts.nvml.gpus or ctx.driver_installed:
+        return  # an installed driver whose module is not loaded is EC-DRV-004
     names = ", ".join(counted(pci_product_name(d.name) or f"device {d.device_id}" for d in unbound))
     yield Hit(
         title=f"{names}: no NVIDIA driver installed",

@@ -42,28 +42,29 @@ def gpu_release_for_here(ctx: Context):
     return ctx.newest_release(gpu=True, python=ctx.facts.python.version or None)
 
 
-@rule("EC-TF-001", "TensorFlow not installed", "error", "tensorflow")
+@rule("EC-TF-001", "TensorFlow not installed", "warning", "tensorflow")
 def tensorflow_not_installed(ctx: Context) -> Iterator[Hit]:
+    """Not an error: the state before the first install. The fix is the plan for this machine."""
     facts = ctx.facts
     tf = facts.tensorflow
     if ctx.installed_tf is not None or facts.packages.status == "error":
         return
     if tf.status != SKIPPED and tf.error_kind not in (None, "not_installed"):
         return  # something is installed that the worker found but the package probe missed
-    target = gpu_release_for_here(ctx) if ctx.os != "macos" else None
-    commands = [Command("envcheck plan", shell="any")]
-    text = "Run `envcheck plan` for the TensorFlow, CUDA, cuDNN and Python versions that fit this machine"
-    if target is not None and ctx.gpu_presence != ABSENT:
-        commands.append(ctx.pip_command("install", ctx.pip_requirement(target)))
-        text += f", or install TensorFlow {target.label} with GPU support directly."
+    from envcheck.rules.recommendation import recommend
+
+    plan = recommend(ctx)
+    if plan is not None:
+        steps = plan.gpu_steps or plan.cpu_steps
+        install = next((f for f in steps if f.text.startswith("Install TensorFlow")), steps[0])
+        fix = Fix(text=f"{install.text} That is the plan for this machine (envcheck plan shows why and the alternatives).", commands=install.commands, url=TF_PIP_PAGE)
     else:
-        commands.append(ctx.pip_command("install", "tensorflow"))
-        text += ", or install TensorFlow directly."
+        fix = Fix(text="Run envcheck plan for the TensorFlow, CUDA, cuDNN and Python versions that fit this machine.", url=TF_PIP_PAGE)
     yield Hit(
         title=f"TensorFlow is not installed in {facts.python.executable or 'this Python'}",
         detail="No TensorFlow distribution is installed in the probed interpreter.",
-        evidence=(("installed distributions", ", ".join(f"{d.name} {d.version}" for d in facts.packages.distributions) or "none of the TensorFlow family"),),
-        fix=Fix(text=text, commands=tuple(commands), url=TF_PIP_PAGE),
+        evidence=(("installed distributions", ", ".join(f"{d.name} {d.version}" for d in facts.packages.distributions[:12]) or "none"),),
+        fix=fix,
     )
 
 

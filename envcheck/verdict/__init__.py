@@ -22,8 +22,10 @@ def judge(
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
     notes: tuple[str, ...] = (),
+    require_gpu: bool = False,
 ) -> Report:
-    """Run the rules over a snapshot and walk the chain to a verdict."""
+    """Run the rules over a snapshot and walk the chain to a verdict. ``require_gpu``: no usable
+    GPU makes the exit code 1 whatever else holds (a CI gate that needs a GPU)."""
     from envcheck.verdict.chain import walk_chain
     from envcheck.verdict.links import link_statuses
 
@@ -31,14 +33,19 @@ def judge(
     notes = tuple(notes) + timed_out_notes(facts)
     findings = evaluate(machine, select=select, ignore=ignore)
     findings, verdict = walk_chain(machine, findings)
+    exit_code = exit_code_for(findings, fail_on)
+    if require_gpu and verdict.gpus == 0:
+        exit_code = 1
+        notes = notes + ("--require-gpu: no usable GPU, so the exit code is 1",)
     return Report(
         facts=facts,
         findings=tuple(findings),
         verdict=verdict,
         links=link_statuses(machine, findings, verdict),
-        exit_code=exit_code_for(findings, fail_on),
+        exit_code=exit_code,
         envcheck_version=__version__,
         notes=notes,
+        gpus=machine.gpus,
     )
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 from envcheck.facts import OK, SKIPPED
-from envcheck.findings import BROKEN, CPU_ONLY, GPU_READY, LINK_NAMES, Finding, Severity, Verdict
+from envcheck.findings import BROKEN, CPU_ONLY, GPU_READY, LINK_NAMES, NOT_INSTALLED, Finding, Severity, Verdict
+from envcheck.machine import ABSENT
 from envcheck.rules.engine import Context
 from envcheck.verdict.ways_forward import cpu_path, gpu_path
 
 # Findings that mean no TensorFlow runs in this interpreter, on any device.
-_TF_UNUSABLE_RULES = ("EC-PY-001", "EC-PY-002", "EC-TF-001", "EC-TF-006")
+_TF_UNUSABLE_RULES = ("EC-PY-001", "EC-PY-002", "EC-TF-006")
 
 
 # Links that only work when the links before them do: their errors are consequences.
@@ -47,8 +48,11 @@ def walk_chain(ctx: Context, findings: list[Finding]) -> tuple[list[Finding], Ve
                     own_fix.add(position)
     steps = gpu_path(findings, frozenset(own_fix))
     facts = ctx.facts
-    gpus = len(ctx.usable_gpus)
-    breaking = [f for f in findings if f.id in _TF_UNUSABLE_RULES]
+    usable = ctx.usable_gpus
+    gpus = len(usable)
+    if _not_installed(ctx, findings):
+        return findings, not_installed_verdict(ctx, findings, steps)
+    breaking = [f for f in findings if f.id in _TF_UNUSABLE_RULES and f.severity is Severity.ERROR]
     unusable = ctx.tf_unusable or bool(breaking)
     if unusable:
         # "broken" names what stops TensorFlow running at all (followed back to its cause), not
@@ -56,9 +60,10 @@ def walk_chain(ctx: Context, findings: list[Finding]) -> tuple[list[Finding], Ve
         breaking = breaking or [f for f in findings if f.link == "tensorflow" and f.severity is Severity.ERROR]
         if breaking:
             first = _root_of(breaking[0], findings)
-    plural = "s" if gpus != 1 else ""
     if gpus > 0 and not unusable and (first is None or facts.tensorflow.status == OK):
-        reason = f"GPU ready ({gpus} GPU{plural})"
+        seen = len(ctx.gpus)
+        counted = f"{gpus} GPU{'s' if gpus != 1 else ''}" if gpus == seen else f"{gpus} of {seen} GPUs"
+        reason = f"GPU ready ({counted})"
         if facts.quick or facts.tensorflow.status == SKIPPED:
             reason += "; TensorFlow itself not tested (--quick)"
         if first is not None:
@@ -73,6 +78,16 @@ def walk_chain(ctx: Context, findings: list[Finding]) -> tuple[list[Finding], Ve
         )
     cpu = cpu_path(ctx, findings)
     if first is None:
+        if ctx.gpu_presence == ABSENT:
+            return findings, Verdict(
+                status=CPU_ONLY,
+                reason="no NVIDIA GPU on this machine: TensorFlow runs on the CPU, nothing to fix",
+                first_broken_link="gpu",
+                finding_id="EC-GPU-001" if any(f.id == "EC-GPU-001" for f in findings) else None,
+                gpus=0,
+                gpu_path=steps,
+                cpu_path=cpu,
+            )
         warning = next((f for f in findings if f.severity is Severity.WARNING), None)
         return findings, Verdict(
             status=CPU_ONLY,
@@ -91,6 +106,31 @@ def walk_chain(ctx: Context, findings: list[Finding]) -> tuple[list[Finding], Ve
         gpus=gpus,
         gpu_path=steps,
         cpu_path=cpu,
+    )
+
+
+def _not_installed(ctx: Context, findings: list[Finding]) -> bool:
+    """No TensorFlow in this interpreter yet, and nothing else stops it from running there later."""
+    return any(f.id == "EC-TF-001" for f in findings)
+
+
+def not_installed_verdict(ctx: Context, findings: list[Finding], steps) -> Verdict:
+    """Before TensorFlow is installed: the plan's recommendation for this machine, as the next step."""
+    from envcheck.rules.recommendation import recommend
+
+    plan = recommend(ctx)
+    if plan is None:
+        reason = "TensorFlow is not installed; run `envcheck plan` for the release that fits this machine"
+        return Verdict(status=NOT_INSTALLED, reason=reason, first_broken_link="tensorflow", finding_id="EC-TF-001", gpu_path=steps, cpu_path=cpu_path(ctx, findings))
+    return Verdict(
+        status=NOT_INSTALLED,
+        reason=plan.reason,
+        first_broken_link="tensorflow",
+        finding_id="EC-TF-001",
+        gpus=0,
+        gpu_path=plan.gpu_steps,
+        cpu_path=plan.cpu_steps,
+        plan=plan.to_dict(),
     )
 
 

@@ -9,7 +9,7 @@ from envcheck.matrix.libraries import basename
 from envcheck.rules.engine import Context
 
 # Links that only mean something when there is a GPU.
-_GPU_LINKS = ("driver", "compute", "libraries")
+_GPU_LINKS = ("gpu", "driver", "compute", "libraries")
 
 
 def link_statuses(ctx: Context, findings: list[Finding], verdict: Verdict) -> tuple[LinkStatus, ...]:
@@ -50,7 +50,7 @@ def _gpu(ctx: Context, facts: Facts):
     presence = ctx.gpu_presence
     if presence == UNKNOWN:
         return "unknown: no driver to ask and no PCI bus to read", seconds, probed
-    return "no NVIDIA GPU found", seconds, probed
+    return "none on this machine: TensorFlow uses the CPU", seconds, probed
 
 
 def _driver(ctx: Context, facts: Facts):

@@ -3,6 +3,7 @@ how to run on the CPU today with the probed interpreter."""
 
 from __future__ import annotations
 
+from envcheck import shell
 from envcheck.findings import Finding, Fix, Severity
 from envcheck.machine import ABSENT
 from envcheck.rules.engine import Context
@@ -29,13 +30,16 @@ def gpu_path(findings: list[Finding], also: frozenset[int] = frozenset()) -> tup
 
 
 def cpu_path(ctx: Context, findings: list[Finding]) -> tuple[Fix, ...]:
+    """How to run on the CPU today, with what was measured to work: a CPU build where one is
+    published (it prints no CUDA start-up errors), TensorFlow's log level where it is not, and
+    CUDA_VISIBLE_DEVICES only when there is a GPU to keep TensorFlow off."""
     facts = ctx.facts
     steps: list[Fix] = []
     python_root = next((f for f in findings if f.link == "python" and f.severity is Severity.ERROR and f.fix), None)
     if python_root is not None:
         # No TensorFlow runs in this interpreter, CPU or GPU: the Python fix comes first.
         steps.append(Fix(text=python_root.fix.text, commands=python_root.fix.commands, url=python_root.fix.url))
-        return tuple(steps) + (_hide_gpu(ctx),)
+        return tuple(steps)
 
     installed = [d.name for d in ctx.independent_distributions]
     tf = ctx.installed_tf
@@ -53,11 +57,13 @@ def cpu_path(ctx: Context, findings: list[Finding]) -> tuple[Fix, ...]:
                 commands=(ctx.pip_command("uninstall", "-y", *remove),),
             )
         )
+    cuda_after = ctx.is_cuda_tf is True and bool(cpu_capable)  # the TensorFlow left would still try CUDA
     if not cpu_capable:
         requirement = _cpu_requirement(ctx, tf.version if tf else None)
+        cuda_after = _gpu_capable(ctx, requirement)
         steps.append(
             Fix(
-                text=f"Install the CPU-capable TensorFlow ({requirement}); it runs on the CPU when no GPU is usable.",
+                text=f"Install TensorFlow for the CPU ({requirement}).",
                 commands=(ctx.pip_command("install", requirement),),
             )
         )
@@ -68,13 +74,47 @@ def cpu_path(ctx: Context, findings: list[Finding]) -> tuple[Fix, ...]:
                 commands=(ctx.pip_command("install", "--force-reinstall", f"{tf.distribution}=={tf.version}"),),
             )
         )
-    if ctx.is_cuda_tf is not False or ctx.gpu_presence != ABSENT or remove:
+    elif ctx.is_cuda_tf is True and ctx.gpu_presence == ABSENT and tf is not None:
+        steps.append(_quieter(ctx, tf))
+    if ctx.gpu_presence != ABSENT and cuda_after:
         steps.append(_hide_gpu(ctx))
     return tuple(steps)
 
 
+def _gpu_capable(ctx: Context, requirement: str) -> bool:
+    """Whether the CPU requirement installs a build that still tries CUDA (plain ``tensorflow``
+    2.1+ on Linux, and up to 2.10 on Windows, carries CUDA)."""
+    name, _, version = requirement.partition("==")
+    if name != "tensorflow" or not version:
+        return False
+    build = ctx.build_for(version.rstrip(".*"))
+    return build is not None and build.gpu
+
+
+def _quieter(ctx: Context, tf) -> Fix:
+    """A CUDA build on a machine without a GPU runs on the CPU but prints CUDA's start-up error
+    (failed call to cuInit) at every start; CUDA_VISIBLE_DEVICES does not stop it (TF 2.21)."""
+    build = ctx.build_for(tf.version)
+    cpu = ctx.pip_requirement(build, tf.version if _exact_exists(tf.version) else None, gpu=False) if build is not None else None
+    if cpu is not None and cpu.startswith("tensorflow-cpu=="):
+        return Fix(
+            text=(
+                f"Optional: nothing needs fixing, but {tf.distribution} {tf.version} is a CUDA build and prints CUDA's "
+                f"start-up error at every start; the same release without CUDA ({cpu}) is smaller and quiet."
+            ),
+            commands=(ctx.pip_command("uninstall", "-y", tf.distribution), ctx.pip_command("install", cpu)),
+        )
+    return Fix(
+        text=(
+            "Optional: nothing needs fixing; to stop CUDA's start-up error at every start, raise TensorFlow's log "
+            "level (this also hides its other errors: unset it while debugging)."
+        ),
+        commands=(ctx.shell_command(shell.set_variable("TF_CPP_MIN_LOG_LEVEL", "3", shell.BASH), shell.set_variable("TF_CPP_MIN_LOG_LEVEL", "3", shell.POWERSHELL)),),
+    )
+
+
 def _cpu_requirement(ctx: Context, version: str | None) -> str:
-    """The same release's CPU-capable wheel when it exists for this OS and Python, else the newest
+    """The same release's CPU wheel when it exists for this OS and Python, else the newest
     release for this Python; plain "tensorflow" when the matrix cannot tell."""
     python = ctx.facts.python.version or None
     if version:
@@ -92,7 +132,6 @@ def _exact_exists(version: str) -> bool:
 
 def _hide_gpu(ctx: Context) -> Fix:
     return Fix(
-        text="Hide the GPU so TensorFlow does not try CUDA (and warn about it) at start-up.",
-        commands=(ctx.shell_command('export CUDA_VISIBLE_DEVICES=""', '$env:CUDA_VISIBLE_DEVICES = "-1"'),),
+        text="Keep TensorFlow off the GPU (it is there but not usable): hide it from CUDA in this shell.",
+        commands=(ctx.shell_command(shell.set_variable("CUDA_VISIBLE_DEVICES", "-1", shell.BASH), shell.set_variable("CUDA_VISIBLE_DEVICES", "-1", shell.POWERSHELL)),),
     )
-

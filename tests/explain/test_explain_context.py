@@ -301,7 +301,7 @@ def test_pip_error_on_a_supported_python_names_the_newest_release():
     newest = [b for b in load_matrix().tf_releases("linux") if b.supports_python("3.11")][-1]
     explanation = explained("ERROR: No matching distribution found for tensorflow", machine(python="3.11.7"))
     assert f"up to {newest.tf}" in notes(explanation)
-    assert f"/envs/tf/bin/python -m pip install 'tensorflow=={newest.tf}.*'" in commands(explanation)
+    assert f"/envs/tf/bin/python -m pip install 'tensorflow-cpu=={newest.tf}.*'" in commands(explanation)
 
 
 def test_compute_capability_advice_needs_only_the_matrix():

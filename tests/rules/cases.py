@@ -90,6 +90,7 @@ CASES: tuple[Case, ...] = (
     ),
     Case("EC-DRV-002", lambda: b.nvml_failure(b.server(), "version_mismatch", "Driver/library version mismatch"), b.server, "driver upgraded without reboot"),
     Case("EC-DRV-002", lambda: b.change(b.server(), {"driver.version": "535.104.05"}), b.server, "kernel module and NVML report different versions"),
+    Case("EC-DRV-002", lambda: b.change(b.server(), {"driver.version": "535.104.05", "driver.module_file_version": "535.104.05"}), lambda: b.change(b.server(), {"driver.module_file_version": "535.129.03"}), "installed at different versions: no reboot helps"),
     Case(
         "EC-DRV-003",
         lambda: b.change(b.server(), {"nvml": NvmlFacts(status="missing", error_kind="library_not_found", error="NVML Shared Library Not Found")}),
@@ -97,6 +98,8 @@ CASES: tuple[Case, ...] = (
         "kernel module loaded, user-space library missing (no GPU: nothing to say)",
     ),
     Case("EC-DRV-004", lambda: b.nvml_failure(b.server(), "driver_not_loaded", "Driver Not Loaded"), b.server, "module not loaded"),
+    Case("EC-DRV-004", lambda: b.change(b.no_driver_linux(b.server()), {"driver.module_files": ("/lib/modules/6.5.0-21-generic/updates/dkms/nvidia.ko",)}), lambda: b.no_driver_linux(b.server()), "module on disk, not loaded, no NVML library"),
+    Case("EC-DRV-004", lambda: b.change(b.no_driver_linux(b.server()), {"driver.kernel_release": "6.8.0-31-generic", "driver.dkms": ("550.54.14/6.5.0-21-generic",)}), lambda: b.no_driver_linux(b.server()), "built by DKMS for the old kernel only"),
     Case("EC-DRV-005", lambda: b.gpu_failure(b.server(), 1, "no_permission", "Insufficient Permissions"), b.server, "one GPU not accessible"),
     Case("EC-DRV-006", lambda: b.gpu_failure(b.server(), 2, "gpu_lost", "GPU is lost"), b.server, "a GPU fell off the bus"),
     Case("EC-DRV-007", lambda: b.gpu_failure(b.server(), 0, "function_not_found", "Function Not Found"), lambda: b.gpu_failure(b.server(), 0, "gpu_lost", "GPU is lost"), "old driver lacks an NVML call"),

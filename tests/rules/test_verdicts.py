@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 import subprocess
@@ -10,7 +12,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from envcheck.findings import BROKEN, CPU_ONLY, GPU_READY, Severity
+from envcheck.findings import BROKEN, CPU_ONLY, GPU_READY, NOT_INSTALLED, Severity
 from envcheck.matrix import load_matrix
 from envcheck.verdict import judge
 
@@ -59,7 +61,7 @@ def test_setup_post_ways_forward():
     assert pip_steps(verdict.cpu_path) == [("uninstall", "-y", "tensorflow-gpu"), ("install", "tensorflow==1.13.1")]
     lines = [c.line for s in verdict.cpu_path for c in s.commands]
     assert lines[0].startswith("& 'C:\\Users\\alex\\AppData\\Local\\Programs\\Python\\Python37\\python.exe' -m pip")
-    assert '$env:CUDA_VISIBLE_DEVICES = "-1"' in lines
+    assert "$env:CUDA_VISIBLE_DEVICES = '-1'" in lines
 
 
 def test_setup_post_after_installing_cuda_10_and_cudnn_is_clear_up_to_tensorflow():
@@ -77,17 +79,35 @@ def test_four_gpu_server_is_ready():
     assert {link.status for link in report.links} == {"ok"}
 
 
-def test_this_machine_runs_on_the_cpu():
+def test_this_machine_runs_on_the_cpu_and_that_is_a_finished_state():
     report = judge(b.no_gpu())
-    assert report.verdict.status == CPU_ONLY
-    assert report.verdict.line == "CPU only: no NVIDIA GPU found"
+    assert report.verdict.status == CPU_ONLY and report.exit_code == 0
+    assert report.verdict.line == "CPU only: no NVIDIA GPU on this machine: TensorFlow runs on the CPU, nothing to fix"
+    assert by_id(report)["EC-GPU-001"].severity is Severity.INFO
     toolkit = by_id(report)["EC-LIB-005"]
     assert toolkit.severity is Severity.INFO and "CUDA 13.0" in toolkit.title and "12.5" in toolkit.title
     statuses = {link.name: link.status for link in report.links}
-    assert statuses["gpu"] == "error" and statuses["driver"] == "skipped" and statuses["placement"] == "ok"
-    # Nothing to uninstall: the CUDA build runs on the CPU; hiding the GPU only silences CUDA.
-    assert pip_steps(report.verdict.cpu_path) == []
-    assert report.verdict.cpu_path[-1].commands[0].line == 'export CUDA_VISIBLE_DEVICES=""'
+    assert statuses["driver"] == "skipped" and statuses["placement"] == "ok"
+    # The CUDA build runs on the CPU; the only step is optional: the same release without CUDA,
+    # which prints no CUDA start-up error (CUDA_VISIBLE_DEVICES would not silence it).
+    (step,) = report.verdict.cpu_path
+    assert step.text.startswith("Optional") and pip_steps((step,)) == [("uninstall", "-y", "tensorflow"), ("install", "tensorflow-cpu==2.21.0")]
+    assert not any("CUDA_VISIBLE_DEVICES" in c.line for c in step.commands)
+
+
+def test_require_gpu_turns_no_usable_gpu_into_exit_1():
+    assert judge(b.no_gpu(), require_gpu=True).exit_code == 1
+    assert judge(b.server(), require_gpu=True).exit_code == 0
+
+
+def test_a_gpu_that_is_there_but_unusable_stays_exit_1_and_is_hidden_on_the_cpu_path():
+    facts = b.tf_sees_no_gpu(
+        b.change(b.server(), {"nvml.driver_version": "450.80.02", "driver.version": "450.80.02"}),
+        "E cuda_driver.cc:282] failed call to cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+    )
+    report = judge(facts)
+    assert report.verdict.status == CPU_ONLY and report.exit_code == 1
+    assert any("CUDA_VISIBLE_DEVICES=-1" in c.line for s in report.verdict.cpu_path for c in s.commands)
 
 
 def test_a_driver_too_old_is_the_cause_of_tf_seeing_no_gpu():
@@ -145,14 +165,26 @@ def test_environment_errors_stay_causes_of_their_own():
     assert found["EC-ENV-001"].caused_by is None
 
 
-def test_tensorflow_not_installed_is_broken_even_without_a_gpu():
+def test_before_tensorflow_is_installed_the_verdict_is_the_plan():
     facts = b.with_distributions(b.no_gpu(), drop=("tensorflow", "keras"))
     facts = b.change(facts, {"tensorflow": TensorflowFacts(status="missing", error_kind="not_installed", error="No module named 'tensorflow'")})
     report = judge(facts)
-    assert report.verdict.status == BROKEN and report.verdict.finding_id == "EC-TF-001"
-    assert by_id(report)["EC-TF-001"].caused_by is None  # not a consequence of the missing GPU
-    assert ("install", "tensorflow==2.21.*") in pip_steps(report.verdict.cpu_path)
-    assert any(c.line == "envcheck plan" for c in by_id(report)["EC-TF-001"].fix.commands)
+    assert report.verdict.status == NOT_INSTALLED and report.verdict.finding_id == "EC-TF-001"
+    assert report.exit_code == 0  # the state before the first install is not an error
+    assert by_id(report)["EC-TF-001"].severity is Severity.WARNING
+    assert report.verdict.plan["tensorflow"] == "2.21" and report.verdict.plan["requirement"] == "tensorflow-cpu==2.21.*"
+    assert ("install", "tensorflow-cpu==2.21.*") in pip_steps(report.verdict.cpu_path)
+    assert report.verdict.line.startswith("not installed: TensorFlow is not installed yet; for this machine: TensorFlow 2.21")
+
+
+def test_before_tensorflow_is_installed_on_a_gpu_machine_the_plan_is_the_gpu_build():
+    facts = b.with_distributions(b.server(), drop=("tensorflow", "tensorflow-gpu", "keras"))
+    facts = b.change(facts, {"tensorflow": TensorflowFacts(status="missing", error_kind="not_installed", error="No module named 'tensorflow'")})
+    report = judge(facts)
+    assert report.verdict.status == NOT_INSTALLED
+    assert "[and-cuda]" in report.verdict.plan["requirement"] and report.verdict.plan["kind"] == "gpu"
+    assert any("[and-cuda]" in a[-1] for a in pip_steps(report.verdict.gpu_path))
+    assert pip_steps(report.verdict.cpu_path)  # the CPU-only way is there too
 
 
 def test_quick_run_without_tensorflow_counts_nvml_gpus():
@@ -240,3 +272,57 @@ def test_probed_snapshots_of_this_machine_and_a_two_gpu_server():
     assert server.verdict.status == CPU_ONLY and server.verdict.first_broken_link == "libraries"
     assert "EC-GPU-001" not in found and found["EC-PLC-001"].caused_by is not None
     assert "2x NVIDIA A100-SXM4-80GB" in {link.name: link.summary for link in server.links}["gpu"]
+
+
+def test_installed_but_not_loaded_is_not_no_driver_installed():
+    """NVML says the driver is not loaded and the card has no driver bound: the driver is there."""
+    facts = b.no_driver_linux(b.server())
+    facts = b.change(facts, {"nvml": dataclasses.replace(facts.nvml, error_kind="driver_not_loaded", error="Driver Not Loaded", error_code=9, status="error")})
+    report = judge(facts)
+    found = by_id(report)
+    assert "EC-GPU-002" not in found
+    assert report.verdict.finding_id == "EC-DRV-004" and "installed but not loaded" in report.verdict.line
+    assert any("modprobe nvidia" in c.line for c in found["EC-DRV-004"].fix.commands)
+
+
+def test_nothing_installed_is_still_no_driver():
+    report = judge(b.no_driver_linux(b.server()))
+    assert report.verdict.finding_id == "EC-GPU-002" and "no NVIDIA driver installed" in report.verdict.line
+
+
+def test_a_module_built_for_the_old_kernel_only_says_rebuild():
+    facts = b.change(b.no_driver_linux(b.server()), {"driver.kernel_release": "6.8.0-31-generic", "driver.dkms": ("550.54.14/6.5.0-21-generic",)})
+    fix = by_id(judge(facts))["EC-DRV-004"].fix
+    assert "6.5.0-21-generic" in fix.text and "6.8.0-31-generic" in fix.text
+    assert any(c.line == "sudo dkms autoinstall" for c in fix.commands)
+
+
+def test_libraries_and_module_of_different_installs_need_a_reinstall_not_a_reboot():
+    facts = b.change(b.server(), {"driver.version": "535.104.05", "driver.module_file_version": "535.104.05"})
+    finding = by_id(judge(facts))["EC-DRV-002"]
+    assert "a reboot will not help" in finding.title
+    upgraded = b.change(b.server(), {"driver.version": "535.104.05", "driver.module_file_version": "535.129.03"})
+    assert "updated without a reboot" in by_id(judge(upgraded))["EC-DRV-002"].title
+
+
+def test_a_convolution_failing_on_one_gpu_of_four_is_not_four_ready_gpus():
+    facts = b.server()
+    placement = tuple(
+        dataclasses.replace(p, ok=False, device=None, error="CUDNN_STATUS_EXECUTION_FAILED") if p.requested == "/GPU:2" and p.op == "conv2d" else p
+        for p in facts.tensorflow.placement
+    )
+    report = judge(b.change(facts, {"tensorflow.placement": placement}))
+    assert report.verdict.status == GPU_READY and report.verdict.gpus == 3
+    assert report.verdict.line.startswith("GPU ready (3 of 4 GPUs); but ")
+    gpu2 = [g for g in report.gpus if g.index == 2][0]
+    assert not gpu2.usable and "conv2d failed on /GPU:2" in gpu2.reason
+    assert all(g.usable for g in report.gpus if g.index != 2)
+    assert report.exit_code == 1  # the failing GPU is an error finding
+
+
+def test_cuda_visible_devices_hides_gpus_from_the_count():
+    report = judge(b.with_env(b.quick(b.server()), CUDA_VISIBLE_DEVICES="0,1,-1,3"))
+    assert report.verdict.gpus == 2
+    hidden = [g for g in report.gpus if g.index in (2, 3)]
+    assert all(g.cuda_index is None and "hidden by CUDA_VISIBLE_DEVICES" in g.reason for g in hidden)
+    assert "EC-ENV-001" in by_id(report)

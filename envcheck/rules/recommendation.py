@@ -1,0 +1,87 @@
+"""Before TensorFlow is installed: the plan's recommendation for this machine, as the verdict's
+next step (the release, the install line for this interpreter, and what else the GPU path needs).
+
+The planner chooses; this only turns its choice into the doctor's two ways forward, so that
+``envcheck doctor`` in a fresh environment ends with what to run next rather than with an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from envcheck.findings import Fix
+from envcheck.rules.engine import Context
+from envcheck.rules.installs import install_release, runs_here
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    reason: str  # the verdict line after "not installed: "
+    gpu_steps: tuple[Fix, ...]
+    cpu_steps: tuple[Fix, ...]
+    summary: dict[str, Any]  # the plan's option, as ``plan --json`` spells it
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.summary)
+
+
+def recommend(ctx: Context) -> Optional[Recommendation]:
+    """The plan for this machine, or None when the matrix has nothing for it."""
+    from envcheck.planner import make_plan, option_to_dict
+    from envcheck.planner.options import CPU
+    from envcheck.planner.target import target_from_facts
+
+    try:
+        target = target_from_facts(ctx.facts, ctx.matrix)
+        plan = make_plan(ctx.matrix, target)
+    except Exception:  # noqa: BLE001 - a machine the planner cannot place still gets the plain verdict
+        return None
+    option = plan.option
+    where = "on the GPU" if option.kind != CPU else "on the CPU"
+    requirement = _requirement(plan)
+    reason = f"TensorFlow is not installed yet; for this machine: TensorFlow {option.tf} {where} ({requirement})"
+    if option.python_change:
+        reason += f", with Python {option.python}"
+    install, python_note = install_release(ctx, option.build, gpu=option.kind != CPU, exact=option.exact, step=runs_here(ctx, option.build))
+    first = Fix(
+        text=f"Install TensorFlow {option.tf}" + (" with its CUDA libraries" if option.cuda_extra else "") + f".{python_note}",
+        commands=install,
+        url="https://www.tensorflow.org/install/pip",
+    )
+    # The plan's other steps (the driver, CUDA and cuDNN where they are not pip wheels), in its
+    # order: the driver comes first, the environment and the check are the install above.
+    before: list[Fix] = []
+    after: list[Fix] = []
+    for step in plan.steps:
+        if step.title.startswith(_REPLACED):
+            continue
+        fix = Fix(text=step.title + (f": {step.detail}" if step.detail else ""), commands=step.lines, url=step.url)
+        (before if "driver" in step.title.lower() else after).append(fix)
+    summary = {**option_to_dict(option), "requirement": requirement}
+    if option.kind == CPU:
+        return Recommendation(reason=reason, gpu_steps=(), cpu_steps=(first, *after), summary=summary)
+    return Recommendation(reason=reason, gpu_steps=(*before, first, *after), cpu_steps=_cpu_alternative(ctx, plan), summary=summary)
+
+
+# Plan steps the install above already does in this interpreter (or through the plan's own
+# environment steps when this interpreter cannot run the release).
+_REPLACED = ("Install TensorFlow", "Check it", "Install Python", "Install 64-bit Python", "Check that Python")
+
+
+def _requirement(plan) -> str:
+    from envcheck.planner.steps import requirement
+
+    return requirement(plan.option)
+
+
+def _cpu_alternative(ctx: Context, plan) -> tuple[Fix, ...]:
+    alternative = next((a for a in plan.choice.alternatives if a.key == "cpu" and a.option is not None), None)
+    if alternative is None:
+        return ()
+    option = alternative.option
+    install, python_note = install_release(ctx, option.build, gpu=False, exact=option.exact, step=runs_here(ctx, option.build))
+    return (Fix(text=f"Or install TensorFlow {option.tf} for the CPU only (no GPU setup).{python_note}", commands=install),)
+
+
+__all__ = ["Recommendation", "recommend"]
