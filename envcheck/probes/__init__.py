@@ -147,6 +147,9 @@ def probe_interpreter(
     if done.flooded:
         raise UsageError(f"--python {python}: printed more than {procs.MAX_STREAM_BYTES // (1024 * 1024)} MiB; not an interpreter envcheck can read")
     if done.returncode != 0:
+        old = _old_python(exe, environ, timeout)
+        if old is not None:
+            return old
         last = (done.text("stderr").strip().splitlines() or ["no output"])[-1]
         raise UsageError(f"--python {python}: not a working Python 3.6+ interpreter ({last[:200]})")
     try:
@@ -156,6 +159,32 @@ def probe_interpreter(
     except ValueError:
         raise UsageError(f"--python {python}: not a Python interpreter (unexpected output)") from None
     return data
+
+
+# Runs on any Python from 2.6 on: what an interpreter too old for the full probe can tell.
+_OLD_PYTHON_CODE = (
+    "import json, platform, struct, sys; "
+    "print(json.dumps({'executable': sys.executable, 'version': platform.python_version(), "
+    "'implementation': platform.python_implementation(), 'bits': struct.calcsize('P') * 8, "
+    "'machine': platform.machine(), 'prefix': sys.prefix}))"
+)
+
+
+def _old_python(exe: str, environ: Mapping[str, str], timeout: float) -> Optional[dict]:
+    """A reduced report for an interpreter the full probe cannot run on (Python 2.7, 3.5): the
+    interpreter itself, and packages marked as not read."""
+    try:
+        done = procs.run([exe, "-c", _OLD_PYTHON_CODE], timeout=min(timeout, 10.0), env=environ)
+        data = json.loads(done.text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not str(data.get("version", "")).startswith(("2.", "3.0", "3.1", "3.2", "3.3", "3.4", "3.5")):
+        return None
+    return {
+        "python": {k: data[k] for k in ("executable", "version", "implementation", "bits", "machine", "prefix") if k in data},
+        "packages": {"status": "error", "error": f"Python {data['version']} is too old for envcheck's package probe (it needs 3.6 or later)"},
+        "too_old": True,
+    }
 
 
 def _tf_distribution_names() -> tuple[str, ...]:
@@ -195,6 +224,9 @@ def collect(options: ProbeOptions) -> Facts:
             timeout=clock.left(INTERPRETER_TIMEOUT),
             requires_of=_tf_distribution_names(),
         )
+        if interp.get("too_old") and hasattr(worker, "kill"):
+            worker.kill()  # TensorFlow's check needs Python 3.6+ too
+            worker = TensorflowFacts(status=SKIPPED, error="the interpreter is too old for the TensorFlow check (it needs Python 3.6 or later)")
         python_facts = _section(PythonFacts, interp.get("python"), "python")
         packages_facts = _section(PackagesFacts, interp.get("packages"), "packages")
         facts = Facts(

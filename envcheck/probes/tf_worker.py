@@ -1,12 +1,12 @@
 """TensorFlow as the probed interpreter sees it: run there as a standalone script, in its own process.
 
-Imports only the standard library, TensorFlow and numpy (which TensorFlow brings). TensorFlow and
+Imports only the standard library, TensorFlow and numpy (which TensorFlow brings), and runs on
+Python 3.6 and later with TensorFlow 1.x (graph mode) or 2.x (``vermin`` checks the syntax in the
+tests). TensorFlow and
 its C++ logging print freely, so the result goes to stdout after a marker line, as one JSON
 object; a partial result is printed after the cheap stages, so a crash during the placement test
 still leaves the version, the build and the devices behind.
 """
-
-from __future__ import annotations
 
 import json
 import os
@@ -35,29 +35,29 @@ MAPPED_LIBRARY_NAMES = (
 )
 
 
-def _drop_own_directory() -> None:
+def _drop_own_directory():
     """This file sits next to envcheck's own ``tensorflow.py``; ``import tensorflow`` must not find it."""
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
 
 
-def emit(result: dict) -> None:
+def emit(result):
     sys.stdout.write("\n" + MARKER + "\n" + json.dumps(result, default=str) + "\n")
     sys.stdout.flush()
 
 
-def _error(exc: BaseException) -> str:
+def _error(exc):
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}"[:4000] if text else type(exc).__name__
 
 
-def _fail(result: dict, stage: str, exc: BaseException) -> None:
+def _fail(result, stage, exc):
     if "failed_stage" not in result:
         result["failed_stage"] = stage
         result["error"] = _error(exc)
 
 
-def run(result: dict) -> None:
+def run(result):
     import importlib.util
 
     result["stage"] = "find"
@@ -100,10 +100,10 @@ def run(result: dict) -> None:
     result["mapped_libraries"] = mapped_libraries()
 
 
-def providing_distributions(location: str) -> list:
+def providing_distributions(location):
     """Installed distributions that ship the ``tensorflow`` package; the imported one first."""
     try:
-        from importlib import metadata
+        from importlib import metadata  # novm - only where it exists
     except ImportError:  # Python < 3.8
         return []
     found = []
@@ -133,7 +133,7 @@ def providing_distributions(location: str) -> list:
     return [name for _, name in sorted(found)]
 
 
-def build_info(tf) -> dict:
+def build_info(tf):
     info = {}
     getter = getattr(getattr(tf, "sysconfig", None), "get_build_info", None)
     if getter is not None:
@@ -151,7 +151,7 @@ def build_info(tf) -> dict:
     return out
 
 
-def _text(value) -> str | None:
+def _text(value):
     if value is None:
         return None
     if isinstance(value, (list, tuple)):
@@ -159,7 +159,10 @@ def _text(value) -> str | None:
     return str(value)
 
 
-def devices(tf) -> dict:
+def devices(tf):
+    config = getattr(tf, "config", None)
+    if config is None or not hasattr(getattr(config, "experimental", None) or config, "list_physical_devices"):
+        return _devices_tf1(tf)
     config = tf.config
     list_physical = getattr(config, "list_physical_devices", None) or config.experimental.list_physical_devices
     list_logical = getattr(config, "list_logical_devices", None) or config.experimental.list_logical_devices
@@ -184,7 +187,7 @@ def devices(tf) -> dict:
     return {"physical_devices": physical, "logical_devices": logical}
 
 
-def placement_test(tf, logical: list) -> list:
+def placement_test(tf, logical):
     """A matmul and a 2-D convolution on every visible GPU (the CPU when there is none)."""
     import numpy as np
 
@@ -204,19 +207,19 @@ def placement_test(tf, logical: list) -> list:
         results.append(
             _run_op(
                 tf, np, short, target, "conv2d",
-                lambda: tf.nn.conv2d(tf.constant(image), tf.constant(kernel), strides=1, padding="SAME"),
+                lambda: tf.nn.conv2d(tf.constant(image), tf.constant(kernel), strides=[1, 1, 1, 1], padding="SAME"),
                 expected_conv,
             )
         )
     return results
 
 
-def _run_op(tf, np, requested, target, op, build, expected) -> dict:
+def _run_op(tf, np, requested, target, op, build, expected):
     started = time.perf_counter()
     try:
         with tf.device(target):
             out = build()
-        value = out.numpy()  # waits for the device, so the time includes it
+        value = _value(tf, out)  # waits for the device, so the time includes it
         seconds = time.perf_counter() - started
         scale = max(1.0, float(np.abs(expected).max()))
         ok = value.shape == expected.shape and float(np.abs(value - expected).max()) <= 1e-3 * scale
@@ -230,6 +233,19 @@ def _run_op(tf, np, requested, target, op, build, expected) -> dict:
         }
     except Exception as exc:  # noqa: BLE001 - the failing op is the fact
         return {"op": op, "requested": requested, "device": None, "ok": False, "error": _error(exc), "seconds": round(time.perf_counter() - started, 4)}
+
+
+def _value(tf, tensor):
+    """The tensor's value: eagerly (TF 2) or in a session (TF 1's graph mode)."""
+    if hasattr(tensor, "numpy"):
+        try:
+            return tensor.numpy()
+        except Exception:  # noqa: BLE001 - a graph tensor under TF 2's compat mode
+            pass
+    session_cls = getattr(tf, "Session", None) or tf.compat.v1.Session
+    config_cls = getattr(tf, "ConfigProto", None) or tf.compat.v1.ConfigProto
+    with session_cls(config=config_cls(allow_soft_placement=True, log_device_placement=True)) as session:
+        return session.run(tensor)
 
 
 def conv2d_reference(image, kernel):
@@ -247,7 +263,7 @@ def conv2d_reference(image, kernel):
     return out
 
 
-def mapped_libraries() -> list:
+def mapped_libraries():
     """CUDA libraries this process has mapped (Linux): the copies TensorFlow actually loaded."""
     found = []
     try:
@@ -265,9 +281,29 @@ def mapped_libraries() -> list:
     return found
 
 
-def main() -> None:
+def _devices_tf1(tf):
+    """TensorFlow 1.x before tf.config: the local devices as the session sees them."""
+    from tensorflow.python.client import device_lib
+
+    found = device_lib.list_local_devices()
+    physical = []
+    for d in found:
+        kind = str(d.device_type)
+        details = {}
+        description = getattr(d, "physical_device_desc", "") or ""
+        for part in description.split(","):
+            key, _, value = part.partition(":")
+            if key.strip() in ("name", "compute capability"):
+                details["device_name" if key.strip() == "name" else "compute_capability"] = value.strip()
+        index = str(d.name).rsplit(":", 1)[-1]
+        physical.append({"name": "/physical_device:%s:%s" % (kind, index), "device_type": kind, "details": details})
+    logical = [{"name": "/device:%s:%s" % (d["device_type"], d["name"].rsplit(":", 1)[-1]), "device_type": d["device_type"]} for d in physical]
+    return {"physical_devices": physical, "logical_devices": logical}
+
+
+def main():
     _drop_own_directory()
-    result: dict = {}
+    result = {}
     try:
         run(result)
     except BaseException as exc:  # noqa: BLE001 - whatever happens, the parent gets a result
@@ -279,7 +315,7 @@ def main() -> None:
     os._exit(0)
 
 
-def _flush_c_streams() -> None:
+def _flush_c_streams():
     """TensorFlow prints device placement through C stdio; os._exit would drop what is buffered."""
     try:
         import ctypes

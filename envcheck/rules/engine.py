@@ -47,7 +47,7 @@ RULES: dict[str, Rule] = {}
 # RETIRED with the reason, and a new rule takes the next free number of its prefix. The tests
 # check both lists against the registered rules.
 ISSUED = (
-    "EC-PY-001", "EC-PY-002",
+    "EC-PY-001", "EC-PY-002", "EC-PY-003",
     "EC-GPU-001", "EC-GPU-002", "EC-GPU-003",
     "EC-DRV-001", "EC-DRV-002", "EC-DRV-003", "EC-DRV-004", "EC-DRV-005", "EC-DRV-006", "EC-DRV-007", "EC-DRV-008",
     "EC-CC-001", "EC-CC-002",

@@ -41,7 +41,9 @@ def install_release(ctx: Context, build: "TfBuild", *, gpu: bool = True, exact: 
     option = gpu_option(matrix, build, target, ctx.os) if gpu else cpu_option(matrix, build, target, ctx.os)
     option = dataclasses.replace(option, exact=exact)
     commands = tuple(line for s in environment_steps(matrix, target, option) for line in s.lines)
-    pythons = ", ".join(build.python)
+    from envcheck.planner.options import python_range
+
+    pythons = python_range(build.python)
     have = ctx.facts.python.version or "unknown"
     return commands, (
         f" TensorFlow {build.label} needs Python {pythons} (this one is {have}): the commands create a Python "

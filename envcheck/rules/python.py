@@ -6,9 +6,10 @@ from typing import Iterator
 
 from envcheck.findings import Fix
 from envcheck.shell import Command
-from envcheck.machine import minor
+from envcheck.machine import ABSENT, minor, parse_version
 from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.engine import Context, Hit, rule
+from envcheck.rules.installs import install_release
 
 
 @rule("EC-PY-001", "32-bit Python", "error", "python")
@@ -86,4 +87,33 @@ def python_version_unsupported(ctx: Context) -> Iterator[Hit]:
         ),
         evidence=(("python.version", py.version), matrix_evidence(ctx, build)),
         fix=Fix(text=text, commands=tuple(commands), url="https://www.python.org/downloads/"),
+    )
+
+
+@rule("EC-PY-003", "Python too old for current TensorFlow (and for envcheck's package probe)", "error", "python")
+def python_too_old(ctx: Context) -> Iterator[Hit]:
+    """Python 2.7 and 3.5 and older: the last TensorFlow releases for them are years old, and the
+    doctor can read only the interpreter there, not its packages or TensorFlow."""
+    py = ctx.facts.python
+    version = parse_version(py.version)
+    if version is None or version.release[:2] >= (3, 6):
+        return
+    pyminor = minor(py.version)
+    last = ctx.newest_release(gpu=False, python=pyminor)
+    gpu = ctx.gpu_presence != ABSENT
+    newest = ctx.newest_release(gpu=gpu)
+    commands, python_note = install_release(ctx, newest, gpu=gpu) if newest is not None else ((), "")
+    last_text = f"the last TensorFlow release with wheels for it is {last.label}" if last is not None else "no TensorFlow release in the matrix supports it"
+    yield Hit(
+        title=f"Python {pyminor} is too old: {last_text}; use a Python 3 environment",
+        detail=(
+            f"Python {pyminor} is past its end of life and TensorFlow dropped it long ago; envcheck can read only the "
+            "interpreter itself there (its packages and TensorFlow need Python 3.6 or later to be checked)."
+        ),
+        evidence=(("python.version", py.version), ("python.executable", py.executable)),
+        fix=Fix(
+            text=(f"Create an environment with a current Python and install TensorFlow {newest.label} in it." if newest else "Create an environment with a current Python.") + python_note,
+            commands=commands,
+            url="https://www.python.org/downloads/",
+        ),
     )

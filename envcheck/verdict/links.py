@@ -103,6 +103,8 @@ def _tensorflow(ctx: Context, facts: Facts):
     installed = ctx.installed_tf
     if tf.status == SKIPPED:
         seen = f"{installed.distribution} {installed.version} installed; " if installed else ""
+        if tf.error:
+            return f"{seen}not checked: {tf.error}", None, False
         return f"{seen}not imported (--quick)", None, False
     if tf.version:
         build = "CUDA build" if tf.is_cuda_build else "CPU-only build" if tf.is_cuda_build is False else "build unknown"

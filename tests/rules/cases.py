@@ -62,6 +62,7 @@ CASES: tuple[Case, ...] = (
     Case("EC-PY-002", lambda: b.change(b.server(), {"python.version": "3.12.1"}), b.server, "TF 2.15 has no Python 3.12 wheels"),
     Case("EC-PY-002", lambda: b.change(_not_installed(b.no_gpu()), {"python.version": "3.14.0"}), lambda: b.change(_not_installed(b.no_gpu()), {"python.version": "3.13.1"}), "no release at all for Python 3.14"),
     # --- GPU present
+    Case("EC-PY-003", lambda: b.change(b.no_gpu(), {"python.version": "2.7.18"}), lambda: b.change(b.no_gpu(), {"python.version": "3.6.15"}), "Python 2.7"),
     Case("EC-GPU-001", b.no_gpu, b.server, "no NVIDIA device on the PCI bus"),
     Case(
         "EC-GPU-001",
