@@ -96,6 +96,9 @@ class Distribution:
 @dataclass(frozen=True, kw_only=True)
 class PackagesFacts(Section):
     distributions: tuple[Distribution, ...] = ()
+    # True when every installed distribution is listed (snapshots before schema 2 list only the
+    # TensorFlow family and the nvidia-* wheels, so a missing name there means "not recorded").
+    complete: bool = False
 
 
 # --- hardware and driver -------------------------------------------------------------------------

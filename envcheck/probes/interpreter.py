@@ -135,7 +135,7 @@ def collect(requires_of=()):
     started = time.perf_counter()
     try:
         dists = distributions(requires_of)
-        out["packages"] = {"status": "ok", "distributions": dists}
+        out["packages"] = {"status": "ok", "distributions": dists, "complete": True}
     except Exception as exc:  # noqa: BLE001 - probes never raise
         out["packages"] = {"status": "error", "error": f"{type(exc).__name__}: {exc}", "distributions": []}
     out["packages"]["seconds"] = round(time.perf_counter() - started, 4)

@@ -52,7 +52,7 @@ ISSUED = (
     "EC-DRV-001", "EC-DRV-002", "EC-DRV-003", "EC-DRV-004", "EC-DRV-005", "EC-DRV-006", "EC-DRV-007", "EC-DRV-008",
     "EC-CC-001", "EC-CC-002",
     "EC-LIB-001", "EC-LIB-002", "EC-LIB-003", "EC-LIB-004", "EC-LIB-005", "EC-LIB-006", "EC-LIB-007", "EC-LIB-008",
-    "EC-TF-001", "EC-TF-002", "EC-TF-003", "EC-TF-004", "EC-TF-005", "EC-TF-006", "EC-TF-007", "EC-TF-008", "EC-TF-009",
+    "EC-TF-001", "EC-TF-002", "EC-TF-003", "EC-TF-004", "EC-TF-005", "EC-TF-006", "EC-TF-007", "EC-TF-008", "EC-TF-009", "EC-TF-010",
     "EC-PLC-001", "EC-PLC-002", "EC-PLC-003", "EC-PLC-004",
     "EC-ENV-001", "EC-ENV-002", "EC-ENV-003", "EC-ENV-004", "EC-ENV-005", "EC-ENV-006", "EC-ENV-007", "EC-ENV-008",
     "EC-INT-001",
@@ -89,6 +89,7 @@ RULE_MODULES = (
     "envcheck.rules.compute",
     "envcheck.rules.libraries",
     "envcheck.rules.tensorflow",
+    "envcheck.rules.stack",
     "envcheck.rules.placement",
     "envcheck.rules.environment",
 )

@@ -221,6 +221,11 @@ def import_failed(ctx: Context) -> Iterator[Hit]:
         family = library_family(library)
         cause = _LIBRARY_RULES.get(family) or ("EC-LIB-008" if family in _MATH_FAMILIES else None)
     fix = _import_fix(ctx, error, library)
+    if cause is None:
+        from envcheck.rules.stack import stack_mismatches
+
+        if stack_mismatches(ctx):
+            cause = "EC-TF-010"  # a NumPy (or protobuf, ...) TensorFlow was not built for
     yield Hit(
         title=f"{what} fails to import: {last}",
         detail="Until the import works TensorFlow cannot run at all, on the GPU or the CPU.",

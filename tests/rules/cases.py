@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from envcheck.facts import ERROR, SKIPPED, Facts, LibraryCopy, NvmlFacts, PlacementResult, TensorflowFacts
+from envcheck.facts import Distribution, ERROR, SKIPPED, Facts, LibraryCopy, NvmlFacts, PlacementResult, TensorflowFacts
 
 from . import builders as b
 
@@ -28,6 +28,16 @@ class Case:
     @property
     def name(self) -> str:
         return f"{self.rule}: {self.about}"
+
+
+def _tf_requiring(facts, numpy: str, requires=("numpy<2.0.0,>=1.23.5", "protobuf>=3.20.3,<5.0.0dev", "nvidia-cudnn-cu12==8.9.4.25; extra == 'and-cuda'", "tensorflow-io-gcs-filesystem>=0.23.1; python_version < '3.12'", "colorama; sys_platform == 'win32'")):
+    """The server's TensorFlow with its own Requires-Dist, and a NumPy of ``numpy``."""
+    dists = tuple(
+        dataclasses.replace(d, requires=tuple(requires)) if d.name == "tensorflow" else d
+        for d in facts.packages.distributions
+        if d.name not in ("numpy", "protobuf", "tensorflow-io-gcs-filesystem")
+    ) + (Distribution(name="numpy", version=numpy), Distribution(name="protobuf", version="4.25.3"), Distribution(name="tensorflow-io-gcs-filesystem", version="0.37.1"))
+    return b.change(facts, {"packages.distributions": tuple(sorted(dists, key=lambda d: d.name))})
 
 
 def _pip_copy(name: str, reported: str, loads: bool = True, directory: str = "/venv/site-packages/nvidia/cudnn/lib") -> LibraryCopy:
@@ -146,6 +156,7 @@ CASES: tuple[Case, ...] = (
     Case("EC-LIB-007", lambda: b.with_distributions(b.server(), ("nvidia-cudnn-cu12", "9.1.0.70")), b.server, "cuDNN wheel outside TF 2.15.1's pin"),
     Case("EC-LIB-008", lambda: b.cuda_10_installed(b.setup_post(), without=("cublas64_100.dll",)), lambda: b.cuda_10_installed(b.setup_post()), "cublas64_100.dll missing"),
     # --- TensorFlow
+    Case("EC-TF-010", lambda: _tf_requiring(b.server(), "2.1.3"), lambda: _tf_requiring(b.server(), "1.26.4"), "NumPy 2 under a TensorFlow built for NumPy 1"),
     Case("EC-TF-001", lambda: _not_installed(b.no_gpu()), b.no_gpu, "nothing installed"),
     Case("EC-TF-002", lambda: b.with_distributions(b.server(), ("tensorflow-cpu", "2.15.1")), b.server, "tensorflow and tensorflow-cpu together"),
     Case(

@@ -326,3 +326,17 @@ def test_cuda_visible_devices_hides_gpus_from_the_count():
     hidden = [g for g in report.gpus if g.index in (2, 3)]
     assert all(g.cuda_index is None and "hidden by CUDA_VISIBLE_DEVICES" in g.reason for g in hidden)
     assert "EC-ENV-001" in by_id(report)
+
+
+def test_numpy_2_under_a_numpy_1_tensorflow_is_the_cause_of_the_failed_import():
+    from .cases import _tf_requiring
+
+    facts = _tf_requiring(b.server(), "2.1.3")
+    facts = b.change(facts, {"tensorflow": TensorflowFacts(status="error", error_kind="import_failed", error="ImportError: numpy.core.multiarray failed to import\nA module that was compiled using NumPy 1.x cannot be run in NumPy 2.1.3")})
+    report = judge(facts)
+    found = by_id(report)
+    assert found["EC-TF-010"].severity is Severity.ERROR and found["EC-TF-006"].caused_by == "EC-TF-010"
+    assert report.verdict.status == BROKEN and report.verdict.finding_id == "EC-TF-010"
+    assert ("install", "numpy<2.0.0,>=1.23.5") in [c.pip_args for c in found["EC-TF-010"].fix.commands]
+    # Markers are read for the probed interpreter: the Windows-only and the extra's requirements stay out.
+    assert "colorama" not in found["EC-TF-010"].title and "nvidia" not in found["EC-TF-010"].title
