@@ -94,6 +94,19 @@ def short_device(device: Optional[str]) -> str:
     return f"{match.group(1).upper()}:{match.group(2)}" if match else device
 
 
+_ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception|Failure)|Fatal Python error|Segmentation fault)\b[: ]")
+
+
+def telling_line(text: Optional[str]) -> str:
+    """The line of an error text that says what went wrong: the last "SomethingError: ..." that is
+    not a traceback header (TensorFlow 1.x follows the real error with a generic paragraph)."""
+    lines = [ln.strip() for ln in (text or "").strip().splitlines() if ln.strip()]
+    named = [ln for ln in lines if _ERROR_LINE.match(ln) and not ln.endswith("Traceback (most recent call last):")]
+    if named:
+        return named[-1]
+    return lines[-1] if lines else ""
+
+
 def pci_product_name(name: Optional[str]) -> Optional[str]:
     """pci.ids spells "GP106 [GeForce GTX 1060 6GB]": the marketing name is in the brackets."""
     if not name:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from envcheck.findings import Fix, Severity
-from envcheck.machine import ABSENT, minor, parse_version
+from envcheck.machine import telling_line, ABSENT, minor, parse_version
 from envcheck.matrix.libraries import basename
 from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.engine import Context, Hit, rule
@@ -44,7 +44,7 @@ def _evidence(ctx: Context, names: list[Needed]) -> tuple[tuple[str, str], ...]:
         if any(n.name in line for n in names):
             out.append(("tensorflow log", line))
     if ctx.facts.tensorflow.error and any(n.name in ctx.facts.tensorflow.error for n in names):
-        out.append(("tensorflow import error", ctx.facts.tensorflow.error.strip().splitlines()[-1]))
+        out.append(("tensorflow import error", telling_line(ctx.facts.tensorflow.error)))
     return tuple(out)
 
 

@@ -9,7 +9,7 @@ from typing import Iterator, Optional
 from envcheck.facts import SKIPPED
 from envcheck.findings import Fix
 from envcheck.shell import Command
-from envcheck.machine import ABSENT, PRESENT, minor, parse_version
+from envcheck.machine import telling_line, ABSENT, PRESENT, minor, parse_version
 from envcheck.matrix.libraries import basename, library_family
 from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.engine import Context, Hit, rule
@@ -212,7 +212,7 @@ def import_failed(ctx: Context) -> Iterator[Hit]:
     if tf.error_kind != "import_failed":
         return
     error = (tf.error or "").strip()
-    last = first_sentence(error.splitlines()[-1]) if error else "no error text"
+    last = first_sentence(telling_line(error)) if error else "no error text"
     installed = ctx.installed_tf
     what = f"TensorFlow {installed.version}" if installed else "TensorFlow"
     cause = None
@@ -249,7 +249,24 @@ def _library_in(error: str) -> Optional[str]:
 def _import_fix(ctx: Context, error: str, library: Optional[str]) -> Fix:
     lowered = error.lower()
     if library and library_family(library) in ("cudart", "cudnn", *_MATH_FAMILIES):
-        return Fix(text=f"TensorFlow cannot find {basename(library)}: see the library finding it is grouped under.")
+        from envcheck.rules.library_state import libraries_apply
+
+        if libraries_apply(ctx):
+            return Fix(text=f"TensorFlow cannot find {basename(library)}: see the library finding it is grouped under.")
+        if ctx.gpu_presence == ABSENT:
+            return Fix(
+                text=(
+                    f"{ctx.tf_name} is a GPU build that needs {basename(library)} (CUDA {ctx.tf_cuda or '?'}) just to "
+                    "import, and this machine has no NVIDIA GPU: install the CPU build of the same release instead "
+                    "(the CPU path below)."
+                )
+            )
+        return Fix(
+            text=(
+                f"{ctx.tf_name} needs {basename(library)} from CUDA {ctx.tf_cuda or '?'} just to import: install that CUDA "
+                "release's libraries and put their folder on the loader path (envcheck doctor without --quick checks each copy)."
+            )
+        )
     if "msvcp140" in lowered or ("dll load failed" in lowered and ctx.os == "windows"):
         return Fix(
             text=(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envcheck.facts import OK, SKIPPED, Facts
 from envcheck.findings import LINK_ERROR, LINK_NAMES, LINK_OK, LINK_SKIPPED, LINK_WARNING, Finding, LinkStatus, Severity, Verdict
-from envcheck.machine import ABSENT, UNKNOWN, counted, short_device
+from envcheck.machine import ABSENT, UNKNOWN, counted, short_device, telling_line
 from envcheck.matrix.libraries import basename
 from envcheck.rules.engine import Context
 
@@ -110,7 +110,7 @@ def _tensorflow(ctx: Context, facts: Facts):
         build = "CUDA build" if tf.is_cuda_build else "CPU-only build" if tf.is_cuda_build is False else "build unknown"
         cuda = f" for CUDA {tf.cuda_version}, cuDNN {tf.cudnn_version}" if tf.is_cuda_build and tf.cuda_version else ""
         return f"TensorFlow {tf.version}, {build}{cuda}", tf.seconds, True
-    last = (tf.error or "").strip().splitlines()[-1:] or [tf.error_kind or "failed"]
+    last = [telling_line(tf.error)] if (tf.error or "").strip() else [tf.error_kind or "failed"]
     what = f"{installed.distribution} {installed.version}: " if installed else ""
     if tf.error_kind == "not_installed" and not installed:
         return "TensorFlow not installed", tf.seconds, True
