@@ -206,3 +206,20 @@ def test_a_reader_that_goes_away_does_not_turn_a_pass_into_exit_1():
     proc.stdout.close()
     assert proc.wait(timeout=60) == 0
     assert proc.stderr.read() == ""
+
+
+def test_validate_never_says_more_than_the_doctor():
+    from envcheck.validation.checks import Check, ValidationReport
+
+    checks = [Check(1, "matmul on CPU:0", True, "ok")]
+    no_gpu = ValidationReport(level=1, devices=["CPU:0"], checks=list(checks), doctor={"status": "cpu-only", "line": "CPU only: no NVIDIA GPU", "gpus": 0, "exit_code": 0})
+    assert no_gpu.exit_code == 0 and no_gpu.problems == []
+    broken_gpu = ValidationReport(level=1, devices=["CPU:0"], checks=list(checks), doctor={"status": "cpu-only", "line": "CPU only: driver too old", "gpus": 0, "exit_code": 1})
+    assert broken_gpu.exit_code == 1 and broken_gpu.problems == ["the doctor finds: CPU only: driver too old"]
+    unused = ValidationReport(level=1, devices=["CPU:0"], checks=list(checks), doctor={"status": "gpu-ready", "line": "GPU ready (1 GPU)", "gpus": 1, "exit_code": 0})
+    assert unused.exit_code == 1 and "TensorFlow used none" in unused.problems[0]
+    gate = ValidationReport(level=1, devices=["CPU:0"], checks=list(checks), doctor=None, require_gpu=True)
+    assert gate.exit_code == 1 and gate.to_dict()["passed"] is False and gate.to_dict()["checks_passed"] is True
+    on_gpu = ValidationReport(level=1, devices=["GPU:0"], checks=[Check(1, "matmul on GPU:0", True, "ok")], require_gpu=True,
+                              doctor={"status": "gpu-ready", "line": "GPU ready (1 GPU)", "gpus": 1, "exit_code": 0})
+    assert on_gpu.exit_code == 0

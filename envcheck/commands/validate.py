@@ -30,6 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", type=path_arg, metavar="DIR",
                         help="keep the level 3 run's outputs here (default: a temporary folder; "
                              "envcheck-validate-full for --full, so that it can be resumed)")
+    parser.add_argument("--require-gpu", action="store_true", help="exit 1 unless the checks ran on a GPU (for CI gates)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
     report = run_validation(
         level, full=args.full, data=args.data.expanduser() if args.data else None, output=args.output,
-        gpus=args.gpus, cpu_replicas=args.cpu_replicas, progress=not args.json,
+        gpus=args.gpus, cpu_replicas=args.cpu_replicas, progress=not args.json, require_gpu=args.require_gpu,
     )
     if args.json:
         from envcheck.render import json_text

@@ -35,6 +35,19 @@ def plan_for_validation(gpus: Optional[int], cpu_replicas: Optional[int]):
     return plan_devices(gpus=gpus)
 
 
+def doctor_verdict() -> Optional[dict]:
+    """The doctor's quick verdict on this machine (no TensorFlow subprocess: validate is one)."""
+    try:
+        from envcheck.probes import ProbeOptions, collect
+        from envcheck.verdict import judge
+
+        report = judge(collect(ProbeOptions(quick=True)))
+    except Exception:  # noqa: BLE001 - validate still runs its checks when the doctor's cannot
+        return None
+    verdict = report.verdict
+    return {"status": verdict.status, "line": verdict.line, "gpus": verdict.gpus, "exit_code": report.exit_code}
+
+
 def _guarded(level: int, name: str, run) -> list[Check]:
     """A crash inside one level is that level's failed check; the report still comes out."""
     started = time.perf_counter()
@@ -57,6 +70,7 @@ def run_validation(
     gpus: Optional[int] = None,
     cpu_replicas: Optional[int] = None,
     progress: bool = True,
+    require_gpu: bool = False,
 ) -> ValidationReport:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from envcheck.machine import short_device
@@ -68,7 +82,8 @@ def run_validation(
         from envcheck.validation.training import require_gpu_for_full
 
         require_gpu_for_full(plan)  # before levels 1 and 2, not after them
-    report = ValidationReport(level=level, devices=[short_device(d) for d in plan.devices])
+    report = ValidationReport(level=level, devices=[short_device(d) for d in plan.devices], require_gpu=require_gpu)
+    report.doctor = doctor_verdict()
     if not plan.uses_gpu:
         later = {1: "", 2: f", level 2 on {plan.replicas} logical CPU devices"}.get(
             level, f", levels 2 and 3 on {plan.replicas} logical CPU devices"

@@ -34,22 +34,46 @@ class ValidationReport:
     devices: list[str]
     checks: list[Check] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # The doctor's verdict on the same machine ({"status", "line", "gpus", "exit_code"}): validate
+    # never says more than the doctor does (a CPU run that passes on a machine with an unusable
+    # GPU is not a pass), and exits as the doctor would when the doctor finds something wrong.
+    doctor: Optional[dict[str, Any]] = None
+    require_gpu: bool = False
 
     @property
     def passed(self) -> bool:
         return bool(self.checks) and all(c.passed for c in self.checks)
 
     @property
+    def used_gpu(self) -> bool:
+        return any(d.startswith("GPU") for d in self.devices)
+
+    @property
+    def problems(self) -> list[str]:
+        """Why the run is not a pass although every check may have passed."""
+        out = []
+        if self.doctor is not None and self.doctor.get("exit_code"):
+            out.append(f"the doctor finds: {self.doctor.get('line')}")
+        if self.doctor is not None and self.doctor.get("gpus") and not self.used_gpu:
+            out.append(f"the doctor finds {self.doctor['gpus']} usable GPU(s) but TensorFlow used none here")
+        if self.require_gpu and not self.used_gpu:
+            out.append("--require-gpu: no GPU was used")
+        return out
+
+    @property
     def exit_code(self) -> int:
-        return EXIT_OK if self.passed else EXIT_FINDINGS
+        return EXIT_OK if self.passed and not self.problems else EXIT_FINDINGS
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "level": self.level,
-            "passed": self.passed,
+            "passed": self.passed and not self.problems,
+            "checks_passed": self.passed,
             "exit_code": self.exit_code,
             "devices": self.devices,
             "checks": [c.to_dict() for c in self.checks],
+            "doctor": self.doctor,
+            "problems": self.problems,
             "notes": self.notes,
         }
 
@@ -63,8 +87,13 @@ def render_terminal(report: ValidationReport, console) -> None:
     for note in report.notes:
         console.print(f"[dim]note: {note}[/]", soft_wrap=True)
     failed = [c for c in report.checks if not c.passed]
+    where = "on the GPU" if report.used_gpu else "on the CPU"
+    if report.doctor is not None:
+        console.print(f"[dim]doctor: {report.doctor.get('line')}[/]", soft_wrap=True)
     if failed:
         console.print(f"[bold red]validation failed[/]: {len(failed)} of {len(report.checks)} checks", soft_wrap=True)
+    elif report.problems:
+        console.print(f"[bold red]validation not passed[/]: the checks passed {where}, but " + "; ".join(report.problems), soft_wrap=True)
     else:
-        console.print(f"[bold green]validation passed[/]: {len(report.checks)} checks up to level {report.level}",
+        console.print(f"[bold green]validation passed[/]: {len(report.checks)} checks up to level {report.level}, {where}",
                       soft_wrap=True)
