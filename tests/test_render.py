@@ -74,15 +74,15 @@ def test_terminal_plain_ascii_when_not_a_tty():
     text = terminal.render(sample_report(), color=False)
     assert text.isascii()
     assert "\033[" not in text
-    assert "[ok]   Python interpreter  CPython 3.11.7, 64-bit" in text
-    assert "[FAIL] NVIDIA driver       driver 470.57" in text
-    assert "EC-DRV-001  driver 470.57 is too old for CUDA 12.2" in text
-    assert "$ sudo ubuntu-drivers install" in text
-    # Consequences are grouped under their cause, not repeated as separate errors.
-    assert "Because of this:" in text
-    assert text.index("Because of this:") < text.index("EC-PLC-002")
-    assert "To use the GPU, in this order:" in text and "To run on the CPU today:" in text
-    assert text.rstrip().endswith("Verdict: CPU only: driver 470.57 is too old for CUDA 12.2")
+    assert "[ok]   Python  CPython 3.11.7, 64-bit" in text
+    assert "[FAIL] Driver  driver 470.57" in text
+    # The verdict, then each fix once, numbered, with its rule id; commands whole, no prompt.
+    assert "Verdict: CPU only: driver 470.57 is too old for CUDA 12.2" in text
+    assert "To use the GPU, in this order:" in text and "  1. " in text and "[EC-DRV-001" in text
+    assert "\n     sudo ubuntu-drivers install\n" in text and "$ sudo" not in text
+    assert "On the CPU instead:" in text
+    # Consequences are not repeated as steps: the fix that clears them names them once.
+    assert "[EC-DRV-001; also clears EC-PLC-002]" in text and text.count("EC-PLC-002") == 1
 
 
 def test_terminal_colour_and_verbose():

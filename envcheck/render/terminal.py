@@ -1,15 +1,22 @@
-"""The terminal report: one status line per link, findings with fixes, both ways forward, verdict.
+"""The doctor's terminal report: the chain, one line per GPU when there are several, the verdict,
+and each fix once, numbered, in the order to do them; findings and evidence with ``-v``.
 
-Colour and glyphs live only here. Plain ASCII when stdout is not a terminal or NO_COLOR is set, so
-logs, pipes and CI output stay readable.
+Everything goes through rich (colour, wrapping at the terminal's width or ``COLUMNS``); values
+from the machine are always plain text to rich, never markup. Commands are printed whole on a
+line of their own, without a prompt, so that a copied line runs as it is. Plain ASCII marks when
+stdout is not a terminal, ``NO_COLOR`` is set or ``TERM=dumb``, so logs and CI output stay readable.
 """
 
 from __future__ import annotations
 
+import io
 import os
+import shutil
 import sys
-import textwrap
 from typing import Optional
+
+from rich.console import Console
+from rich.text import Text
 
 from envcheck.findings import (
     BROKEN,
@@ -19,38 +26,42 @@ from envcheck.findings import (
     LINK_OK,
     LINK_SKIPPED,
     LINK_WARNING,
-    Command,
+    NOT_INSTALLED,
     Finding,
     Fix,
     Report,
     Severity,
 )
+from envcheck.shell import SHELL_TITLES, Command
 
-_RESET = "\033[0m"
-_STYLES = {
-    "red": "\033[31m",
-    "yellow": "\033[33m",
-    "green": "\033[32m",
-    "dim": "\033[2m",
-    "bold": "\033[1m",
-    "cyan": "\033[36m",
-}
-
+# status: (ascii, glyph, style)
 _LINK_MARK = {
-    # status: (ascii, fancy, colour)
     LINK_OK: ("[ok]  ", "✔", "green"),
     LINK_WARNING: ("[warn]", "!", "yellow"),
-    LINK_ERROR: ("[FAIL]", "✘", "red"),
+    LINK_ERROR: ("[FAIL]", "✘", "bold red"),
     LINK_SKIPPED: ("[skip]", "–", "dim"),
 }
 _SEVERITY_MARK = {
-    Severity.ERROR: ("ERROR", "✘", "red"),
+    Severity.ERROR: ("ERROR", "✘", "bold red"),
     Severity.WARNING: ("WARN", "!", "yellow"),
     Severity.INFO: ("INFO", "i", "cyan"),
 }
-_VERDICT_COLOUR = {GPU_READY: "green", CPU_ONLY: "yellow", BROKEN: "red"}
+_VERDICT_STYLE = {GPU_READY: "bold green", CPU_ONLY: "bold yellow", BROKEN: "bold red", NOT_INSTALLED: "bold cyan"}
 
-WIDTH = 100
+# Link titles short enough to leave the line to what was seen (the JSON keeps the long ones).
+SHORT_TITLES = {
+    "python": "Python",
+    "gpu": "NVIDIA GPU",
+    "driver": "Driver",
+    "compute": "Compute capability",
+    "libraries": "CUDA libraries",
+    "tensorflow": "TensorFlow",
+    "placement": "Ops on the GPU",
+    "environment": "Environment",
+}
+
+DEFAULT_WIDTH = 100
+MIN_WIDTH = 40
 
 
 def use_color(stream=None) -> bool:
@@ -65,6 +76,20 @@ def use_color(stream=None) -> bool:
         return False
 
 
+def terminal_width(stream=None) -> int:
+    """The width to wrap at: ``COLUMNS`` when set, else the terminal's, else 100 (a pipe)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return max(MIN_WIDTH, int(columns))
+    stream = stream or sys.stdout
+    try:
+        if stream.isatty():
+            return max(MIN_WIDTH, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
+    except (AttributeError, ValueError):
+        pass
+    return DEFAULT_WIDTH
+
+
 def _can_encode(text: str, stream=None) -> bool:
     """Whether the stream's encoding has these characters (a legacy console may not)."""
     encoding = getattr(stream or sys.stdout, "encoding", None) or "utf-8"
@@ -75,125 +100,228 @@ def _can_encode(text: str, stream=None) -> bool:
     return True
 
 
-class _Painter:
-    def __init__(self, color: bool, glyphs: bool = True):
+def console_for(width: int, color: bool) -> Console:
+    """A rich console that renders into a string (``console.file.getvalue()``)."""
+    return Console(
+        file=io.StringIO(),
+        width=width,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        no_color=not color,
+        highlight=False,
+        emoji=False,
+        markup=False,
+        legacy_windows=False,
+        soft_wrap=False,
+    )
+
+
+class _Out:
+    """Lines of rich Text, wrapped at the width; commands never wrapped."""
+
+    def __init__(self, width: int, color: bool, glyphs: bool) -> None:
+        self.console = console_for(width, color)
         self.color = color
-        self.glyphs = glyphs
+        self.glyphs = glyphs and color
 
-    def __call__(self, text: str, style: str) -> str:
-        if not self.color or not text:
-            return text
-        return "".join(_STYLES[s] for s in style.split()) + text + _RESET
+    def mark(self, table: dict, key) -> Text:
+        ascii_mark, glyph, style = table[key]
+        return Text(glyph if self.glyphs else ascii_mark, style=style if self.color else "")
 
-    def mark(self, table: dict, key) -> str:
-        ascii_mark, fancy, colour = table[key]
-        return self(fancy if self.glyphs else ascii_mark, colour) if self.color else ascii_mark
+    def line(self, *parts, indent: int = 0, hang: Optional[int] = None) -> None:
+        """One logical line, wrapped at the width without breaking words; continuation lines
+        start at column ``hang`` (the text after a label lines up under itself)."""
+        text = Text(" " * indent)
+        for part in parts:
+            text.append(part if isinstance(part, Text) else Text(str(part)))
+        hang = indent if hang is None else hang
+        width = self.console.width
+        if hang <= 0 or hang >= width - 10 or text.cell_len <= width:
+            self.console.print(text, overflow="fold", crop=False)
+            return
+        head, body = text[:hang], text[hang:]
+        body.rstrip()
+        pieces = body.wrap(self.console, width - hang, overflow="fold")
+        for i, piece in enumerate(pieces):
+            self.console.print((head if i == 0 else Text(" " * hang)) + piece, crop=False, overflow="ignore")
+
+    def command(self, command: Command, indent: int) -> None:
+        text = Text(" " * indent)
+        text.append(command.line, style="cyan" if self.color else "")
+        self.console.print(text, soft_wrap=True, crop=False)
+
+    def blank(self) -> None:
+        self.console.print()
+
+    def value(self) -> str:
+        return "\n".join(line.rstrip() for line in self.console.file.getvalue().split("\n"))
 
 
-def render(report: Report, verbose: bool = False, color: Optional[bool] = None) -> str:
+def render(report: Report, verbose: bool = False, color: Optional[bool] = None, width: Optional[int] = None) -> str:
     if color is None:
-        paint = _Painter(use_color(), glyphs=_can_encode("".join(m[1] for m in _LINK_MARK.values())))
-    else:
-        paint = _Painter(color)
-    out: list[str] = []
+        color = use_color()
+    glyphs = _can_encode("".join(m[1] for m in _LINK_MARK.values()))
+    out = _Out(width or terminal_width(), color, glyphs)
     facts = report.facts
-    title = f"envcheck {report.envcheck_version} doctor"
-    where = facts.python.executable
-    out.append(paint(title, "bold") + (paint(f"  ({where})", "dim") if where else ""))
+    header = Text(f"envcheck {report.envcheck_version} doctor", style="bold" if color else "")
+    if facts.python.executable:
+        where = f"  {facts.python.executable}"
+        if header.cell_len + len(where) <= out.console.width:
+            header.append(where, style="dim" if color else "")
+        else:
+            out.line(header)
+            header = Text(where, style="dim" if color else "")
+    out.console.print(header, crop=False, overflow="ignore")
     for note in report.notes:
-        out.append(paint(f"note: {note}", "dim"))
-    out.append("")
-
-    title_width = max(len(link.title) for link in report.links) if report.links else 0
-    for link in report.links:
-        mark = paint.mark(_LINK_MARK, link.status)
-        timing = f"  ({link.seconds * 1000:.0f} ms)" if verbose and link.seconds else ""
-        line = f"  {mark} {link.title.ljust(title_width)}  {link.summary}"
-        out.append(line + paint(timing, "dim"))
-    out.append("")
-
-    roots = [f for f in report.findings if f.caused_by is None]
-    consequences: dict[str, list[Finding]] = {}
-    for f in report.findings:
-        if f.caused_by is not None:
-            consequences.setdefault(f.caused_by, []).append(f)
-    shown_children: set[int] = set()
-    if roots:
-        out.append(paint("Findings", "bold"))
-        for f in roots:
-            children = [c for c in consequences.get(f.id, []) if id(c) not in shown_children]
-            out.extend(_finding(f, paint, verbose, children))
-            shown_children.update(id(c) for c in children)
-        orphans = [f for f in report.findings if f.caused_by is not None and id(f) not in shown_children]
-        for f in orphans:
-            out.extend(_finding(f, paint, verbose, []))
-        out.append("")
-
+        out.line(Text(f"note: {note}", style="dim" if color else ""), hang=6)
+    out.blank()
+    chain(out, report, verbose)
+    gpu_table(out, report)
+    out.blank()
     verdict = report.verdict
-    if verdict.status != GPU_READY and (verdict.gpu_path or verdict.cpu_path):
-        out.append(paint("Two ways forward", "bold"))
-        if verdict.gpu_path:
-            out.append("  To use the GPU, in this order:")
-            out.extend(_steps(verdict.gpu_path, paint))
-        if verdict.cpu_path:
-            out.append("  To run on the CPU today:")
-            out.extend(_steps(verdict.cpu_path, paint))
-        out.append("")
-
-    colour = _VERDICT_COLOUR.get(verdict.status, "bold")
-    out.append(paint("Verdict: ", "bold") + paint(verdict.line, f"bold {colour}"))
-    return "\n".join(out) + "\n"
+    out.line(Text("Verdict: ", style="bold" if color else ""), Text(verdict.line, style=_VERDICT_STYLE.get(verdict.status, "bold") if color else ""), hang=9)
+    shown = ways_forward(out, report)
+    if verbose:
+        findings(out, report)
+    else:
+        rest = [f for f in report.findings if f.id not in shown]
+        if rest:
+            out.blank()
+            listed = "; ".join(f"{f.id} {f.severity.value}" + (f" (because of {f.caused_by})" if f.caused_by else "") for f in rest)
+            out.line(Text(f"Also: {listed}. Details: envcheck doctor -v", style="dim" if color else ""), hang=6)
+    return out.value()
 
 
-def _finding(f: Finding, paint: _Painter, verbose: bool, children: list[Finding]) -> list[str]:
-    lines = []
-    mark = paint.mark(_SEVERITY_MARK, f.severity)
-    lines.append(f"  {mark} {paint(f.id, 'bold')}  {f.title}")
-    if f.detail:
-        lines.extend(_wrap(f.detail, "      "))
-    if verbose and f.evidence:
-        lines.append(paint("      evidence:", "dim"))
+def chain(out: _Out, report: Report, verbose: bool) -> None:
+    titles = {link.name: SHORT_TITLES.get(link.name, link.title) for link in report.links}
+    width = max((len(t) for t in titles.values()), default=0)
+    for link in report.links:
+        timing = f"  ({link.seconds * 1000:.0f} ms)" if verbose and link.seconds else ""
+        mark = out.mark(_LINK_MARK, link.status)
+        out.line(Text("  "), mark, Text(f" {titles[link.name].ljust(width)}  "), Text(link.summary + timing), hang=width + 5 + mark.cell_len)
+
+
+def gpu_table(out: _Out, report: Report) -> None:
+    """One line per GPU when there is more than one, or when one is not usable."""
+    gpus = report.gpus
+    if len(gpus) < 2:
+        return
+    out.blank()
+    name_width = min(28, max(len(g.name) for g in gpus))
+    out.line(Text(f"  {'GPU':<4}{'name':<{name_width + 2}}{'CUDA':<6}{'TF':<8}status", style="dim" if out.color else ""))
+    for g in gpus:
+        index = "?" if g.index is None else str(g.index)
+        cuda = "-" if g.cuda_index is None else str(g.cuda_index)
+        tf = g.tf_device or "-"
+        status = "usable" if g.usable and not g.reason else ("usable, " + g.reason if g.usable else g.reason or "not usable")
+        style = "" if not out.color else ("green" if g.usable else "red")
+        name = g.name if len(g.name) <= name_width else g.name[: name_width - 1] + "…"
+        out.line(Text(f"  {index:<4}{name:<{name_width + 2}}{cuda:<6}{tf:<8}"), Text(status, style=style), hang=name_width + 20)
+
+
+def ways_forward(out: _Out, report: Report) -> set[str]:
+    """The fixes, each once and numbered, in the order to do them; returns the finding ids shown."""
+    verdict = report.verdict
+    shown: set[str] = set()
+    by_fix = {f.fix.text: f for f in report.findings if f.fix is not None}
+    number = 0
+    if verdict.gpu_path and verdict.status != GPU_READY or (verdict.status == GPU_READY and verdict.gpu_path):
+        out.blank()
+        title = "To use the GPU, in this order:" if verdict.status not in (NOT_INSTALLED,) else "Next, for the GPU:"
+        out.line(Text(title, style="bold" if out.color else ""))
+        for step in verdict.gpu_path:
+            number += 1
+            finding = _finding_of(step, report.findings, by_fix)
+            children: list[str] = []
+            if finding is not None:
+                shown.add(finding.id)
+                children = [f.id for f in report.findings if f.caused_by == finding.id and f.id not in shown]
+                shown.update(children)
+            _step(out, number, step, finding, clears=children)
+    worth = [f for f in report.findings if f.severity is Severity.WARNING and f.fix is not None and f.id not in shown and f.caused_by is None]
+    if worth and verdict.status in (GPU_READY, CPU_ONLY):
+        out.blank()
+        out.line(Text("Worth fixing too:", style="bold" if out.color else ""))
+        for finding in worth:
+            number += 1
+            shown.add(finding.id)
+            _step(out, number, finding.fix, finding, title=finding.title)
+    if verdict.cpu_path:
+        out.blank()
+        label = {
+            NOT_INSTALLED: "Next, for the CPU:" if verdict.gpu_path else "Next:",
+            GPU_READY: "On the CPU instead:",
+        }.get(verdict.status, "On the CPU instead:" if verdict.gpu_path else "On the CPU:")
+        if len(verdict.cpu_path) == 1 or not verdict.gpu_path:
+            out.line(Text(label, style="bold" if out.color else ""))
+            for n, step in enumerate(verdict.cpu_path, 1):
+                _step(out, n, step, None)
+        else:
+            # One short block: what the steps do in one sentence, then their commands.
+            parts = [_first_sentence(s.text).rstrip(".") for s in verdict.cpu_path]
+            what = "; ".join([parts[0]] + [p[:1].lower() + p[1:] for p in parts[1:]])
+            out.line(Text(label + " ", style="bold" if out.color else ""), Text(what + "."), hang=2)
+            for step in verdict.cpu_path:
+                for command in step.commands:
+                    out.command(command, 5)
+    return shown
+
+
+def _first_sentence(text: str) -> str:
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]
+
+
+def _finding_of(step: Fix, findings, by_fix) -> Optional[Finding]:
+    text = step.text
+    if ": " in text and text.split(": ", 1)[0].startswith("EC-"):
+        rule_id = text.split(": ", 1)[0]
+        return next((f for f in findings if f.id == rule_id), None)
+    return by_fix.get(text)
+
+
+def _step(out: _Out, number: int, step: Fix, finding: Optional[Finding], title: Optional[str] = None, clears: list[str] = ()) -> None:
+    text = step.text
+    if finding is not None and text.startswith(finding.id + ": "):
+        text = text[len(finding.id) + 2 :]
+    text = _first_sentence(text)  # the rest is under -v
+    if title:
+        text = f"{title}. {text}"
+    label = f"  {number}. "
+    tail = ""
+    if finding is not None:
+        tail = f"  [{finding.id}" + (f"; also clears {', '.join(clears)}" if clears else "") + "]"
+    out.line(Text(label), Text(text), Text(tail, style="dim" if out.color else ""), hang=len(label))
+    shells = {c.shell for c in step.commands if c.shell not in ("any",)}
+    for command in step.commands:
+        if len(shells) > 1 and command.shell in SHELL_TITLES:
+            out.line(Text(f"     {SHELL_TITLES[command.shell]}:", style="dim" if out.color else ""))
+        out.command(command, 5)
+    if step.url:
+        out.line(Text(f"     {step.url}", style="dim" if out.color else ""))
+
+
+def findings(out: _Out, report: Report) -> None:
+    """``-v``: every finding with its detail, evidence and fix."""
+    if not report.findings:
+        return
+    out.blank()
+    out.line(Text("Findings", style="bold" if out.color else ""))
+    for f in report.findings:
+        cause = f" (because of {f.caused_by})" if f.caused_by else ""
+        out.line(Text("  "), out.mark(_SEVERITY_MARK, f.severity), Text(f" {f.id}  "), Text(f.title + cause), hang=6)
+        if f.detail:
+            out.line(Text(f.detail), indent=6, hang=6)
+        if f.evidence:
+            out.line(Text("evidence:", style="dim" if out.color else ""), indent=6)
         for what, value in f.evidence:
-            first, *rest = (value or "").splitlines() or [""]
-            lines.append(paint(f"        {what}: {first}", "dim"))
-            lines.extend(paint(f"          {r}", "dim") for r in rest)
-    if f.fix is not None:
-        lines.extend(_wrap("Fix: " + f.fix.text, "      "))
-        lines.extend(_commands(f.fix.commands, paint, "        "))
-        if f.fix.url:
-            lines.append(f"        see {f.fix.url}")
-    if children:
-        lines.append("      " + paint("Because of this:", "dim"))
-        for c in children:
-            cmark = paint.mark(_SEVERITY_MARK, c.severity)
-            lines.append(f"        {cmark} {c.id}  {c.title}")
-    return lines
-
-
-def _steps(steps: tuple[Fix, ...], paint: _Painter) -> list[str]:
-    lines = []
-    for n, step in enumerate(steps, 1):
-        lines.extend(_wrap(f"{n}. {step.text}", "    ", hang="       "))
-        lines.extend(_commands(step.commands, paint, "       "))
-        if step.url:
-            lines.append(f"       see {step.url}")
-    return lines
-
-
-def _commands(commands: tuple[Command, ...], paint: _Painter, indent: str) -> list[str]:
-    lines = []
-    for c in commands:
-        prompt = {"powershell": "PS> ", "bash": "$ "}.get(c.shell, "$ ")
-        lines.append(indent + paint(prompt + c.line, "cyan"))
-    return lines
-
-
-def _wrap(text: str, indent: str, hang: Optional[str] = None) -> list[str]:
-    return textwrap.wrap(
-        text,
-        width=WIDTH,
-        initial_indent=indent,
-        subsequent_indent=hang if hang is not None else indent,
-        break_long_words=False,
-        break_on_hyphens=False,
-    ) or [indent]
+            first, *more = (value or "").splitlines() or [""]
+            out.line(Text(f"{what}: {first}", style="dim" if out.color else ""), indent=8, hang=10)
+            for extra in more[:20]:
+                out.line(Text(extra, style="dim" if out.color else ""), indent=10, hang=10)
+        if f.fix is not None:
+            out.line(Text("Fix: " + f.fix.text), indent=6, hang=6)
+            for command in f.fix.commands:
+                out.command(command, 8)
+            if f.fix.url:
+                out.line(Text(f.fix.url, style="dim" if out.color else ""), indent=8)

@@ -78,9 +78,9 @@ def cuda_fix(ctx: Context, names: list[Needed]) -> Fix:
     bin_dir = directory + ("\\bin" if ctx.os == "windows" else "/lib64")
     return Fix(
         text=(
-            f"Install CUDA {minor(cuda)} ({ctx.tf_name} was built against it and loads {files}) "
-            f"from its download page, then make sure {bin_dir} is on {'PATH' if ctx.os == 'windows' else 'LD_LIBRARY_PATH'} "
-            "and open a new terminal. Other CUDA versions can stay installed beside it."
+            f"Install CUDA {minor(cuda)} and put its {'bin' if ctx.os == 'windows' else 'lib64'} folder on "
+            f"{'PATH' if ctx.os == 'windows' else 'LD_LIBRARY_PATH'}. {ctx.tf_name} loads {files} from {bin_dir}; "
+            "open a new terminal afterwards. Other CUDA versions can stay installed beside it."
         ),
         commands=(add_to_loader_path(ctx, bin_dir), check_command(ctx, names[0].name)),
         url=link,
@@ -137,7 +137,7 @@ def cudnn_fix(ctx: Context, names: list[Needed]) -> Fix:
             Command(f"Copy-Item -Recurse -Force {source} {shell.quote_always(directory + chr(92), shell.POWERSHELL)}", shell="powershell"),
             check_command(ctx, names[0].name),
         )
-        where = f"copy its bin, include and lib folders into {directory} (whose bin folder is on PATH)"
+        where = f"copy its bin, include and lib folders into {directory}"
     else:
         commands = (
             Command(
@@ -150,8 +150,8 @@ def cudnn_fix(ctx: Context, names: list[Needed]) -> Fix:
         where = f"copy its include and lib files into {directory}"
     return Fix(
         text=(
-            f"Download cuDNN {version} for CUDA {minor(cuda)} (a free NVIDIA developer account is "
-            f"needed), unzip it and {where}."
+            f"Install cuDNN {version} for CUDA {minor(cuda)} into the CUDA {minor(cuda)} folder. Download it "
+            f"(a free NVIDIA developer account is needed), unzip it and {where}."
         ),
         commands=commands,
         url=link,

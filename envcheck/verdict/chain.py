@@ -81,7 +81,7 @@ def walk_chain(ctx: Context, findings: list[Finding]) -> tuple[list[Finding], Ve
         if ctx.gpu_presence == ABSENT:
             return findings, Verdict(
                 status=CPU_ONLY,
-                reason="no NVIDIA GPU on this machine: TensorFlow runs on the CPU, nothing to fix",
+                reason="no NVIDIA GPU on this machine; TensorFlow runs on the CPU (nothing to fix)",
                 first_broken_link="gpu",
                 finding_id="EC-GPU-001" if any(f.id == "EC-GPU-001" for f in findings) else None,
                 gpus=0,

@@ -91,7 +91,8 @@ def _libraries(ctx: Context, facts: Facts):
         if not gone:
             origins = sorted({n.winner.origin for n in wanted if n.winner is not None})
             return f"all {len(wanted)} libraries TensorFlow loads found ({', '.join(origins)})", lib.seconds, True
-        return f"missing: {', '.join(gone[:4])}{' ...' if len(gone) > 4 else ''}", lib.seconds, True
+        more = f" and {len(gone) - 1} more" if len(gone) > 1 else ""
+        return f"missing: {gone[0]}{more}", lib.seconds, True
     winners = [f"{x.family}: {basename(x.winner)}" for x in lib.libraries if x.winner]
     if winners:
         return ", ".join(winners[:4]) + (" ..." if len(winners) > 4 else ""), lib.seconds, probed
@@ -107,14 +108,15 @@ def _tensorflow(ctx: Context, facts: Facts):
             return f"{seen}not checked: {tf.error}", None, False
         return f"{seen}not imported (--quick)", None, False
     if tf.version:
-        build = "CUDA build" if tf.is_cuda_build else "CPU-only build" if tf.is_cuda_build is False else "build unknown"
-        cuda = f" for CUDA {tf.cuda_version}, cuDNN {tf.cudnn_version}" if tf.is_cuda_build and tf.cuda_version else ""
-        return f"TensorFlow {tf.version}, {build}{cuda}", tf.seconds, True
+        build = "a CUDA build" if tf.is_cuda_build else "a CPU-only build" if tf.is_cuda_build is False else "build unknown"
+        cuda = f" (CUDA {tf.cuda_version}, cuDNN {tf.cudnn_version})" if tf.is_cuda_build and tf.cuda_version else ""
+        return f"{tf.version}, {build}{cuda}", tf.seconds, True
     last = [telling_line(tf.error)] if (tf.error or "").strip() else [tf.error_kind or "failed"]
     what = f"{installed.distribution} {installed.version}: " if installed else ""
     if tf.error_kind == "not_installed" and not installed:
         return "TensorFlow not installed", tf.seconds, True
-    return _clip(f"{what}{(tf.error_kind or 'error').replace('_', ' ')}: {last[0]}"), tf.seconds, True
+    kind = {"import_failed": "does not import", "crashed": "crashed", "timeout": "timed out"}.get(tf.error_kind or "", (tf.error_kind or "error").replace("_", " "))
+    return _clip(f"{what.rstrip(': ')} {kind}: {_first_sentence(last[0])}"), tf.seconds, True
 
 
 def _placement(ctx: Context, facts: Facts):
@@ -126,6 +128,8 @@ def _placement(ctx: Context, facts: Facts):
     if all(p.ok for p in tf.placement):
         ops = " and ".join(dict.fromkeys(p.op for p in tf.placement))
         devices = ", ".join(dict.fromkeys(short_device(p.device) for p in tf.placement))
+        if not any(short_device(p.device).startswith("GPU") for p in tf.placement):
+            return f"no GPU to test: {ops} ran on the CPU", None, False
         return f"{ops} ran on {devices}", None, True
     return ", ".join(f"{p.op} on {short_device(p.device)}" + ("" if p.ok else " (failed)") for p in tf.placement), None, True
 
@@ -134,6 +138,13 @@ def _environment(ctx: Context, facts: Facts):
     keys = [k for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_CPP_MIN_LOG_LEVEL") if k in facts.env.variables]
     shown = ", ".join(f"{k}={facts.env.variables[k]!r}" for k in keys)
     return shown or "nothing that changes GPU use", facts.env.seconds, facts.env.status != SKIPPED
+
+
+def _first_sentence(line: str) -> str:
+    """ "ImportError: Could not find 'x.dll'. TensorFlow requires ..." -> "ImportError: Could not find 'x.dll'"."""
+    import re
+
+    return re.split(r"(?<=[.!?'\"])\s+(?=[A-Z])", line.strip(), maxsplit=1)[0].rstrip(".")
 
 
 def _clip(text: str, limit: int = 110) -> str:

@@ -53,7 +53,7 @@ def cpu_path(ctx: Context, findings: list[Finding]) -> tuple[Fix, ...]:
     if remove:
         steps.append(
             Fix(
-                text=f"Remove {', '.join(remove)}: {'it is' if len(remove) == 1 else 'they are'} GPU-only or mixed and in the way of a CPU build.",
+                text=f"Remove {', '.join(remove)} ({'GPU-only' if not cpu_capable and len(remove) == len(gpu_only) else 'GPU-only or mixed'}: in the way of a CPU build).",
                 commands=(ctx.pip_command("uninstall", "-y", *remove),),
             )
         )
@@ -88,7 +88,8 @@ def _gpu_capable(ctx: Context, requirement: str) -> bool:
     if name != "tensorflow" or not version:
         return False
     build = ctx.build_for(version.rstrip(".*"))
-    return build is not None and build.gpu
+    # Before 2.1 the GPU build was the tensorflow-gpu package; plain "tensorflow" had no CUDA.
+    return build is not None and build.gpu and build.tf >= ctx.matrix.platform.gpu_in_tensorflow_package_from
 
 
 def _quieter(ctx: Context, tf) -> Fix:
@@ -99,15 +100,16 @@ def _quieter(ctx: Context, tf) -> Fix:
     if cpu is not None and cpu.startswith("tensorflow-cpu=="):
         return Fix(
             text=(
-                f"Optional: nothing needs fixing, but {tf.distribution} {tf.version} is a CUDA build and prints CUDA's "
-                f"start-up error at every start; the same release without CUDA ({cpu}) is smaller and quiet."
+                f"Optional: the same release without CUDA ({cpu}) is smaller and prints no CUDA start-up error. "
+                f"{tf.distribution} {tf.version} is a CUDA build: on a machine without a GPU it runs on the CPU but "
+                "reports CUDA's failed start every time."
             ),
             commands=(ctx.pip_command("uninstall", "-y", tf.distribution), ctx.pip_command("install", cpu)),
         )
     return Fix(
         text=(
-            "Optional: nothing needs fixing; to stop CUDA's start-up error at every start, raise TensorFlow's log "
-            "level (this also hides its other errors: unset it while debugging)."
+            "Optional: raise TensorFlow's log level to stop CUDA's start-up error at every start. It also hides "
+            "TensorFlow's other errors: unset it while debugging."
         ),
         commands=(ctx.shell_command(shell.set_variable("TF_CPP_MIN_LOG_LEVEL", "3", shell.BASH), shell.set_variable("TF_CPP_MIN_LOG_LEVEL", "3", shell.POWERSHELL)),),
     )
