@@ -1,12 +1,16 @@
-"""PCI device ids to products: the bundled matrix's ids and the spellings a lookup accepts."""
+"""PCI device ids to products: the bundled matrix's ids, the spellings a lookup accepts, and what a
+machine with a GPU but no driver gets from them."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
+from packaging.version import Version
 
+from envcheck.facts import OK, Facts, PciDevice, PciFacts
 from envcheck.matrix import load_matrix, parse_pci_device_id
+from envcheck.planner import target_from_facts
 
 
 @pytest.fixture(scope="module")
@@ -93,3 +97,23 @@ def test_ids_are_lower_case_hex_and_name_one_product(m):
         "Fermi", "Kepler", "Maxwell", "Pascal", "Volta", "Turing", "Ampere", "Ada Lovelace", "Hopper", "Blackwell"
     }
 
+
+def test_a_gpu_without_a_driver_or_pci_ids_is_known_by_its_device_id(m):
+    # No pci.ids on the machine, no driver: the PCI bus gives only the device id.
+    facts = Facts(pci=PciFacts(status=OK, devices=(
+        PciDevice(address="0000:01:00.0", vendor_id="0x10de", device_id="0x2684", class_code="0x030000"),
+    )))
+    target = target_from_facts(facts, m)
+    assert target.gpu_names == ("GeForce RTX 4090",)
+    assert target.compute_capability == Version("8.9")
+    assert not any("not known without its driver" in n for n in target.notes)
+
+
+def test_an_unknown_device_id_still_asks_for_the_gpu(m):
+    facts = Facts(pci=PciFacts(status=OK, devices=(
+        PciDevice(address="0000:01:00.0", vendor_id="0x10de", device_id="0x25a9", class_code="0x030000"),
+    )))
+    target = target_from_facts(facts, m)
+    assert target.has_gpu and target.compute_capability is None
+    assert target.gpu_names == ("NVIDIA device 0x25a9",)
+    assert any("--compute-capability" in n for n in target.notes)
