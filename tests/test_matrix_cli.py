@@ -92,7 +92,7 @@ def test_gpu_too_old_for_any_release(capsys):
         (("cuda", "10"), "CUDA 10 is not in the matrix"),
         (("cuda", "99.1"), "it covers CUDA"),
         (("gpu", "Voodoo 3"), "no GPU named 'Voodoo 3'"),
-        (("gpu", "titan x"), "did you mean"),
+        (("gpu", "titan x"), "(nearest: "),
     ],
 )
 def test_not_found_exits_1_with_one_line(capsys, argv, says):
@@ -144,3 +144,42 @@ def test_gpu_ranges_do_not_end_at_a_patch_row(capsys):
 def test_empty_matrix_path_exits_2(capsys):
     code, out, err = run(capsys, "tf", "2.15", "--matrix", "")
     assert code == 2 and out == "" and "--matrix needs a path" in err
+
+
+def test_gpu_json_names_the_last_driver_branch_and_pci_ids(capsys):
+    kepler = run_json(capsys, "gpu", "Tesla", "K80")
+    assert (kepler["architecture"], kepler["last_driver_branch"], kepler["pci_ids"]) == ("Kepler", "470", ["102d"])
+    ampere = run_json(capsys, "gpu", "NVIDIA A100-SXM4-80GB")
+    assert ampere["last_driver_branch"] is None and "20b2" in ampere["pci_ids"]
+
+
+def test_gpu_text_says_which_drivers_the_gpu_can_never_get(capsys):
+    code, out, _ = run(capsys, "gpu", "GeForce GTX 1080")
+    assert code == 0
+    assert out.splitlines()[:2] == [
+        "GeForce GTX 1080: compute capability 6.1 (Pascal)",
+        "  last driver branch: 580 (drivers after it do not support Pascal GPUs)",
+    ]
+    code, out, _ = run(capsys, "gpu", "RTX 4090")
+    assert code == 0 and "last driver branch" not in out
+
+
+def test_gpu_laptop_part_that_has_no_desktop_twin(capsys):
+    answer = run_json(capsys, "gpu", "RTX 4050")
+    assert (answer["name"], answer["compute_capability"], answer["architecture"]) == ("GeForce RTX 4050 Laptop GPU", "8.9", "Ada Lovelace")
+
+
+@pytest.mark.parametrize(
+    "name, says",
+    [
+        ("RTX 6000", "(nearest: RTX 6000 Ada Generation [Ada Lovelace, 8.9], Quadro RTX 6000 [Turing, 7.5]"),
+        ("RTX 2050", "GeForce RTX 2060 [Turing, 7.5]"),
+        ("Voodoo 3", "no GPU named 'Voodoo 3' in the matrix; look its compute capability up with `nvidia-smi"),
+    ],
+)
+def test_unknown_gpu_is_one_line_with_the_nearest_products(capsys, name, says):
+    code, out, err = run(capsys, "gpu", name)
+    assert code == 1 and out == ""
+    assert err.startswith("envcheck: error: unknown GPU: ")
+    assert says in err and "https://developer.nvidia.com/cuda-gpus" in err
+    assert err.count("\n") == 1

@@ -104,7 +104,7 @@ def test_duplicate_cuda_row(tmp_path):
 
 
 def test_duplicate_gpu_name_across_products(tmp_path):
-    path = broken(tmp_path, "products: [GeForce GTX 1060,", "products: [GeForce GTX 1060, NVIDIA GTX1060,")
+    path = broken(tmp_path, "  - {name: TITAN X (Pascal)", "  - NVIDIA GTX1060\n  - {name: TITAN X (Pascal)")
     assert "duplicate row: GPU name 'NVIDIA GTX1060' is already given" in error_for(path)
 
 
@@ -197,3 +197,94 @@ def test_cache_reloads_an_edited_file(tmp_path):
     second = load_matrix(path)
     assert second is not first
     assert second.tf_build("2.10", "linux").compiler == "GCC 9.3.1"
+
+
+# --- architectures and PCI device ids ------------------------------------------------------------
+
+
+def test_the_fixture_knows_architectures_and_pci_ids():
+    matrix = load_matrix(MINIMAL)
+    assert matrix.last_driver_branch("Kepler") == "470" and matrix.last_driver_branch("6.1") == "580"
+    assert matrix.last_driver_branch("8.6") is None and matrix.architecture("8.6").name == "Ampere"
+    assert matrix.gpu_by_pci_id("0x1C03").name == "GeForce GTX 1060"
+    assert matrix.gpu("RTX 3060 Laptop GPU").name == "GeForce RTX 3060"
+
+
+def test_architectures_are_required(tmp_path):
+    text = MINIMAL.read_text()
+    start, end = text.index("architectures:\n"), text.index("\ngpus:")
+    path = tmp_path / "matrix.yaml"
+    path.write_text(text[:start] + text[end + 1:])
+    assert "(top level): missing key 'architectures'" in error_for(path)
+
+
+def test_gpu_row_must_name_a_known_architecture(tmp_path):
+    path = broken(tmp_path, "- architecture: Pascal\n", "- architecture: Pascual\n")
+    message = error_for(path)
+    assert f"line {line_of(path, 'Pascual')}" in message
+    assert "gpus[0].architecture: unknown architecture 'Pascual' (expected one of: Kepler, Pascal, Ampere)" in message
+
+
+def test_gpu_row_capability_must_be_within_its_architecture(tmp_path):
+    path = broken(tmp_path, '- architecture: Pascal\n  compute_capability: "6.1"', '- architecture: Pascal\n  compute_capability: "7.5"')
+    assert "gpus[0].compute_capability: 7.5 is not a compute capability of Pascal (6.0, 6.1, 6.2)" in error_for(path)
+
+
+def test_a_capability_belongs_to_one_architecture(tmp_path):
+    path = broken(tmp_path, 'compute_capabilities: ["8.0", "8.6"]', 'compute_capabilities: ["6.2", "8.0", "8.6"]')
+    assert "architectures[2].compute_capabilities: compute capability 6.2 is already Pascal's (line" in error_for(path)
+
+
+def test_duplicate_architecture_name(tmp_path):
+    path = broken(tmp_path, "- name: Ampere\n", "- name: pascal\n")
+    assert "architectures[2]: duplicate row: architecture name 'pascal' is already given on line" in error_for(path)
+
+
+@pytest.mark.parametrize("branch, shown", [('"R470"', "'R470'"), ('"470.57"', "'470.57'"), ("latest", "'latest'")])
+def test_last_driver_branch_is_a_branch_number_or_null(tmp_path, branch, shown):
+    path = broken(tmp_path, 'last_driver_branch: "470"', f"last_driver_branch: {branch}")
+    message = error_for(path)
+    assert f"line {line_of(path, 'last_driver_branch: ' + branch)}" in message
+    assert f"architectures[0].last_driver_branch: expected a driver branch like '470' (or null while supported), got {shown}" in message
+
+
+def test_last_driver_branch_is_required(tmp_path):
+    path = broken(tmp_path, '  last_driver_branch: "470"\n', "")
+    assert "architectures[0]: missing key 'last_driver_branch'" in error_for(path)
+
+
+@pytest.mark.parametrize("bad", ['"1C03"', '"0x1c03"', '"1c033"', '"10de:1c03"', '"g103"', "null"])
+def test_pci_ids_are_four_lower_case_hex_digits(tmp_path, bad):
+    path = broken(tmp_path, 'pci_ids: ["1c02", "1c03"]', f'pci_ids: ["1c02", {bad}]')
+    message = error_for(path)
+    written = '"1c02", ' + bad
+    assert f"line {line_of(path, written)}" in message
+    assert "gpus[0].products[0].pci_ids[1]: expected " in message
+    assert "PCI device id" in message
+
+
+def test_a_pci_id_names_one_product(tmp_path):
+    path = broken(tmp_path, 'pci_ids: ["1b00"]', 'pci_ids: ["1b00", "1c03"]')
+    message = error_for(path)
+    assert f"line {line_of(path, 'TITAN X (Pascal)')}" in message
+    assert "gpus[0]: PCI device id '1c03' of TITAN X (Pascal) is already given to GeForce GTX 1060 on line" in message
+
+
+def test_a_pci_id_is_given_once_in_a_product(tmp_path):
+    path = broken(tmp_path, 'pci_ids: ["1c02", "1c03"]', 'pci_ids: ["1c02", "1c03", "1c02"]')
+    assert "PCI device id '1c02' of GeForce GTX 1060 is already given to the same product" in error_for(path)
+
+
+def test_pci_ids_must_be_a_list(tmp_path):
+    path = broken(tmp_path, 'pci_ids: ["1b00"]', 'pci_ids: "1b00"')
+    assert "gpus[0].products[1].pci_ids: expected a list of PCI device ids, got '1b00'" in error_for(path)
+
+
+def test_a_laptop_name_is_another_name_than_the_desktop_one(tmp_path):
+    # "RTX 3060 Laptop GPU" may be its own product; "RTX 3060 Mobile" then names the same one.
+    path = broken(tmp_path, "  products: [GeForce RTX 3060]", "  products: [GeForce RTX 3060, GeForce RTX 3060 Laptop GPU, NVIDIA GeForce RTX 3060 Mobile]")
+    assert "duplicate row: GPU name 'NVIDIA GeForce RTX 3060 Mobile' is already given" in error_for(path)
+    ok = broken(tmp_path, "  products: [GeForce RTX 3060]", "  products: [GeForce RTX 3060, GeForce RTX 3060 Laptop GPU]")
+    matrix = load_matrix(ok)
+    assert matrix.gpu("RTX 3060 Max-Q").name == "GeForce RTX 3060 Laptop GPU"
+    assert matrix.gpu("RTX 3060").name == "GeForce RTX 3060"

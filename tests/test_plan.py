@@ -167,6 +167,23 @@ def test_plan_from_a_snapshot_without_gpu_is_for_the_cpu(cli, tmp_path):
     assert data["kind"] == "cpu"
 
 
+def test_unknown_gpu_names_the_nearest_products_and_the_flag_to_give(cli):
+    result = cli("plan", "--os", "linux", "--gpu", "RTX 2050")
+    assert result.code == 1 and result.out == "" and result.err.count("\n") == 1
+    assert "unknown GPU: no GPU named 'RTX 2050'" in result.err
+    assert "GeForce RTX 3050 [Ampere, 8.6]" in result.err
+    assert "give --compute-capability X.Y instead" in result.err
+    # Given with its compute capability, a name the matrix does not know is just its label.
+    data = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", "RTX 2050", "--compute-capability", "8.6")
+    assert (data["target"]["gpus"], data["target"]["compute_capability"]) == (["RTX 2050"], "8.6")
+
+
+def test_laptop_gpu_names_plan_like_the_product(cli):
+    data = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", "RTX 4050", "--driver", "550.54.14")
+    assert data["target"]["compute_capability"] == "8.9"
+    assert data["target"]["gpus"] == ["GeForce RTX 4050 Laptop GPU"]
+
+
 def test_scripts(cli):
     bash = cli("plan", "--os", "linux", "--python", "3.11", "--gpu", "RTX 4090", "--format", "bash")
     assert bash.code == 0 and bash.out.startswith("#!/usr/bin/env bash")

@@ -125,6 +125,11 @@ cudnn:
 - {version: "8.1", cuda: ["11.2"], sources: [s]}
 - {version: "8.6", cuda: ["11.8"], sources: [s]}
 - {version: "8.9", cuda: ["12.3"], sources: [s]}
+architectures:
+- {name: Kepler, compute_capabilities: ["3.0", "3.5"], last_driver_branch: "470", sources: [s]}
+- {name: Pascal, compute_capabilities: ["6.1"], last_driver_branch: "580", sources: [s]}
+- {name: Ada Lovelace, compute_capabilities: ["8.9"], last_driver_branch: null, sources: [s]}
+- {name: Hopper, compute_capabilities: ["9.0"], last_driver_branch: null, sources: [s]}
 gpus:
 - {architecture: Kepler, compute_capability: "3.0", products: [GeForce GTX 680], sources: [s]}
 - {architecture: Kepler, compute_capability: "3.5", products: [GeForce GTX 780], sources: [s]}

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from envcheck.errors import NotFoundError, UsageError
-from envcheck.matrix import BUILD_OSES, Matrix, TfBuild, as_version, load_matrix
+from envcheck.matrix import BUILD_OSES, Matrix, TfBuild, as_version, load_matrix, unknown_gpu_message
 from envcheck.shell import BASH, quote
 
 
@@ -114,11 +114,8 @@ def gpu_answer(matrix: Matrix, name: str) -> dict[str, Any]:
         raise UsageError("give a GPU name, e.g. \"GTX 1060\" or \"A100\"")
     gpu = matrix.gpu(name)
     if gpu is None:
-        candidates = matrix.gpu_candidates(name)
-        if candidates:
-            names = "; ".join(f"{g.name} ({g.architecture}, {g.compute_capability})" for g in candidates)
-            raise NotFoundError(f"no GPU named {name!r} in the matrix; did you mean: {names}")
-        raise NotFoundError(f"no GPU named {name!r} in the matrix ({len(matrix.gpus())} products, GeForce GTX 600 series to RTX 50 series, Tesla K10 to B300)")
+        raise NotFoundError(unknown_gpu_message(matrix, name, "look its compute capability up with "
+                            "`nvidia-smi --query-gpu=name,compute_cap --format=csv` or at https://developer.nvidia.com/cuda-gpus"))
     support: dict[str, dict[str, list[str]]] = {"native": {}, "ptx": {}}
     for build in matrix.tf_releases():
         kind = matrix.support(build, gpu.compute_capability)
@@ -133,10 +130,14 @@ def gpu_answer(matrix: Matrix, name: str) -> dict[str, Any]:
         "name": gpu.name,
         "compute_capability": str(gpu.compute_capability),
         "architecture": gpu.architecture,
+        "last_driver_branch": matrix.last_driver_branch(gpu.architecture),
+        "pci_ids": list(gpu.pci_ids),
         "native": support["native"],
         "ptx": support["ptx"],
+        "notes": list(gpu.notes),
         "sources": list(gpu.sources),
     }
+
 
 
 def _parse_version(text: str, what: str):
@@ -245,12 +246,14 @@ def _cuda_text(a: dict[str, Any]) -> str:
 
 def _gpu_text(a: dict[str, Any], releases_by_os: dict[str, list[str]]) -> str:
     lines = [f"{a['name']}: compute capability {a['compute_capability']} ({a['architecture']})"]
+    if a.get("last_driver_branch"):
+        lines.append(f"  last driver branch: {a['last_driver_branch']} (drivers after it do not support {a['architecture']} GPUs)")
     for kind, label in (("native", "native code"), ("ptx", "PTX only (JIT-compiled at startup)")):
         for os, releases in a[kind].items():
             lines.append(f"  {label} on {os}: TensorFlow {_runs(releases, releases_by_os[os])}")
     if not a["native"] and not a["ptx"]:
         lines.append("  no TensorFlow release in the matrix has GPU code for it")
-    return "\n".join(lines + _sources(a))
+    return "\n".join(lines + _notes(a) + _sources(a))
 
 
 def _runs(chosen: list[str], ordered: list[str]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from envcheck.matrix.loader import SCHEMA_VERSION, clear_cache, default_matrix_path, load_matrix, parse_matrix
 from envcheck.matrix.model import (
     BUILD_OSES,
+    Architecture,
     Correction,
     CudaMajor,
     CudaRelease,
@@ -24,12 +25,16 @@ from envcheck.matrix.model import (
     TfDistribution,
     as_version,
     driver_os,
+    gpu_name_key,
     normalize_gpu_name,
+    parse_pci_device_id,
     requirement_text,
+    unknown_gpu_message,
 )
 
 __all__ = [
     "BUILD_OSES",
+    "Architecture",
     "Correction",
     "CudaMajor",
     "CudaRelease",
@@ -49,7 +54,10 @@ __all__ = [
     "clear_cache",
     "default_matrix_path",
     "load_matrix",
+    "gpu_name_key",
     "normalize_gpu_name",
     "parse_matrix",
+    "parse_pci_device_id",
     "requirement_text",
+    "unknown_gpu_message",
 ]

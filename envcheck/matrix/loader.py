@@ -19,6 +19,7 @@ from packaging.version import Version
 from envcheck.errors import MatrixError
 from envcheck.matrix.model import (
     BUILD_OSES,
+    Architecture,
     Correction,
     CudaMajor,
     CudaRelease,
@@ -48,6 +49,8 @@ _TF_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
 _ARCH = re.compile(r"^(sm|compute)_\d+\d$")
 _URL = re.compile(r"^https?://\S+$")
 _SOURCE_KEY = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_PCI_DEVICE_ID = re.compile(r"^[0-9a-f]{4}$")
+_DRIVER_BRANCH = re.compile(r"^\d{2,4}$")
 # PEP 508 project names; packaging.requirements would do, but importing it costs more than the parse.
 _PROJECT_NAME = re.compile(r"^([a-z0-9]|[a-z0-9][a-z0-9._-]*[a-z0-9])$", re.IGNORECASE)
 
@@ -329,22 +332,87 @@ def _read_cudnn(r: _Reader, node: Node, where: str) -> CudnnRelease:
     )
 
 
-def _read_gpu_group(r: _Reader, node: Node, where: str) -> list[tuple[GpuProduct, Node]]:
-    f = r.mapping(node, where, ("architecture", "compute_capability", "products", "sources"))
+def _read_gpu_group(r: _Reader, node: Node, where: str, architectures: dict[str, Architecture]) -> list[tuple[GpuProduct, Node]]:
+    f = r.mapping(node, where, ("architecture", "compute_capability", "products", "sources"), ("notes",))
     architecture = r.text(f["architecture"], f"{where}.architecture")
     capability = r.major_minor(f["compute_capability"], f"{where}.compute_capability")
+    arch = architectures.get(architecture)
+    if arch is None:
+        raise r.fail(f["architecture"], f"{where}.architecture", f"unknown architecture {architecture!r} (expected one of: {', '.join(architectures)})")
+    if str(capability) not in arch.compute_capabilities:
+        raise r.fail(
+            f["compute_capability"], f"{where}.compute_capability",
+            f"{capability} is not a compute capability of {arch.name} ({', '.join(arch.compute_capabilities)})",
+        )
     sources = r.sources(f["sources"], f"{where}.sources")
+    notes = r.texts(f["notes"], f"{where}.notes") if "notes" in f else ()
     products = []
     for i, item in enumerate(r.sequence(f["products"], f"{where}.products", "product names")):
         item_where = f"{where}.products[{i}]"
+        pci_ids: tuple[str, ...] = ()
         if isinstance(item, yaml.MappingNode):
-            pf = r.mapping(item, item_where, ("name",), ("aliases",))
+            pf = r.mapping(item, item_where, ("name",), ("aliases", "pci_ids"))
             name = r.text(pf["name"], f"{item_where}.name")
             aliases = r.texts(pf["aliases"], f"{item_where}.aliases") if "aliases" in pf else ()
+            if "pci_ids" in pf:
+                pci_ids = r.texts(pf["pci_ids"], f"{item_where}.pci_ids", lambda n, w: _pci_id(r, n, w), "PCI device ids")
         else:
             name, aliases = r.text(item, item_where, "a product name or a mapping with name and aliases"), ()
-        products.append((GpuProduct(name=name, compute_capability=capability, architecture=architecture, aliases=aliases, sources=sources), item))
+        product = GpuProduct(
+            name=name, compute_capability=capability, architecture=architecture, aliases=aliases, sources=sources,
+            pci_ids=pci_ids, notes=notes,
+        )
+        products.append((product, item))
     return products
+
+
+def _pci_id(r: _Reader, node: Node, where: str) -> str:
+    text = r.text(node, where, "a PCI device id like '1c03'")
+    if not _PCI_DEVICE_ID.match(text):
+        raise r.fail(node, where, f"expected a PCI device id of 4 lower-case hex digits like '1c03', got {text!r}")
+    return text
+
+
+def _read_architecture(r: _Reader, node: Node, where: str) -> Architecture:
+    f = r.mapping(node, where, ("name", "compute_capabilities", "last_driver_branch", "sources"), ("aliases", "notes"))
+    capabilities = r.texts(f["compute_capabilities"], f"{where}.compute_capabilities", lambda n, w: str(r.major_minor(n, w)), "compute capabilities")
+    if not capabilities:
+        raise r.fail(f["compute_capabilities"], f"{where}.compute_capabilities", "expected at least one compute capability")
+    branch = r.optional(f["last_driver_branch"], f"{where}.last_driver_branch", r.text)
+    if branch is not None and not _DRIVER_BRANCH.match(branch):
+        raise r.fail(f["last_driver_branch"], f"{where}.last_driver_branch", f"expected a driver branch like '470' (or null while supported), got {branch!r}")
+    return Architecture(
+        name=r.text(f["name"], f"{where}.name"),
+        compute_capabilities=capabilities,
+        last_driver_branch=branch,
+        sources=r.sources(f["sources"], f"{where}.sources"),
+        aliases=r.texts(f["aliases"], f"{where}.aliases") if "aliases" in f else (),
+        notes=r.texts(f["notes"], f"{where}.notes") if "notes" in f else (),
+    )
+
+
+def _read_architectures(r: _Reader, top: dict[str, Node]) -> dict[str, Architecture]:
+    """The architectures by name; a name or a compute capability is given once."""
+    found: dict[str, Architecture] = {}
+    names: dict[str, tuple[str, int]] = {}
+    capabilities: dict[str, tuple[str, int]] = {}
+    for i, item in enumerate(r.sequence(top["architectures"], "architectures", "architectures")):
+        where = f"architectures[{i}]"
+        arch = _read_architecture(r, item, where)
+        line = item.start_mark.line + 1
+        for name in (arch.name, *arch.aliases):
+            if name.lower() in names:
+                raise r.fail(item, where, f"duplicate row: architecture name {name!r} is already given on line {names[name.lower()][1]}")
+            names[name.lower()] = (arch.name, line)
+        for capability in arch.compute_capabilities:
+            if capability in capabilities:
+                other, other_line = capabilities[capability]
+                raise r.fail(item, f"{where}.compute_capabilities", f"compute capability {capability} is already {other}'s (line {other_line})")
+            capabilities[capability] = (arch.name, line)
+        found[arch.name] = arch
+    if not found:
+        raise r.fail(top["architectures"], "architectures", "expected at least one architecture")
+    return found
 
 
 def _read_platform(r: _Reader, node: Node) -> PlatformRules:
@@ -422,7 +490,8 @@ def parse_matrix(text: str, path: Path) -> Matrix:
     if root is None:
         raise MatrixError(f"{r.filename}: the file is empty")
     top = r.mapping(
-        root, "(top level)", ("schema", "sources", "platform", "distributions", "tensorflow", "cuda", "cuda_majors", "cudnn", "gpus")
+        root, "(top level)",
+        ("schema", "sources", "platform", "distributions", "tensorflow", "cuda", "cuda_majors", "cudnn", "architectures", "gpus"),
     )
     schema = r.integer(top["schema"], "schema")
     if schema != SCHEMA_VERSION:
@@ -450,11 +519,14 @@ def parse_matrix(text: str, path: Path) -> Matrix:
     if not builds:
         raise r.fail(top["tensorflow"], "tensorflow", "expected at least one TensorFlow release")
 
+    architectures = _read_architectures(r, top)
     gpus: list[GpuProduct] = []
     seen_names: dict[str, int] = {}
+    seen_pci: dict[str, tuple[str, int]] = {}
     for i, group in enumerate(r.sequence(top["gpus"], "gpus", "GPU groups")):
-        for gpu, item in _read_gpu_group(r, group, f"gpus[{i}]"):
+        for gpu, item in _read_gpu_group(r, group, f"gpus[{i}]", architectures):
             own: set[str] = set()
+            line = item.start_mark.line + 1
             for name in (gpu.name, *gpu.aliases):
                 key = normalize_gpu_name(name)
                 if not key:
@@ -464,7 +536,13 @@ def parse_matrix(text: str, path: Path) -> Matrix:
                 own.add(key)
                 if key in seen_names:
                     raise r.fail(item, f"gpus[{i}]", f"duplicate row: GPU name {name!r} is already given on line {seen_names[key]}")
-                seen_names[key] = item.start_mark.line + 1
+                seen_names[key] = line
+            for device_id in gpu.pci_ids:
+                if device_id in seen_pci:
+                    other, other_line = seen_pci[device_id]
+                    where = "the same product" if other == gpu.name else other
+                    raise r.fail(item, f"gpus[{i}]", f"PCI device id {device_id!r} of {gpu.name} is already given to {where} on line {other_line}")
+                seen_pci[device_id] = (gpu.name, line)
             gpus.append(gpu)
 
     return Matrix(
@@ -477,6 +555,7 @@ def parse_matrix(text: str, path: Path) -> Matrix:
         platform=_read_platform(r, top["platform"]),
         sources=r.source_keys,
         distributions=distributions,
+        architectures=architectures.values(),
     )
 
 

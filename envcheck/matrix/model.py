@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,6 +138,33 @@ class GpuProduct:
     architecture: str
     aliases: tuple[str, ...]
     sources: tuple[str, ...]
+    pci_ids: tuple[str, ...] = ()  # PCI device ids ("1c03"), vendor 10de
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """A GPU architecture: the compute capabilities it spans and the last driver branch that
+    supports it (None while current drivers still do)."""
+
+    name: str
+    compute_capabilities: tuple[str, ...]
+    last_driver_branch: str | None
+    sources: tuple[str, ...]
+    aliases: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def supports_driver(self, driver: str | Version) -> bool | None:
+        """False for a driver from a branch after the last one; True otherwise; None when
+        ``driver`` is not a driver version. Windows drivers of a branch carry numbers just above
+        it (R470: 471-474, R580: 580-581), so anything below the next multiple of five still
+        belongs to the last branch."""
+        if self.last_driver_branch is None:
+            return True
+        branch = _branch_floor(driver)
+        if branch is None:
+            return None
+        return branch <= int(self.last_driver_branch)
 
 
 @dataclass(frozen=True)
@@ -189,19 +217,87 @@ class PlatformRules:
 # Queries
 
 
-def normalize_gpu_name(name: str) -> str:
-    """Reduce a product name to what identifies the chip: case, vendor prefixes, memory size and
-    board form factor do not change the compute capability."""
+def gpu_name_key(name: str) -> tuple[str, bool]:
+    """(what identifies the product, whether the name says it is the laptop part).
+
+    Case, spacing, vendor words ("NVIDIA", "GeForce", "Tesla", "Jetson", "Quadro" before a
+    letter series such as P4000), memory size, board form factor and edition ("PCIe", "SXM5",
+    "80GB", "Server Edition") do not change the compute capability, so they are dropped. "Ti",
+    "Super", "D" and every model letter are kept: an RTX 3080 Ti is not an RTX 3080. "Laptop GPU",
+    "Mobile", "Max-Q" and a bare "3080M" only mark the laptop part. pci.ids' "GP106 [GeForce GTX
+    1060 6GB]" is read as the bracketed name."""
+    bracket = re.search(r"\[([^\]]+)\]", name)
+    if bracket:
+        name = bracket.group(1)
     tokens = [t for t in re.split(r"[^0-9a-z]+", name.lower()) if t]
-    while tokens and tokens[0] in _GPU_PREFIXES:
+    while tokens and (tokens[0] in _GPU_PREFIXES or (
+        tokens[0] == "quadro" and len(tokens) > 1 and tokens[1][0].isalpha() and tokens[1] != "rtx"
+    )):
         tokens.pop(0)
-    while tokens and (tokens[-1] in _GPU_SUFFIXES or re.fullmatch(r"\d+gb|sxm\d*|hbm\d*e?|pcie\d*", tokens[-1])):
+    if len(tokens) >= 2 and tokens[0] == "rtx" and re.fullmatch(r"a\d+", tokens[1]):
+        tokens.pop(0)  # "RTX A6000" is what NVIDIA prints; people type "A6000"
+    laptop = False
+    while tokens:
+        last = tokens[-1]
+        if last in _LAPTOP_WORDS:
+            laptop = True
+        elif last in ("q", "p") and len(tokens) >= 2 and tokens[-2] == "max":
+            tokens.pop()
+            laptop = True
+        elif len(tokens) >= 2 and (
+            (tokens[-2] == "rev" and len(last) <= 2)  # pci.ids: "Rev. 2", "Rev. A"
+            or (last == "gb" and tokens[-2].isdigit())  # "3 GB"
+        ):
+            tokens.pop()
+        elif re.fullmatch(r"\d{4}m", last):  # "RTX 3080M": the laptop part (NVIDIA's own names
+            tokens[-1] = last[:-1]            # with an M suffix have three digits: GTX 980M)
+            laptop = True
+            break
+        elif not (last in _GPU_SUFFIXES or _FORM_FACTOR.fullmatch(last)):
+            break
         tokens.pop()
-    return "".join(tokens)
+    return "".join(tokens), laptop
 
 
-_GPU_PREFIXES = {"nvidia", "geforce", "tesla"}
-_GPU_SUFFIXES = {"gb", "pcie", "sxm", "nvl", "with", "max", "q", "design", "laptop", "gpu", "mobile", "notebook"}
+def normalize_gpu_name(name: str) -> str:
+    """The key two names share when they name the same product: ``gpu_name_key`` as one string
+    ("rtx4050/laptop" for the laptop part)."""
+    key, laptop = gpu_name_key(name)
+    return f"{key}/laptop" if laptop and key else key
+
+
+_GPU_PREFIXES = {"nvidia", "geforce", "tesla", "jetson", "hgx"}
+_LAPTOP_WORDS = {"laptop", "mobile", "notebook", "maxq"}
+_GPU_SUFFIXES = {
+    "gb", "pcie", "sxm", "nvl", "dgxs", "with", "design", "gpu", "edition", "founders", "workstation", "server",
+    "sff", "generation", "developer", "kit", "devkit", "module", "embedded", "lite", "hash", "rate", "lhr", "oem",
+    "refresh",
+}
+_FORM_FACTOR = re.compile(r"\d+(gb|gib|g)|sxm\d*|hbm\d*e?|pcie\d*")
+
+
+def parse_pci_device_id(device_id: str) -> str | None:
+    """ "0x1C03", "1c03", "10de:1c03" -> "1c03"; None for anything else (another vendor, not an id)."""
+    text = str(device_id).strip().lower()
+    vendor, sep, device = text.rpartition(":")
+    if sep:
+        if vendor.removeprefix("0x") != "10de":
+            return None
+        text = device
+    text = text.removeprefix("0x")
+    return text if re.fullmatch(r"[0-9a-f]{4}", text) else None
+
+
+def _branch_floor(driver: str | Version) -> int | None:
+    """A driver version's major number rounded down to five: 470.256.02 -> 470, Windows 472.12 ->
+    470, 581.57 -> 580. That is its branch for every branch a last_driver_branch names (R340, R390,
+    R470, R580 and their Windows numbers), which is all ``supports_driver`` needs; older branches
+    such as R418 are not multiples of five."""
+    match = re.match(r"^\s*(\d{2,4})(\.\d+)*\s*$", str(driver))
+    if not match:
+        return None
+    major = int(match.group(1))
+    return major - major % 5
 
 
 class Matrix:
@@ -218,6 +314,7 @@ class Matrix:
         platform: PlatformRules,
         sources: dict[str, Source],
         distributions: Iterable[TfDistribution] = (),
+        architectures: Iterable[Architecture] = (),
     ) -> None:
         self.path = path
         self.platform = platform
@@ -232,10 +329,21 @@ class Matrix:
         self._cudnn = sorted(cudnn_releases, key=lambda c: c.version)
         self._cudnn_index = {c.version.release: c for c in self._cudnn}
         self._gpus = list(gpus)
-        self._gpu_index: dict[str, GpuProduct] = {}
+        self._gpu_index: dict[tuple[str, bool], GpuProduct] = {}
+        self._pci_index: dict[str, GpuProduct] = {}
         for gpu in self._gpus:
             for name in (gpu.name, *gpu.aliases):
-                self._gpu_index[normalize_gpu_name(name)] = gpu
+                self._gpu_index.setdefault(gpu_name_key(name), gpu)
+            for device_id in gpu.pci_ids:
+                self._pci_index[device_id] = gpu
+        self._architectures = list(architectures)
+        self._architecture_index: dict[str, Architecture] = {}
+        self._capability_index: dict[tuple[int, ...], Architecture] = {}
+        for arch in self._architectures:
+            for name in (arch.name, *arch.aliases):
+                self._architecture_index[name.lower()] = arch
+            for capability in arch.compute_capabilities:
+                self._capability_index[as_version(capability).release[:2]] = arch
 
     # TensorFlow ---------------------------------------------------------------------------
     def tf_releases(self, os: str | None = None) -> list[TfBuild]:
@@ -406,18 +514,77 @@ class Matrix:
         return list(self._gpus)
 
     def gpu(self, name: str) -> GpuProduct | None:
-        return self._gpu_index.get(normalize_gpu_name(name))
+        """The product a person or a tool names: "RTX 4050", "NVIDIA A100-SXM4-80GB",
+        "GeForce GTX 1080 with Max-Q Design". A laptop name falls back to the desktop product of
+        the same name and the other way round (NVIDIA gives both the same compute capability;
+        some names, such as the RTX 4050, exist only as laptop parts)."""
+        key, laptop = gpu_name_key(name)
+        if not key:
+            return None
+        return self._gpu_index.get((key, laptop)) or self._gpu_index.get((key, not laptop))
+
+    def gpu_by_pci_id(self, device_id: str) -> GpuProduct | None:
+        """The product with this PCI device id ("0x1C03", "1c03", "10de:1c03"); None when the
+        matrix does not know the id or it is not an NVIDIA device id."""
+        parsed = parse_pci_device_id(device_id)
+        return self._pci_index.get(parsed) if parsed else None
 
     def gpu_candidates(self, name: str, limit: int = 6) -> list[GpuProduct]:
-        """Products whose name contains what was typed: suggestions for a name that did not match."""
-        wanted = normalize_gpu_name(name)
+        """The products nearest to a name that did not match, best first: those whose name
+        contains what was typed (or is contained in it), then close spellings."""
+        wanted, _ = gpu_name_key(name)
         if not wanted:
             return []
-        found: list[GpuProduct] = []
-        for key, gpu in self._gpu_index.items():
-            if wanted in key and gpu not in found:
-                found.append(gpu)
-        return found[:limit]
+        scored: dict[GpuProduct, float] = {}
+        for (key, _laptop), gpu in self._gpu_index.items():
+            ratio = difflib.SequenceMatcher(None, wanted, key).ratio()
+            if wanted in key or (len(key) >= 4 and key in wanted):
+                ratio += 1.0
+            elif ratio < 0.8:
+                continue
+            if ratio > scored.get(gpu, -1.0):
+                scored[gpu] = ratio
+        ranked = sorted(scored, key=lambda g: -scored[g])  # stable: ties keep the matrix's order
+        return ranked[:limit]
+
+    # Architectures ------------------------------------------------------------------------
+    def architectures(self) -> list[Architecture]:
+        return list(self._architectures)
+
+    def architecture(self, name: str) -> Architecture | None:
+        """An architecture by name ("Kepler", "ada lovelace", "Ada") or by a compute capability
+        it spans ("3.5", "8.9")."""
+        text = str(name).strip()
+        found = self._architecture_index.get(text.lower())
+        if found is not None:
+            return found
+        arch = _ARCH.match(text.lower())
+        if arch:
+            return self._capability_index.get((int(arch.group(2)), int(arch.group(3))))
+        if re.fullmatch(r"\d+\.\d+", text):
+            return self._capability_index.get(tuple(int(p) for p in text.split(".")))
+        return None
+
+    def last_driver_branch(self, compute_capability_or_architecture: str | Version) -> str | None:
+        """The last driver branch that supports the architecture ("470" for Kepler, "3.5"), or
+        None: when the architecture is still supported, or when the matrix does not know it
+        (``architecture`` tells the two apart)."""
+        arch = self.architecture(str(compute_capability_or_architecture))
+        return arch.last_driver_branch if arch is not None else None
+
+    def supports_driver(self, compute_capability_or_architecture: str | Version, driver: str | Version) -> bool | None:
+        """False when ``driver`` comes from a branch after the architecture's last one (a
+        Kepler GPU under 535.54 has no driver); True when it does not; None when the matrix does
+        not know the architecture or ``driver`` is not a driver version."""
+        arch = self.architecture(str(compute_capability_or_architecture))
+        return arch.supports_driver(driver) if arch is not None else None
+
+
+def unknown_gpu_message(matrix: Matrix, name: str, what_to_do: str) -> str:
+    """One line for a GPU name the matrix does not know: the nearest products, if any, and what to do."""
+    candidates = matrix.gpu_candidates(name)
+    nearest = ", ".join(f"{g.name} [{g.architecture}, {g.compute_capability}]" for g in candidates)
+    return f"unknown GPU: no GPU named {name.strip()!r} in the matrix{f' (nearest: {nearest})' if nearest else ''}; {what_to_do}"
 
 
 def requirement_text(distribution: str, extra: str | None, build: TfBuild, exact: str | None = None) -> str:

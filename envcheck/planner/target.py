@@ -97,12 +97,12 @@ def gpu_from_name(matrix: "Matrix", name: str) -> tuple[str, Version]:
     product = matrix.gpu(name)
     if product is not None:
         return product.name, product.compute_capability
-    hints = [g.name for g in matrix.gpu_candidates(name)]
-    hint = f" (did you mean: {', '.join(hints)}?)" if hints else ""
-    raise NotFoundError(
-        f"GPU {name!r} is not in the compatibility matrix{hint}; give its compute capability instead, "
-        "e.g. --compute-capability 6.1 (NVIDIA lists them at https://developer.nvidia.com/cuda-gpus)"
-    )
+    from envcheck.matrix import unknown_gpu_message
+
+    raise NotFoundError(unknown_gpu_message(
+        matrix, name, "give --compute-capability X.Y instead (`nvidia-smi --query-gpu=compute_cap --format=csv` "
+        "shows it; NVIDIA lists them at https://developer.nvidia.com/cuda-gpus)",
+    ))
 
 
 def target_from_facts(facts: Facts, matrix: "Matrix", snapshot: bool = False) -> Target:
@@ -153,8 +153,10 @@ def _local_gpus(facts: Facts, matrix: "Matrix", notes: list[str]):
         return True, names, min(capabilities) if capabilities else None, "NVML"
     devices = facts.pci.devices
     if devices:
-        names = tuple(d.name or f"NVIDIA device {d.device_id}" for d in devices)
-        known = [p for p in (matrix.gpu(d.name) if d.name else None for d in devices) if p]
+        # pci.ids' name when the machine has pci.ids, else the matrix's product for the device id.
+        products = [(matrix.gpu(d.name) if d.name else None) or matrix.gpu_by_pci_id(d.device_id) for d in devices]
+        names = tuple(d.name or (p.name if p else f"NVIDIA device {d.device_id}") for d, p in zip(devices, products))
+        known = [p for p in products if p]
         capability = min((p.compute_capability for p in known), default=None)
         if len(known) < len(devices):
             notes.append(
@@ -232,7 +234,12 @@ def apply_overrides(
     if gpu is not None or compute_capability is not None:
         name, capability = None, None
         if gpu is not None:
-            name, capability = gpu_from_name(matrix, gpu)
+            try:
+                name, capability = gpu_from_name(matrix, gpu)
+            except NotFoundError:
+                if compute_capability is None:
+                    raise
+                name = gpu.strip()  # a GPU the matrix does not know, with its capability given
         if compute_capability is not None:
             given = parse_capability(compute_capability)
             if capability is not None and given != capability:
