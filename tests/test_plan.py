@@ -312,3 +312,13 @@ def test_a_snapshot_with_odd_values_plans_without_crashing(cli, tmp_path, capabi
     result = cli("plan", "--facts", str(path))
     assert result.code == 0, result.err
     assert shown in result.out.splitlines()[0]
+
+
+def test_a_kepler_card_is_planned_within_its_last_driver_branch(cli):
+    from envcheck.matrix import load_matrix
+
+    data = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", "Tesla K40")
+    assert data["tensorflow"] == "2.14"  # the newest with code for 3.5; CUDA 12's 525+ drivers never reach Kepler
+    assert load_matrix().supports_driver("3.5", data["driver_min"]) is True
+    newer = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", "RTX 3090")
+    assert newer["tensorflow"] != "2.14" and not any("branch, so the plan" in r for r in newer["reasons"])

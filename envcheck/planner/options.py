@@ -189,6 +189,8 @@ def gpu_options(matrix: "Matrix", target: Target, os: str, *, python: bool = Tru
         option = gpu_option(matrix, build, target, os)
         if option.support == "none":
             continue
+        if target.compute_capability is not None and option.driver_min is not None and matrix.supports_driver(target.compute_capability, option.driver_min) is False:
+            continue  # the card's architecture gets no driver that new (Kepler stops at 470)
         if python and option.python_change:
             continue
         out.append(option)

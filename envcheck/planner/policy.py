@@ -126,6 +126,10 @@ def _driver_reasons(matrix: "Matrix", target: Target, option: Option) -> list[st
         need += f" (the floor of CUDA {major}'s minor-version compatibility; the {option.cuda} toolkit itself asks for {full})"
     if option.os == "wsl":
         need += " (under WSL2 the driver is the Windows one)"
+    ceiling = matrix.last_driver_branch(target.compute_capability) if target.compute_capability is not None else None
+    if ceiling is not None and _held_back_by_ceiling(matrix, target, option):
+        arch = matrix.architecture(str(target.compute_capability))
+        need += f"; {arch.name if arch else 'these'} GPUs get no driver after the {ceiling} branch, so the plan stays within it"
     if option.driver_status == DRIVER_OK:
         return [f"{need}; driver {target.driver} is new enough."]
     if option.driver_status == DRIVER_UPGRADE:
@@ -136,6 +140,13 @@ def _driver_reasons(matrix: "Matrix", target: Target, option: Option) -> list[st
     if option.driver_status == DRIVER_INSTALL:
         return [f"{need}; no NVIDIA driver answered on this machine, so install one first."]
     return [f"{need} (the driver is not known: check it with nvidia-smi, or pass --driver)."]
+
+
+def _held_back_by_ceiling(matrix: "Matrix", target: Target, option: Option) -> bool:
+    """A newer release has code for the card, but needs a driver its architecture never gets."""
+    cc = target.compute_capability
+    newer = matrix.newest_release(option.os, gpu=True, python=option.python, accept=lambda b: matrix.support(b, cc) != "none")
+    return newer is not None and newer.tf > option.build.tf
 
 
 def _keep_driver(target: Target, best: Option, candidates: list[Option]) -> list[Alternative]:

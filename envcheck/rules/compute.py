@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from envcheck.findings import Fix, Severity
-from envcheck.machine import pci_product_name
+from envcheck.machine import minor, pci_product_name
 from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.engine import Context, Hit, rule
 from envcheck.rules.installs import install_release
@@ -89,8 +89,7 @@ def compute_capability_unsupported(ctx: Context) -> Iterator[Hit]:
         if support(ctx, arch, gpu.compute_capability) != "none":
             continue
         cc = gpu.compute_capability
-        runs_on_it = lambda b, cc=cc: support(ctx, b, cc) != "none"  # noqa: E731
-        newest = ctx.newest_release(gpu=True, accept=runs_on_it)
+        newest = ctx.newest_release(gpu=True, accept=_tf_fits(ctx, cc))
         evidence = [(gpu.source, f"{gpu.name}: compute capability {cc}"), ("TensorFlow build architectures", caps)]
         if build is not None:
             evidence.append(matrix_evidence(ctx, build))
@@ -116,6 +115,69 @@ def compute_capability_unsupported(ctx: Context) -> Iterator[Hit]:
             evidence=tuple(evidence),
             fix=Fix(text=text, commands=commands, url="https://developer.nvidia.com/cuda-gpus"),
         )
+
+
+def driver_ceiling(ctx: Context, cc: str):
+    """The last driver branch the GPU's architecture gets (Kepler: 470), or None when it is still
+    supported or not known."""
+    try:
+        return ctx.matrix.last_driver_branch(cc)
+    except Exception:  # noqa: BLE001 - an odd capability is unknown
+        return None
+
+
+def runs_within_ceiling(ctx: Context, build, cc: str) -> bool:
+    """The build has code for the GPU and its CUDA's driver is one the GPU can still get."""
+    if build.cuda is None or support(ctx, build, cc) in (None, "none"):
+        return False
+    need = ctx.driver_requirement(build.cuda, support(ctx, build, cc))
+    if need is None or need.minimum is None:
+        return True
+    return ctx.matrix.supports_driver(cc, need.minimum) is not False
+
+
+def _tf_fits(ctx: Context, cc: str):
+    return lambda b: runs_within_ceiling(ctx, b, cc)
+
+
+@rule("EC-CC-003", "The GPU's architecture ended before the driver this TensorFlow needs", "error", "compute")
+def driver_ceiling_too_low(ctx: Context) -> Iterator[Hit]:
+    """Each GPU architecture stops getting drivers at a branch (Kepler after 470; Maxwell, Pascal
+    and Volta after 580): a TensorFlow whose CUDA needs a later driver can never run on it, so
+    "update the driver" is no fix; the way forward is an older release, or another GPU."""
+    cuda = ctx.tf_cuda
+    if cuda is None:
+        return
+    for gpu in gpu_capabilities(ctx):
+        cc = gpu.compute_capability
+        ceiling = driver_ceiling(ctx, cc)
+        if ceiling is None:
+            continue
+        need = ctx.driver_requirement(cuda, support(ctx, build_architectures(ctx), cc) if build_architectures(ctx) is not None else None)
+        if need is None or need.minimum is None or ctx.matrix.supports_driver(cc, need.minimum) is not False:
+            continue
+        arch = ctx.matrix.architecture(cc)
+        name = arch.name if arch is not None else "its architecture"
+        newest = ctx.newest_release(gpu=True, accept=_tf_fits(ctx, cc))
+        evidence = [(gpu.source, f"{gpu.name}: compute capability {cc} ({name})"), ("matrix: last driver branch", f"{ceiling} for {name}"), (f"matrix: CUDA {minor(cuda)} minimum driver", f"{need.minimum} ({need.os_title})")]
+        if newest is not None:
+            commands, python_note = install_release(ctx, newest)
+            text = (
+                f"Install TensorFlow {newest.label} (CUDA {newest.cuda}, cuDNN {newest.cudnn}), the newest release that runs on "
+                f"{name} GPUs with a {ceiling}-branch driver, or use a newer GPU.{python_note}"
+            )
+        else:
+            commands, text = (), f"No TensorFlow GPU build in the matrix runs on {name} with a {ceiling}-branch driver: use the CPU, or a newer GPU."
+        arch_build = build_architectures(ctx)
+        no_code = arch_build is not None and support(ctx, arch_build, cc) == "none"
+        yield Hit(
+            title=f"{gpu.name} ({name}) gets no driver after the {ceiling} branch, and {ctx.tf_name}'s CUDA {minor(cuda)} needs {need.minimum} or newer",
+            detail="A driver update cannot fix this: NVIDIA's drivers after that branch do not support the card at all.",
+            evidence=tuple(evidence),
+            fix=Fix(text=text, commands=commands, url="https://developer.nvidia.com/cuda-gpus"),
+            caused_by="EC-CC-001" if no_code else None,  # the same move (an older release) fixes both
+        )
+        return
 
 
 @rule("EC-CC-002", "GPU covered only by PTX (slow first start)", "warning", "compute")

@@ -53,9 +53,14 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
     older = ctx.newest_release(
         gpu=True,
         python=python,
-        accept=lambda b: b.cuda is not None and _minimum(ctx, b.cuda, have) <= have,
+        accept=lambda b: b.cuda is not None and _minimum(ctx, b.cuda, have) <= have and _runs_on_the_gpus(ctx, b),
     )
     fix = install_driver_fix(ctx, "Update the NVIDIA driver")
+    # A GPU whose architecture gets no driver new enough (Kepler after 470): the upgrade is no
+    # fix, EC-CC-003 is the cause.
+    from envcheck.rules.compute import driver_ceiling, gpu_capabilities
+
+    stuck = any(ctx.matrix.supports_driver(g.compute_capability, runs) is False for g in gpu_capabilities(ctx) if driver_ceiling(ctx, g.compute_capability))
     commands = fix.commands
     text = fix.text
     if older is not None:
@@ -73,7 +78,15 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
         ),
         evidence=tuple(evidence),
         fix=Fix(text=text, commands=commands, url=fix.url),
+        caused_by="EC-CC-003" if stuck else None,
     )
+
+
+def _runs_on_the_gpus(ctx: Context, build) -> bool:
+    """The build has code (native or PTX) for every GPU whose capability is known."""
+    from envcheck.rules.compute import gpu_capabilities, support
+
+    return all(support(ctx, build, g.compute_capability) not in ("none",) for g in gpu_capabilities(ctx))
 
 
 def _minimum(ctx: Context, cuda, default):

@@ -117,6 +117,7 @@ CASES: tuple[Case, ...] = (
     Case("EC-DRV-008", lambda: b.nvml_failure(b.server(), "unknown", "Unknown Error"), lambda: b.nvml_failure(b.server(), "driver_not_loaded", "Driver Not Loaded"), "unknown NVML error"),
     # --- compute capability
     Case("EC-CC-001", lambda: b.server_gpus(b.server(), ("GeForce GTX 780", "3.5")), lambda: b.server_gpus(b.server(), ("GeForce GTX 980", "5.2")), "Kepler card, TF 2.15 starts at sm_50"),
+    Case("EC-CC-003", lambda: b.change(b.server_gpus(b.server(), ("Tesla K40m", "3.5")), {"nvml.driver_version": "470.256.02", "driver.version": "470.256.02"}), lambda: b.change(b.server_gpus(b.server(), ("Tesla T4", "7.5")), {"nvml.driver_version": "470.256.02", "driver.version": "470.256.02"}), "Kepler past its last branch; a Turing card can get a newer driver"),
     Case("EC-CC-002", lambda: b.server_gpus(b.server(), ("NVIDIA GeForce RTX 3090", "8.6")), lambda: b.server_gpus(b.server(), ("NVIDIA GeForce RTX 2080 Ti", "7.5")), "Ampere card, TF 2.15 has only compute_80 PTX"),
     # --- libraries
     Case("EC-LIB-001", b.setup_post, lambda: b.cuda_10_installed(b.setup_post()), "cudart64_100.dll missing"),

@@ -341,3 +341,36 @@ def test_numpy_2_under_a_numpy_1_tensorflow_is_the_cause_of_the_failed_import():
     assert ("install", "numpy<2.0.0,>=1.23.5") in [c.pip_args for c in found["EC-TF-010"].fix.commands]
     # Markers are read for the probed interpreter: the Windows-only and the extra's requirements stay out.
     assert "colorama" not in found["EC-TF-010"].title and "nvidia" not in found["EC-TF-010"].title
+
+
+def test_a_kepler_card_on_its_last_driver_is_the_first_broken_link_not_the_driver():
+    """Tesla K40 (3.5) on driver 470 with a TensorFlow that needs CUDA 12: no driver after 470
+    supports Kepler, so the fix is the newest release that runs on the card with that driver."""
+    facts = b.server_gpus(b.server(), ("Tesla K40m", "3.5"))
+    facts = b.change(facts, {"nvml.driver_version": "470.256.02", "driver.version": "470.256.02"})
+    facts = b.tf_sees_no_gpu(facts, "Ignoring visible gpu device (device: 0, name: Tesla K40m) with Cuda compute capability 3.5. The minimum required Cuda capability is 5.0.")
+    report = judge(facts)
+    found = by_id(report)
+    assert report.verdict.first_broken_link == "compute" and report.verdict.finding_id == "EC-CC-001"
+    assert found["EC-DRV-001"].caused_by == "EC-CC-003" and found["EC-CC-003"].caused_by == "EC-CC-001"
+    fix = found["EC-CC-001"].fix
+    assert "TensorFlow 2.14" in fix.text
+    assert not any("525" in c.line or "ubuntu-drivers" in c.line for s in report.verdict.gpu_path for c in s.commands)
+    assert [s.text.split(":")[0] for s in report.verdict.gpu_path] == ["EC-CC-001"]
+
+
+def test_a_gtx_680_fix_sets_up_the_python_its_release_needs():
+    """The newest release with code for compute capability 3.0 is far older than Python 3.11: the
+    fix creates the Python it needs instead of a pip line that cannot work."""
+    facts = b.server_gpus(b.server(), ("GeForce GTX 680", "3.0"))
+    facts = b.tf_sees_no_gpu(facts)
+    finding = by_id(judge(facts))["EC-CC-001"]
+    lines = [c.line for c in finding.fix.commands]
+    assert any(line.startswith("python3.") and "-m venv tf-env" in line for line in lines)
+    assert any("tensorflow-gpu==" in line and line.startswith("tf-env/bin/python -m pip") for line in lines)
+    assert not any(line.startswith("/home") and "tensorflow-gpu==" in line for line in lines)  # not into Python 3.11
+
+
+def test_an_architecture_still_supported_has_no_ceiling():
+    report = judge(b.server())
+    assert "EC-CC-003" not in by_id(report)
