@@ -26,10 +26,59 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so every usage error is one line and exit 2."""
+    """argparse that raises instead of exiting, so every usage error is one line and exit 2,
+    naming the command it belongs to and the nearest spelling of a mistyped word."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise _ArgparseUsage(f"{self.prog}: {message}")
+        where = self.prog[len("envcheck") :].strip()
+        raise _ArgparseUsage(f"{where + ': ' if where else ''}{_with_suggestion(self, message)}")
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self._deepest(parsed).error(f"unrecognized argument{'s' if len(extra) > 1 else ''}: {' '.join(extra)}")
+        return parsed
+
+    def _deepest(self, parsed) -> argparse.ArgumentParser:
+        """The (sub)command parser the arguments reached: ``matrix tf`` for ``matrix tf 2.15 --jsn``."""
+        owner: argparse.ArgumentParser = self
+        while True:
+            nested = next(
+                (a.choices[getattr(parsed, a.dest)] for a in owner._actions
+                 if isinstance(a, argparse._SubParsersAction) and getattr(parsed, a.dest, None) in a.choices),
+                None,
+            )
+            if nested is None:
+                return owner
+            owner = nested
+
+
+def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
+    """Add "did you mean --json?" to an unknown flag or command."""
+    import difflib
+    import re
+
+    unknown = re.search(r"unrecognized arguments?: (\S+)", message)
+    if unknown:
+        flags = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+        near = difflib.get_close_matches(unknown.group(1).split("=", 1)[0], flags, n=1, cutoff=0.6)
+        return message + (f" (did you mean {near[0]}?)" if near else "")
+    choice = re.search(r"(?:argument ([^:]+): )?invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if choice:
+        options = [c.strip().strip("'") for c in choice.group(3).split(",")]
+        near = difflib.get_close_matches(choice.group(2), options, n=1, cutoff=0.5)
+        what = "unknown command" if choice.group(1) in (None, "COMMAND", "QUERY") else f"{choice.group(1)}: unknown choice"
+        return f"{what} {choice.group(2)!r}" + (f" (did you mean {near[0]}?)" if near else f"; choose from {', '.join(options)}")
+    return message
+
+
+EXIT_CODES = """\
+exit status:
+  0  GPU ready, CPU only where there is no NVIDIA GPU, not installed yet, or only warnings
+  1  a finding at the --fail-on level (default: error), or no usable GPU with --require-gpu
+  2  bad usage or bad input (one line on stderr)
+  3  an internal error: rerun with --traceback and report it
+"""
 
 
 class _ArgparseUsage(EnvcheckError):
@@ -47,11 +96,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module_name, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        p = sub.add_parser(name, help=help_text, description=help_text, formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help="show the full traceback on errors (for bug reports)")
         if only is None or only == name:
             module = importlib.import_module(module_name)
             module.configure(p)
+            if name == "doctor" and not p.epilog:
+                p.epilog = EXIT_CODES
     return parser
 
 

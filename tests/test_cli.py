@@ -44,9 +44,9 @@ def test_help_lists_every_command(capsys):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (("doctor", "--no-such-flag"), "unrecognized arguments: --no-such-flag"),
-        (("frobnicate",), "invalid choice: 'frobnicate'"),
-        (("doctor", "--fail-on", "sometimes"), "invalid choice: 'sometimes'"),
+        (("doctor", "--no-such-flag"), "doctor: unrecognized argument: --no-such-flag"),
+        (("frobnicate",), "unknown command 'frobnicate'"),
+        (("doctor", "--fail-on", "sometimes"), "--fail-on: unknown choice 'sometimes'"),
         (("doctor", "--tf-timeout", "-3"), "must be positive"),
         (("doctor", "--no-redact"), "--no-redact only applies to --markdown"),
     ],
@@ -267,3 +267,25 @@ def test_json_on_an_output_encoding_without_its_characters_stays_lossless(tmp_pa
     result = run_envcheck("doctor", "--facts", snapshot, "--json", env={"PYTHONIOENCODING": "ascii"})
     assert result.code in (0, 1), result.err
     assert result.json()["facts"]["python"]["executable"] == "/home/jos\u00e9/venv/bin/python"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("doctor", "--jsn"), "doctor: unrecognized argument: --jsn (did you mean --json?)"),
+        (("doctr",), "unknown command 'doctr' (did you mean doctor?)"),
+        (("matrix", "tf", "2.15", "--jsn"), "matrix tf: unrecognized argument: --jsn (did you mean --json?)"),
+        (("plan", "--os", "windwos"), "plan: --os: unknown choice 'windwos' (did you mean windows?)"),
+    ],
+)
+def test_a_mistyped_word_names_its_command_and_the_nearest_spelling(cli, args, message):
+    result = cli(*args)
+    assert result.code == 2 and result.err == f"envcheck: error: {message}\n"
+    assert "envcheck: error: envcheck:" not in result.err
+
+
+def test_doctor_help_names_the_traceback_flag_and_the_exit_codes(cli, capsys):
+    with pytest.raises(SystemExit):
+        cli("doctor", "--help")
+    out = capsys.readouterr().out
+    assert "--traceback" in out and "exit status:" in out and "--require-gpu" in out

@@ -202,7 +202,7 @@ def test_scripts(cli):
         (("--compute-capability", "eight", "--os", "linux"), 2, "--compute-capability eight"),
         (("--cpu", "--gpu", "RTX 4090"), 2, "not allowed with"),
         (("--cpu", "--compute-capability", "8.6"), 2, "--cpu"),
-        (("--os", "plan9"), 2, "invalid choice"),
+        (("--os", "plan9"), 2, "unknown choice"),
         (("--json", "--format", "bash"), 2, "not allowed with"),
         (SETUP_POST + ("--format", "bash"), 2, "--format powershell"),
         (("--os", "linux", "--cpu", "--format", "powershell"), 2, "--format bash"),
