@@ -26,7 +26,7 @@ def no_keras_cache(tmp_path, monkeypatch):
     (["--batch-per-replica", "ten"], "expected a whole number, got 'ten'"),
     (["--lr", "-0.1"], "--lr: must be a positive number"),
     (["--lr", "nan"], "--lr: must be a positive number"),
-    (["--preset", "slow"], "invalid choice: 'slow'"),
+    (["--preset", "slow"], "--preset: unknown choice 'slow'"),
     (["--synthetic", "--data", "x"], "not allowed with argument"),
     (["--data", "no/such/folder"], "--data no/such/folder: no such file or folder"),
     (["--gpus", "2", "--cpu-replicas", "2"], "exclude each other"),
