@@ -146,8 +146,10 @@ class _Out:
             self.console.print((head if i == 0 else Text(" " * hang)) + piece, crop=False, overflow="ignore")
 
     def command(self, command: Command, indent: int) -> None:
+        from envcheck.invocation import runnable
+
         text = Text(" " * indent)
-        text.append(command.line, style="cyan" if self.color else "")
+        text.append(runnable(command.line, command.shell), style="cyan" if self.color else "")
         self.console.print(text, soft_wrap=True, crop=False)
 
     def blank(self) -> None:
@@ -188,7 +190,9 @@ def render(report: Report, verbose: bool = False, color: Optional[bool] = None, 
         if rest:
             out.blank()
             listed = "; ".join(f"{f.id} {f.severity.value}" + (f" (because of {f.caused_by})" if f.caused_by else "") for f in rest)
-            out.line(Text(f"Also: {listed}. Details: envcheck doctor -v", style="dim" if color else ""), hang=6)
+            from envcheck.invocation import runnable
+
+            out.line(Text(f"Also: {listed}. Details: {runnable('envcheck doctor -v')}", style="dim" if color else ""), hang=6)
     return out.value()
 
 

@@ -235,6 +235,12 @@ def import_failed(ctx: Context) -> Iterator[Hit]:
     )
 
 
+def _explain_import(ctx: Context) -> Command:
+    """Import TensorFlow by hand and hand its whole output to envcheck explain."""
+    code = "import tensorflow as tf; print(tf.config.list_physical_devices())"
+    return ctx.shell_command(f"{ctx.python_line(code)} 2>&1 | envcheck explain -", f"{ctx.python_line(code)} 2>&1 | envcheck explain -")
+
+
 def first_sentence(line: str, limit: int = 160) -> str:
     """The error's first sentence: "ImportError: Could not find 'cudart64_100.dll'" of a long message."""
     head = re.split(r"(?<=[.!?'\"])\s+(?=[A-Z])", line.strip(), maxsplit=1)[0]
@@ -285,7 +291,7 @@ def _import_fix(ctx: Context, error: str, library: Optional[str]) -> Fix:
         return Fix(text="Reinstall TensorFlow (see envcheck plan).", commands=(Command("envcheck plan", shell="any"),))
     return Fix(
         text=f"Reinstall {tf.distribution} {tf.version}; if the error stays, paste it into `envcheck explain`.",
-        commands=(ctx.pip_command("install", "--force-reinstall", f"{tf.distribution}=={tf.version}"), Command("envcheck explain", shell="any")),
+        commands=(ctx.pip_command("install", "--force-reinstall", f"{tf.distribution}=={tf.version}"), _explain_import(ctx)),
     )
 
 
@@ -320,8 +326,7 @@ def probe_crashed(ctx: Context) -> Iterator[Hit]:
         fix = Fix(
             text="Run TensorFlow by hand to see the whole error, then paste it into `envcheck explain`.",
             commands=(
-                ctx.shell_command(ctx.python_line("import tensorflow as tf; print(tf.config.list_physical_devices())")),
-                Command("envcheck explain", shell="any"),
+                _explain_import(ctx),
             ),
         )
         severity = None
