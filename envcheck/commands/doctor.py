@@ -73,8 +73,13 @@ def build_report(args: argparse.Namespace):
         notes = (f"judged from a saved snapshot: {args.facts}",)
     else:
         from envcheck.probes import ProbeOptions, collect
+        from envcheck.render.live import live_progress
 
-        facts = collect(ProbeOptions(python=args.python, quick=args.quick, tf_timeout=args.tf_timeout, timeout=args.timeout))
+        show = not (getattr(args, "json", False) or getattr(args, "markdown", False))
+        with live_progress(args.quick, enabled=show) as progress:
+            facts = collect(
+                ProbeOptions(python=args.python, quick=args.quick, tf_timeout=args.tf_timeout, timeout=args.timeout, progress=progress)
+            )
     matrix_loader = None
     if args.matrix:
         from envcheck.matrix import load_matrix

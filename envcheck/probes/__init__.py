@@ -54,6 +54,9 @@ class ProbeOptions:
     root: Path = Path("/")  # filesystem root, for tests that build trees
     system: Optional[str] = None  # platform.system() of the probed machine; None = this one
     nvml: Any = None  # the pynvml module or a stand-in; None = import pynvml
+    # Told (probe name, "start" | "done") as probes run: the live display. It may be called from
+    # the NVML thread, so it must be quick and thread-safe.
+    progress: Optional[Callable[[str, str], None]] = None
 
 
 class Clock:
@@ -78,14 +81,24 @@ def guarded(name: str, section: type, probe: Callable[..., Any], *args: Any, **k
     return dataclasses.replace(result, seconds=round(time.perf_counter() - started, 4))
 
 
+def _tell(progress: Optional[Callable[[str, str], None]], name: str, event: str) -> None:
+    if progress is not None:
+        try:
+            progress(name, event)
+        except Exception:  # noqa: BLE001 - a display must never break the probes
+            pass
+
+
 class InThread:
     """A probe on a thread of its own (its C calls release the GIL, so it overlaps the others),
     given up on at its deadline: a hanging driver call cannot hold the doctor."""
 
-    def __init__(self, name: str, section: type, probe: Callable[..., Any], *args: Any) -> None:
+    def __init__(self, name: str, section: type, probe: Callable[..., Any], *args: Any, progress=None) -> None:
         import threading
 
         self.name, self.section = name, section
+        self.progress = progress
+        _tell(progress, name.lower(), "start")
         self.started = time.perf_counter()
         self._result: Any = None
         self._thread = threading.Thread(target=self._run, args=(probe, args), name=f"envcheck-{name}", daemon=True)
@@ -96,6 +109,7 @@ class InThread:
             self._result = guarded(self.name, self.section, probe, *args)
         except BaseException as exc:  # noqa: BLE001 - not even a thread may raise
             self._result = self.section(status=ERROR, error=f"the {self.name} probe failed: {type(exc).__name__}: {exc}")
+        _tell(self.progress, self.name.lower(), "done")
 
     def result(self, timeout: float) -> Any:
         self._thread.join(timeout)
@@ -209,21 +223,25 @@ def collect(options: ProbeOptions) -> Facts:
     clock = Clock(options.timeout)
     system = options.system or _platform.system()
     python_exe = resolve_interpreter(options.python) if options.python else sys.executable
+    progress = options.progress
     worker = None
     if not options.quick:
         from envcheck.probes.tensorflow import start_tf_worker
 
+        _tell(progress, "tensorflow", "start")
         worker = start_tf_worker(python_exe, options.environ, clock.left(options.tf_timeout))
     try:
         from envcheck.probes.nvml import probe_nvml
 
-        nvml_run = InThread("NVML", NvmlFacts, probe_nvml, options.nvml)
+        nvml_run = InThread("NVML", NvmlFacts, probe_nvml, options.nvml, progress=progress)
+        _tell(progress, "python", "start")
         interp = probe_interpreter(
             python_exe if options.python else None,
             options.environ,
             timeout=clock.left(INTERPRETER_TIMEOUT),
             requires_of=_tf_distribution_names(),
         )
+        _tell(progress, "python", "done")
         if interp.get("too_old") and hasattr(worker, "kill"):
             worker.kill()  # TensorFlow's check needs Python 3.6+ too
             worker = TensorflowFacts(status=SKIPPED, error="the interpreter is too old for the TensorFlow check (it needs Python 3.6 or later)")
@@ -234,12 +252,12 @@ def collect(options: ProbeOptions) -> Facts:
             created=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
             quick=options.quick,
             python=python_facts,
-            platform=guarded("platform", PlatformFacts, probe_platform, options.environ, options.root),
-            env=guarded("environment", EnvFacts, probe_environment, options.environ),
+            platform=_told(progress, "platform", PlatformFacts, probe_platform, options.environ, options.root),
+            env=_told(progress, "environment", EnvFacts, probe_environment, options.environ),
             packages=packages_facts,
             **_gpu_stack(options, clock, system, python_exe, interp, python_facts),
             nvml=_nvml_result(nvml_run, clock),
-            tensorflow=_finish(worker, clock),
+            tensorflow=_finish(worker, clock, progress),
         )
     except BaseException:
         if hasattr(worker, "kill"):
@@ -268,11 +286,13 @@ def _gpu_stack(options: ProbeOptions, clock: Clock, system: str, python_exe: str
     tester = None
     if not options.quick:
         tester = subprocess_load_tester(python_exe, str(INTERPRETER_SCRIPT), options.environ, clock.left(options.tf_timeout))
+    progress = options.progress
     return {
-        "pci": guarded("PCI", PciFacts, probe_pci, options.root, system),
-        "driver": guarded("driver", DriverFacts, probe_driver, options.root, system),
-        "libraries": guarded(
-            "library",
+        "pci": _told(progress, "pci", PciFacts, probe_pci, options.root, system),
+        "driver": _told(progress, "driver", DriverFacts, probe_driver, options.root, system),
+        "libraries": _told(
+            progress,
+            "libraries",
             LibrariesFacts,
             probe_libraries,
             options.environ,
@@ -286,12 +306,22 @@ def _gpu_stack(options: ProbeOptions, clock: Clock, system: str, python_exe: str
     }
 
 
-def _finish(worker, clock: Clock) -> TensorflowFacts:
+def _told(progress, name: str, section: type, probe: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    _tell(progress, name, "start")
+    result = guarded(name, section, probe, *args, **kwargs)
+    _tell(progress, name, "done")
+    return result
+
+
+def _finish(worker, clock: Clock, progress=None) -> TensorflowFacts:
     if worker is None:
         return TensorflowFacts(status=SKIPPED)
     if isinstance(worker, TensorflowFacts):
+        _tell(progress, "tensorflow", "done")
         return worker  # it could not even start; the reason is already in the facts
-    return worker.finish(deadline=clock.end)
+    facts = worker.finish(deadline=clock.end)
+    _tell(progress, "tensorflow", "done")
+    return facts
 
 
 def _section(cls, data, name):

@@ -1,0 +1,90 @@
+"""The live display, as a person sees it: driven in a real pseudo-terminal."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def slow_python(tmp_path: Path) -> tuple[Path, Path]:
+    """An interpreter whose TensorFlow check takes a few seconds, and the file it leaves when done."""
+    done = tmp_path / "worker-done"
+    wrapper = tmp_path / "python"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *tf_worker.py*) sleep 3; "' + sys.executable + '" "$@"; status=$?; touch "' + str(done) + '"; exit $status;; esac\n'
+        'exec "' + sys.executable + '" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return wrapper, done
+
+
+def run_in_pty(argv: list[str], env: dict, until: bytes, limit: float = 180.0) -> list[tuple[bytes, bool]]:
+    """Read a command's terminal output chunk by chunk until ``until`` appears."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO, close_fds=True)
+    os.close(slave)
+    seen = b""
+    chunks = []
+    stop = time.monotonic() + limit
+    try:
+        while until not in seen and time.monotonic() < stop:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            seen += chunk
+            chunks.append(chunk)
+    finally:
+        proc.wait(timeout=120)
+        os.close(master)
+    return chunks
+
+
+@pytest.mark.slow
+def test_the_first_status_lines_come_while_tensorflow_is_still_importing(tmp_path):
+    wrapper, done = slow_python(tmp_path)
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "PYTHONPATH": str(REPO)}
+    env.pop("NO_COLOR", None)
+    state = {}
+
+    chunks = run_in_pty([sys.executable, "-m", "envcheck", "doctor", "--python", str(wrapper)], env, b"Verdict:")
+    text = b""
+    for chunk in chunks:
+        text += chunk
+        if b"importing TensorFlow" in text and "live" not in state:
+            state["live"] = True
+            state["worker_done_then"] = done.exists()  # read right when the first live line is here
+    # Checked at once above, so this is an ordering, not a timing: the live lines came first.
+    assert state.get("live"), text[-2000:]
+    assert state["worker_done_then"] is False  # TensorFlow was still importing
+    assert b"Verdict:" in text and text.index(b"importing TensorFlow") < text.index(b"Verdict:")
+    assert text.count(b"Python") >= 2  # the live line, then the report's
+
+
+@pytest.mark.slow
+def test_nothing_live_when_stdout_is_not_a_terminal():
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-m", "envcheck", "doctor", "--quick"], capture_output=True, text=True, env=env, cwd=REPO)
+    assert "\x1b[" not in out.stdout and "importing TensorFlow" not in out.stdout and "⠋" not in out.stdout
+
+
+def test_no_color_on_a_terminal_gives_plain_output(tmp_path):
+    env = {**os.environ, "TERM": "xterm", "NO_COLOR": "1", "PYTHONPATH": str(REPO)}
+    chunks = run_in_pty([sys.executable, "-m", "envcheck", "doctor", "--quick"], env, b"Verdict:")
+    text = b"".join(chunks)
+    assert b"Verdict:" in text and b"\x1b[" not in text
