@@ -28,8 +28,9 @@ def slow_python(tmp_path: Path) -> tuple[Path, Path]:
     return wrapper, done
 
 
-def run_in_pty(argv: list[str], env: dict, until: bytes, limit: float = 180.0) -> list[tuple[bytes, bool]]:
-    """Read a command's terminal output chunk by chunk until ``until`` appears."""
+def run_in_pty(argv: list[str], env: dict, until: bytes, limit: float = 180.0, on_chunk=None) -> list[bytes]:
+    """Read a command's terminal output chunk by chunk until ``until`` appears; ``on_chunk(seen)``
+    is called as each chunk arrives."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO, close_fds=True)
     os.close(slave)
@@ -49,6 +50,8 @@ def run_in_pty(argv: list[str], env: dict, until: bytes, limit: float = 180.0) -
                 break
             seen += chunk
             chunks.append(chunk)
+            if on_chunk is not None:
+                on_chunk(seen)
     finally:
         proc.wait(timeout=120)
         os.close(master)
@@ -62,13 +65,13 @@ def test_the_first_status_lines_come_while_tensorflow_is_still_importing(tmp_pat
     env.pop("NO_COLOR", None)
     state = {}
 
-    chunks = run_in_pty([sys.executable, "-m", "envcheck", "doctor", "--python", str(wrapper)], env, b"Verdict:")
-    text = b""
-    for chunk in chunks:
-        text += chunk
-        if b"importing TensorFlow" in text and "live" not in state:
+    def watch(seen: bytes) -> None:
+        if b"importing TensorFlow" in seen and "live" not in state:
             state["live"] = True
-            state["worker_done_then"] = done.exists()  # read right when the first live line is here
+            state["worker_done_then"] = done.exists()  # read the moment the first live line is here
+
+    chunks = run_in_pty([sys.executable, "-m", "envcheck", "doctor", "--python", str(wrapper)], env, b"Verdict:", on_chunk=watch)
+    text = b"".join(chunks)
     # Checked at once above, so this is an ordering, not a timing: the live lines came first.
     assert state.get("live"), text[-2000:]
     assert state["worker_done_then"] is False  # TensorFlow was still importing
