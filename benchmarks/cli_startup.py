@@ -1,7 +1,8 @@
-"""CLI start-up: `envcheck --version`, `envcheck doctor --quick` and `python -c pass`, side by side.
+"""CLI start-up: `envcheck --version`, `envcheck doctor --quick` and `python -c pass`, side by side,
+and `doctor --quick` in a real terminal (the live display on) against a pipe (off).
 
-The three commands run interleaved (round robin), so machine noise hits them alike; the script
-prints each one's median and spread and the ratios to a bare interpreter start.
+The commands run interleaved (round robin), so machine noise hits them alike; the script prints
+each one's median and spread and the ratios to a bare interpreter start.
 
     python benchmarks/cli_startup.py [--runs 21]
 """
@@ -26,9 +27,24 @@ def envcheck_command() -> list[str]:
     return [script] if script else [sys.executable, "-m", "envcheck"]
 
 
-def time_once(cmd: list[str], env: dict) -> float:
+def time_once(cmd: list[str], env: dict, tty: bool = False) -> float:
     started = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
+    if tty:
+        import pty
+
+        master, slave = pty.openpty()
+        proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env)
+        os.close(slave)
+        while True:
+            try:
+                if not os.read(master, 65536):
+                    break
+            except OSError:
+                break
+        proc.wait()
+        os.close(master)
+    else:
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
     return time.perf_counter() - started
 
 
@@ -43,12 +59,17 @@ def main() -> None:
         "envcheck --version": base + ["--version"],
         "envcheck doctor --quick": base + ["doctor", "--quick"],
     }
-    for cmd in commands.values():  # warm the file cache
-        time_once(cmd, env)
-    samples: dict[str, list[float]] = {name: [] for name in commands}
+    live_env = {k: v for k, v in env.items() if k != "NO_COLOR"}
+    live_env["TERM"] = "xterm-256color"
+    # name -> (argv, environment, in a terminal)
+    runs = {name: (cmd, env, False) for name, cmd in commands.items()}
+    runs["doctor --quick, terminal (live)"] = (base + ["doctor", "--quick"], live_env, True)
+    for cmd, run_env, tty in runs.values():  # warm the file cache
+        time_once(cmd, run_env, tty)
+    samples: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(args.runs):
-        for name, cmd in commands.items():
-            samples[name].append(time_once(cmd, env))
+        for name, (cmd, run_env, tty) in runs.items():
+            samples[name].append(time_once(cmd, run_env, tty))
 
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}")
     print(f"runs per command: {args.runs} (interleaved)")
@@ -58,7 +79,9 @@ def main() -> None:
         med = statistics.median(values)
         print(f"{name:<28}{med * 1000:>8.1f}ms{min(values) * 1000:>8.1f}ms{max(values) * 1000:>8.1f}ms{med / bare:>9.2f}")
     quick = statistics.median(samples["envcheck doctor --quick"])
+    live = statistics.median(samples["doctor --quick, terminal (live)"])
     print(f"target: doctor --quick under 400 ms median -> {'met' if quick < 0.4 else 'NOT met'} ({quick * 1000:.0f} ms)")
+    print(f"live display: {live * 1000:.0f} ms in a terminal vs {quick * 1000:.0f} ms to a pipe ({live / quick:.2f}x)")
 
 
 if __name__ == "__main__":

@@ -33,24 +33,36 @@ def test_every_distribution_is_listed_with_requirements_only_where_asked():
     assert dists["pytest"]["requires"] == []  # requirement strings only for TensorFlow's distributions
 
 
-def test_metadata_is_read_without_importlib_metadata(tmp_path, monkeypatch):
-    """Python 3.6 and 3.7 have no importlib.metadata: the .dist-info folders are read directly."""
+def test_metadata_headers_are_read_directly(tmp_path, monkeypatch):
+    """The probe reads .dist-info / .egg-info headers itself (Python 3.6 and 3.7 have no
+    importlib.metadata, and parsing every long description is slow): the header only."""
     import envcheck.probes.interpreter as interpreter
 
     info = tmp_path / "Fake_Pkg-1.2.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: Fake_Pkg\nVersion: 1.2\nRequires-Dist: numpy>=1.16\n\nLong text: not a header\n")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: Fake_Pkg\nVersion: 1.2\nRequires-Dist: numpy>=1.16\n\nRequires-Dist: not-a-header\n")
     egg = tmp_path / "old.egg-info"
     egg.mkdir()
     (egg / "PKG-INFO").write_text("Name: old\nVersion: 0.9\n")
-    import importlib
-
-    monkeypatch.setitem(sys.modules, "importlib.metadata", None)
-    monkeypatch.delattr(importlib, "metadata", raising=False)
+    monkeypatch.setattr(interpreter, "_FOUND", [])
     monkeypatch.setattr(interpreter, "_site_dirs", lambda: [str(tmp_path)])
     found = {d["name"]: d for d in interpreter.distributions(requires_of=("fake-pkg",))}
     assert found["fake-pkg"]["version"] == "1.2" and found["fake-pkg"]["requires"] == ["numpy>=1.16"]
     assert found["old"]["version"] == "0.9"
+
+
+def test_the_direct_reader_agrees_with_importlib_metadata(monkeypatch):
+    from importlib import metadata
+
+    import envcheck.probes.interpreter as interpreter
+
+    monkeypatch.setattr(interpreter, "_FOUND", [])
+    ours = {d["name"]: d["version"] for d in interpreter.distributions()}
+    theirs = {}
+    for dist in metadata.distributions():
+        name = interpreter._normalize(dist.metadata["Name"])
+        theirs.setdefault(name, dist.version)
+    assert ours == theirs
 
 
 @pytest.fixture(scope="module")
