@@ -70,6 +70,7 @@ def configure(
     fallback: str = "cpu",
     cpu_replicas: Optional[int] = None,
     facts: Any = None,
+    quiet: bool = True,
 ) -> list:
     """Configure TensorFlow's devices and return the logical devices to train on.
 
@@ -84,6 +85,8 @@ def configure(
         raises GpuUnavailableError instead.
     cpu_replicas: split the CPU into this many logical devices (multi-replica runs without GPUs).
     facts: a facts snapshot (``Facts`` or a JSON path) to read GPU memory from instead of NVML.
+    quiet: keep TensorFlow's start-up log lines and warnings (oneDNN, cuInit on a machine without
+        a GPU) out of the script's output; False shows them.
 
     Calling it again with the same arguments returns the same devices; with other arguments after
     TensorFlow initialised, it raises ConfigureTooLateError.
@@ -103,9 +106,12 @@ def configure(
     # CUDA reads this when it initialises (TF's first device query), so nvidia-smi's numbering holds
     # even when TensorFlow is already imported, as long as no device was touched yet.
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-    import tensorflow as tf
+    from envcheck.tfquiet import quiet_tensorflow
 
-    physical = tf.config.list_physical_devices("GPU")
+    with quiet_tensorflow(verbose=not quiet):
+        import tensorflow as tf
+
+        physical = tf.config.list_physical_devices("GPU")
     if settings.gpus == ():
         devices = _configure_cpu(tf, settings)
     elif physical:

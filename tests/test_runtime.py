@@ -214,3 +214,20 @@ def test_a_memory_limit_must_be_a_finite_whole_mib(limit, words):
     with pytest.raises(ValueError) as info:
         runtime.configure(memory_limit_mb=limit)
     assert words in str(info.value)
+
+
+@pytest.mark.slow
+def test_configure_keeps_tensorflows_start_up_noise_out_unless_asked(tmp_path):
+    """TensorFlow's oneDNN and cuInit lines go to the terminal unless captured; quiet is the default."""
+    import subprocess
+    import sys as _sys
+
+    repo = Path(__file__).resolve().parents[1]
+    code = "from envcheck import runtime; runtime.configure(fallback='cpu', quiet={quiet}); print('configured')"
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    quiet = subprocess.run([_sys.executable, "-c", code.format(quiet=True)], capture_output=True, text=True, env=env, timeout=300)
+    loud = subprocess.run([_sys.executable, "-c", code.format(quiet=False)], capture_output=True, text=True, env=env, timeout=300)
+    assert quiet.returncode == 0 and "configured" in quiet.stdout
+    assert "oneDNN" not in quiet.stderr and "cpu_feature_guard" not in quiet.stderr
+    assert "oneDNN" in loud.stderr  # the same start, not captured

@@ -32,6 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "envcheck-validate-full for --full, so that it can be resumed)")
     parser.add_argument("--require-gpu", action="store_true", help="exit 1 unless the checks ran on a GPU (for CI gates)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show TensorFlow's own log lines and warnings")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,17 +61,31 @@ def run(args: argparse.Namespace) -> int:
     from envcheck.validation import run_validation
     from envcheck.validation.checks import render_terminal
 
-    report = run_validation(
-        level, full=args.full, data=args.data.expanduser() if args.data else None, output=args.output,
-        gpus=args.gpus, cpu_replicas=args.cpu_replicas, progress=not args.json, require_gpu=args.require_gpu,
-    )
+    from envcheck.tfquiet import quiet_tensorflow
+
+    console = _console()
+    live = not args.json and console.is_terminal and not console.is_dumb_terminal and level < 3
+    status = console.status("starting TensorFlow", spinner="dots") if live else None
+    announce = (lambda text: status.update(text)) if status is not None else None
+    with quiet_tensorflow(verbose=args.verbose), (status if status is not None else _nothing()):
+        report = run_validation(
+            level, full=args.full, data=args.data.expanduser() if args.data else None, output=args.output,
+            gpus=args.gpus, cpu_replicas=args.cpu_replicas, progress=not args.json, require_gpu=args.require_gpu,
+            announce=announce,
+        )
     if args.json:
         from envcheck.render import json_text
 
         sys.stdout.write(json_text("validate", report.to_dict(), report.exit_code))
     else:
-        render_terminal(report, _console())
+        render_terminal(report, console)
     return report.exit_code
+
+
+def _nothing():
+    import contextlib
+
+    return contextlib.nullcontext()
 
 
 def _console():

@@ -71,18 +71,23 @@ def run_validation(
     cpu_replicas: Optional[int] = None,
     progress: bool = True,
     require_gpu: bool = False,
+    announce=None,
 ) -> ValidationReport:
+    """Run the levels up to ``level``; ``announce(text)`` is told what runs next (the live line)."""
+    say = announce or (lambda text: None)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from envcheck.machine import short_device
     from envcheck.validation.compute import run_level1
     from envcheck.validation.replicas import run_level2
 
+    say("starting TensorFlow")
     plan = plan_for_validation(gpus, cpu_replicas)
     if full and level >= 3:
         from envcheck.validation.training import require_gpu_for_full
 
         require_gpu_for_full(plan)  # before levels 1 and 2, not after them
     report = ValidationReport(level=level, devices=[short_device(d) for d in plan.devices], require_gpu=require_gpu)
+    say("the doctor's quick checks")
     report.doctor = doctor_verdict()
     if not plan.uses_gpu:
         later = {1: "", 2: f", level 2 on {plan.replicas} logical CPU devices"}.get(
@@ -91,10 +96,13 @@ def run_validation(
         report.notes.append(f"no GPU in use: level 1 ran on the CPU{later}")
     # Level 1 runs where single ops would: each GPU, or the first CPU device.
     level1_devices = list(plan.devices) if plan.uses_gpu else list(plan.devices[:1])
+    say(f"level 1: a matmul and a convolution on {', '.join(short_device(d) for d in level1_devices)}")
     report.checks += _guarded(1, "matmul and conv2d", lambda: run_level1(level1_devices))
     if level >= 2:
+        say(f"level 2: an all-reduce over {plan.replicas} replicas")
         report.checks += _guarded(2, "all-reduce", lambda: run_level2(plan))
     if level >= 3:
+        say("level 3: a training run")
         from envcheck.validation.training import run_level3
 
         requested = 0 if (gpus == 0 or cpu_replicas) else gpus  # None: every usable GPU
