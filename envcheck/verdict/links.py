@@ -114,7 +114,7 @@ def _tensorflow(ctx: Context, facts: Facts):
     last = [telling_line(tf.error)] if (tf.error or "").strip() else [tf.error_kind or "failed"]
     what = f"{installed.distribution} {installed.version}: " if installed else ""
     if tf.error_kind == "not_installed" and not installed:
-        return "TensorFlow not installed", tf.seconds, True
+        return "not installed yet", tf.seconds, True
     kind = {"import_failed": "does not import", "crashed": "crashed", "timeout": "timed out"}.get(tf.error_kind or "", (tf.error_kind or "error").replace("_", " "))
     return _clip(f"{what.rstrip(': ')} {kind}: {_first_sentence(last[0])}"), tf.seconds, True
 
@@ -122,9 +122,10 @@ def _tensorflow(ctx: Context, facts: Facts):
 def _placement(ctx: Context, facts: Facts):
     tf = facts.tensorflow
     if tf.status == SKIPPED:
-        return "not tested (--quick)", None, False
+        return ("not tested: " + tf.error) if tf.error else "not tested (--quick)", None, False
     if not tf.placement:
-        return "not run", None, tf.status == OK
+        why = {"not_installed": "no TensorFlow", "import_failed": "TensorFlow does not import"}.get(tf.error_kind or "", "")
+        return ("not run: " + why) if why else "not run", None, tf.status == OK
     if all(p.ok for p in tf.placement):
         ops = " and ".join(dict.fromkeys(p.op for p in tf.placement))
         devices = ", ".join(dict.fromkeys(short_device(p.device) for p in tf.placement))
