@@ -182,7 +182,7 @@ def test_every_key_in_the_readme_schema_is_in_real_json_output():
     from envcheck.verdict import judge
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    block = readme.split("### JSON report schema", 1)[1].split("```jsonc", 1)[1].split("```", 1)[0]
+    block = readme.split("### JSON (`--json`)", 1)[1].split("```jsonc", 1)[1].split("```", 1)[0]
     block = re.sub(r"//[^\n]*", "", block)
     documented = set(re.findall(r'"([a-z_]+)"\s*:', block))
     facts_sections = re.findall(r'^\s*"([a-z]+)":\s*\{"', block.split('"facts": {', 1)[1], flags=re.M)
@@ -193,6 +193,9 @@ def test_every_key_in_the_readme_schema_is_in_real_json_output():
     packages = PackagesFacts(distributions=(Distribution(name="tensorflow", version="2.21.0", location="/x", requires=("numpy",)),))
     data = json.loads(json_render.render(judge(Facts(packages=packages))))
     data["findings"] = json.loads(json_render.render(sample_report()))["findings"]
+    from rules import builders
+
+    data["gpus"] = json.loads(json_render.render(judge(builders.server())))["gpus"]
     seen: set[str] = set()
 
     def walk(node):
@@ -205,8 +208,8 @@ def test_every_key_in_the_readme_schema_is_in_real_json_output():
                 walk(item)
 
     walk(data)
-    values = {"gpu-ready", "cpu-only", "broken", "ok", "warning", "error", "skipped", "info", "bash", "powershell", "any",
-              "python", "gpu", "driver", "compute", "libraries", "tensorflow", "placement", "environment"}
+    values = {"gpu-ready", "cpu-only", "broken", "not-installed", "ok", "warning", "error", "skipped", "info", "bash", "powershell", "any",
+              "python", "gpu", "driver", "compute", "libraries", "tensorflow", "placement", "environment", "nvml", "pci"}
     missing = sorted(documented - seen - values)
     assert not missing, missing
     assert {"python", "platform", "env", "packages"} <= set(facts_sections) <= set(data["facts"])
@@ -242,3 +245,16 @@ def test_every_json_document_has_the_same_envelope(cli, argv):
     assert list(data)[:4] == ["schema_version", "envcheck_version", "command", "exit_code"]
     assert data["schema_version"] == 2 and data["envcheck_version"] == __version__
     assert data["command"] == argv[0] and data["exit_code"] == result.code
+
+
+def test_the_readmes_doctor_examples_are_the_real_output(monkeypatch):
+    """The README shows what the doctor prints for the named machines, at 100 columns."""
+    from rules import builders
+
+    from envcheck import invocation
+    from envcheck.verdict import judge
+
+    monkeypatch.setattr(invocation, "envcheck_word", lambda shell_name="bash": "envcheck")
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for machine in (builders.no_gpu, builders.server):
+        assert "$ envcheck doctor\n" + terminal.render(judge(machine()), color=False, width=100) + "```" in readme
