@@ -8,8 +8,11 @@ explanations; what the machine itself adds to a fix lives in ``machine``.
 The scanner has to cope with whatever people paste or point it at: a 100 MB training log, binary
 bytes, a line of a million characters. So it reads fixed-size chunks, looks at most
 ``MAX_LINE_BYTES`` of any line, finds candidate lines with plain substring searches (``needles``)
-and runs a pattern's regexes only on lines that contain one of its needles. Regexes are compiled
-once and may not contain unbounded or nested repeats, so no line can make one backtrack for long.
+and runs a pattern's regexes only on lines that contain one of its needles. Messages change case
+between releases ("Could not load" / "could not load"), so needles are lower case and are searched
+in a lower-cased copy of each chunk (one pass per chunk, positions unchanged: ASCII only), and the
+regexes ignore case. Regexes are compiled once and may not contain unbounded or nested repeats, so
+no line can make one backtrack for long.
 """
 
 from __future__ import annotations
@@ -20,8 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator, Optional
 
-from envcheck.explain.catalogue import Pattern, default_path, fill, read_patterns
-from envcheck.explain.catalogue import parse_patterns as parse_catalogue_text
+from envcheck.explain.catalogue import Pattern, default_path, fill, parse_catalogue, read_catalogue
 
 MAX_LINE_BYTES = 8192  # every known message fits in far less; longer lines are cut here
 CHUNK_BYTES = 1 << 20
@@ -37,17 +39,27 @@ EXCERPT_CHARS = 300
 class Catalogue:
     path: Path
     patterns: tuple[Pattern, ...]
+    anchors: tuple[str, ...] = ()  # shared substrings of many needles (the file's ``anchors``)
 
     def __post_init__(self) -> None:
-        # Each distinct needle costs one pass over the input. A needle that contains another one
-        # needs no pass of its own: every line holding it also holds the shorter one.
-        needles = {n.encode("utf-8") for p in self.patterns for n in p.needles}
+        # Each anchor costs one pass over the input. A needle that contains an anchor, or another
+        # needle, needs no pass of its own: every line holding it also holds the shorter string.
+        # A candidate line is then checked for a pattern's own needles (a substring test) before
+        # any of its regexes run.
+        needles = {n.encode("ascii") for p in self.patterns for n in p.needles} | {a.encode("ascii") for a in self.anchors}
         anchors = sorted(n for n in needles if not any(o != n and o in n for o in needles))
         by_anchor = []
         for anchor in anchors:
-            indexes = tuple(i for i, p in enumerate(self.patterns) if any(anchor in n.encode("utf-8") for n in p.needles))
-            by_anchor.append((anchor, indexes))
+            indexes = tuple(i for i, p in enumerate(self.patterns) if any(anchor in n.encode("ascii") for n in p.needles))
+            if indexes:
+                by_anchor.append((anchor, indexes))
         object.__setattr__(self, "_anchors", tuple(by_anchor))
+        object.__setattr__(self, "_needles", tuple(tuple(n.encode("ascii") for n in p.needles) for p in self.patterns))
+
+    @property
+    def passes(self) -> int:
+        """How many passes a scan makes over each chunk of input (one per anchor)."""
+        return len(self._anchors)  # type: ignore[attr-defined]
 
     def get(self, pattern_id: str) -> Optional[Pattern]:
         return next((p for p in self.patterns if p.id == pattern_id), None)
@@ -73,25 +85,33 @@ class Catalogue:
 
     def _scan_block(self, block: bytes, lines_before: int, max_line: int, found: "_Accumulator") -> None:
         candidates: dict[int, tuple[int, tuple[int, ...]]] = {}  # line start -> (line end, pattern indexes)
+        lowered = block.lower()  # ASCII only: every byte keeps its position
         for anchor, indexes in self._anchors:  # type: ignore[attr-defined]
-            position = block.find(anchor)
+            position = lowered.find(anchor)
             while position >= 0:
-                start = block.rfind(b"\n", 0, position) + 1
-                end = block.find(b"\n", position)
+                start = lowered.rfind(b"\n", 0, position) + 1
+                end = lowered.find(b"\n", position)
                 if end < 0:
                     end = len(block)
                 if position + len(anchor) <= start + max_line:
                     entry = candidates.get(start)
                     candidates[start] = (end, indexes if entry is None else tuple(sorted({*entry[1], *indexes})))
-                position = block.find(anchor, end + 1)
+                position = lowered.find(anchor, end + 1)
         line_number = lines_before
         previous = 0
+        own_needles = self._needles  # type: ignore[attr-defined]
         for start in sorted(candidates):
             line_number += block.count(b"\n", previous, start)
             previous = start
             end, indexes = candidates[start]
-            text = block[start : min(end, start + max_line)].decode("utf-8", "replace").rstrip("\r").lstrip("\ufeff")
+            stop = min(end, start + max_line)
+            lowered_line = lowered[start:stop]
+            text = None
             for index in indexes:
+                if not any(n in lowered_line for n in own_needles[index]):
+                    continue
+                if text is None:
+                    text = block[start:stop].decode("utf-8", "replace").rstrip("\r").lstrip("\ufeff")
                 pattern = self.patterns[index]
                 hit = pattern.match(text)
                 if hit:
@@ -250,11 +270,13 @@ def load_patterns(path: str | Path | None = None) -> Catalogue:
     p = Path(path) if path is not None else default_path()
     cached = _CACHE.get(p)
     if cached is None:
-        cached = _CACHE[p] = Catalogue(p, read_patterns(p))
+        patterns, anchors = read_catalogue(p)
+        cached = _CACHE[p] = Catalogue(p, patterns, anchors)
     return cached
 
 
 def parse_patterns(text: str, path: Path) -> Catalogue:
-    return Catalogue(path, parse_catalogue_text(text, path))
+    patterns, anchors = parse_catalogue(text, path)
+    return Catalogue(path, patterns, anchors)
 
 
