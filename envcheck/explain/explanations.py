@@ -134,10 +134,12 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
         causes = order_by_status(causes)
         harmless = pattern.harmless
         log_note = ""
-        if pattern.harmless_without_gpu and not harmless and no_gpu_evidence:
+        # Another message must show it: a message never makes itself harmless.
+        evidence = next((title for pattern_id, title in no_gpu_evidence if pattern_id != pattern.id), "")
+        if pattern.harmless_without_gpu and not harmless and evidence:
             harmless = True
             log_note = (
-                f"This log shows no NVIDIA GPU ({no_gpu_evidence}) and no GPU that TensorFlow found, so this is a "
+                f"This log shows no NVIDIA GPU ({evidence}) and no GPU that TensorFlow found, so this is a "
                 "notice: TensorFlow runs on the CPU. It only needs fixing if this machine has an NVIDIA GPU you "
                 "meant to use."
             )
@@ -219,13 +221,12 @@ def _checked(assessed: tuple[Any, ...], given: tuple[Cause, ...]) -> tuple[Cause
     return assessed if assessed else given
 
 
-def _log_shows_no_gpu(result: ScanResult) -> str:
-    """What in the scanned text shows there is no NVIDIA GPU ("" when nothing does, or when the
-    text also shows one): the first message that says so, by title."""
-    shows = {o.pattern.shows for o in result.occurrences}
-    if "gpu" in shows:
-        return ""
-    return next((o.title for o in result.occurrences if o.pattern.shows == "no-gpu"), "")
+def _log_shows_no_gpu(result: ScanResult) -> tuple[tuple[str, str], ...]:
+    """The messages in the scanned text that show there is no NVIDIA GPU, as (pattern id, title),
+    in the order they appear; none when the text also shows a GPU that TensorFlow found."""
+    if any(o.pattern.shows == "gpu" for o in result.occurrences):
+        return ()
+    return tuple((o.pattern.id, o.title) for o in result.occurrences if o.pattern.shows == "no-gpu")
 
 
 # --- names filled from the compatibility matrix --------------------------------------------------

@@ -58,12 +58,12 @@ def test_setup_post_windows_session():
 def test_linux_log_with_missing_cudnn_among_successful_loads():
     result = CATALOGUE.scan(open(LOGS / "linux_tf24_missing_cudnn.log", "rb"))
     found = by_id(result)
-    assert set(found) == {"cudnn-not-loaded", "cannot-dlopen-gpu-libraries", "numa-node-notice", "cpu-optimized-notice"}
+    assert set(found) == {"cudnn-not-loaded", "cannot-dlopen-gpu-libraries", "numa-node-notice", "gpu-found", "cpu-optimized-notice"}
     assert found["cudnn-not-loaded"].variables["library"] == "libcudnn.so.8"
     assert found["cannot-dlopen-gpu-libraries"].count == 2  # the warning and "Skipping registering GPU devices..."
     # "Successfully opened dynamic library libcudart.so.11.0" is not a problem and is not reported
     assert "cudart-not-loaded" not in found
-    assert [o.pattern.harmless for o in result.occurrences] == [False, False, True, True]
+    assert [o.pattern.harmless for o in result.occurrences] == [False, False, True, True, True]
 
 
 def test_multi_gpu_keras_errors_of_the_setup_post():
