@@ -573,7 +573,7 @@ def _parse_condition(entry: _Entry, key: str, scan_names: set[str]) -> Optional[
     for name, values in raw_vars.items():
         if name not in scan_names:
             known = ", ".join(sorted(scan_names)) or "none"
-            raise entry.error(key, f"variable {name!r} is not captured by every regex (captured: {known})")
+            raise entry.error(key, f"variable {name!r} is not captured by any regex nor derived (known: {known})")
         if isinstance(values, str):
             values = [values]
         if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
