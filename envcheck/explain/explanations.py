@@ -53,7 +53,8 @@ class Cause:
         }
 
 
-# assess(occurrence, causes) -> causes: the same causes (a subset, any order), each with a status.
+# assess(occurrence, causes) -> causes: some or all of the causes given (e.g. via dataclasses.replace or
+# with_status), each with its status set; those left out stay unchecked.
 Assess = Callable[[Occurrence, tuple[Cause, ...]], Iterable[Cause]]
 
 
@@ -106,8 +107,9 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
 
     ``ctx`` (a ``machine.MachineContext``) adds machine-specific notes. ``assess``, when given, is
     called as ``assess(occurrence, causes)`` for each explanation with its causes ranked from the
-    message and the log, and returns them (all or some, in any order) with ``status`` set; an
-    exception there does not hide the explanation."""
+    message and the log, and returns them (all or some, in any order) with ``status`` set; those
+    it leaves out stay unchecked, and a broken hook (an exception, or a return that breaks the
+    contract) becomes a machine note without hiding the explanation."""
     from envcheck.explain.machine import MachineNote, notes_for
 
     seen = frozenset(result.ids)
@@ -209,16 +211,23 @@ def _fill_cause(cause: CauseTemplate, variables: dict[str, str]) -> Cause:
 
 
 def _checked(assessed: tuple[Any, ...], given: tuple[Cause, ...]) -> tuple[Cause, ...]:
-    """What an assess hook returned, held to its contract: Cause objects, from the ones given."""
+    """What an assess hook returned, held to its contract (Cause objects, each one of those given,
+    at most once, with a valid status), merged into the causes given: a cause it left out stays
+    as it was, and the order stays the message's (``order_by_status`` then moves confirmed causes
+    first and ruled-out ones last)."""
     known = {c.id for c in given}
+    returned: dict[str, Cause] = {}
     for cause in assessed:
         if not isinstance(cause, Cause):
             raise TypeError(f"assess returned {type(cause).__name__}, not a Cause")
         if cause.id not in known:
             raise ValueError(f"assess returned an unknown cause {cause.id!r}")
+        if cause.id in returned:
+            raise ValueError(f"assess returned cause {cause.id!r} twice")
         if cause.status not in STATUSES:
             raise ValueError(f"cause {cause.id!r} has status {cause.status!r} (None, {CONFIRMED!r} or {RULED_OUT!r})")
-    return assessed if assessed else given
+        returned[cause.id] = cause
+    return tuple(returned.get(c.id, c) for c in given)
 
 
 def _log_shows_no_gpu(result: ScanResult) -> tuple[tuple[str, str], ...]:
