@@ -178,7 +178,7 @@ class CauseTemplate:
 class Pattern:
     id: str
     title: str
-    regexes: tuple[re.Pattern[str], ...]
+    regexes: tuple[Regex, ...]
     needles: tuple[str, ...]  # lower case: lines are searched without regard to case
     harmless: bool
     meaning: str
@@ -251,7 +251,7 @@ class _Node(dict):
     key_lines: dict[str, int]
 
 
-class _LineLoader(yaml.SafeLoader):
+class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when present: 4x faster
     pass
 
 
@@ -313,20 +313,23 @@ def read_patterns(path: Path) -> tuple[Pattern, ...]:
     return read_catalogue(path)[0]
 
 
-def read_catalogue(path: Path) -> tuple[tuple[Pattern, ...], tuple[str, ...]]:
+def read_catalogue(path: Path, eager: bool = True) -> tuple[tuple[Pattern, ...], tuple[str, ...]]:
     """The patterns of a file and its ``anchors`` (see ``parse_catalogue``)."""
     text = read_user_text(path, "a patterns file", PatternsError)
-    return parse_catalogue(text, path)
+    return parse_catalogue(text, path, eager)
 
 
 def parse_patterns(text: str, path: Path) -> tuple[Pattern, ...]:
     return parse_catalogue(text, path)[0]
 
 
-def parse_catalogue(text: str, path: Path) -> tuple[tuple[Pattern, ...], tuple[str, ...]]:
-    """The patterns and the anchors: short lower-case strings that many needles contain. The
-    scanner makes one pass over the input per anchor (and per needle that contains none), then
-    checks a line's own needles before its regexes, so shared anchors keep a large catalogue fast."""
+def parse_catalogue(text: str, path: Path, eager: bool = True) -> tuple[tuple[Pattern, ...], tuple[str, ...]]:
+    """The patterns and the anchors: lower-case strings that many needles contain. The scanner
+    makes one pass over the input per anchor (and per needle that contains none), then checks a
+    line's own needles before its regexes, so shared anchors keep a large catalogue fast.
+
+    Every regex is parsed and checked here; ``eager`` also compiles it (the bundled catalogue,
+    whose regexes the test suite compiles, leaves that to the first line that needs it)."""
     try:
         data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
     except _DuplicateKey as exc:
@@ -349,7 +352,7 @@ def parse_catalogue(text: str, path: Path) -> tuple[tuple[Pattern, ...], tuple[s
     patterns: list[Pattern] = []
     seen: dict[str, int] = {}
     for entry in entries:
-        pattern = _parse_pattern(entry, path)
+        pattern = _parse_pattern(entry, path, eager)
         if pattern.id in seen:
             raise PatternsError(f"{path}:{pattern.line}: pattern id {pattern.id!r} already used at line {seen[pattern.id]}")
         seen[pattern.id] = pattern.line
@@ -436,7 +439,7 @@ class _Entry:
         return rule_ids
 
 
-def _parse_pattern(node: Any, path: Path) -> Pattern:
+def _parse_pattern(node: Any, path: Path, eager: bool = True) -> Pattern:
     if not isinstance(node, _Node):
         raise PatternsError(f"{path}: every item of 'patterns' must be a mapping")
     raw_id = node.get("id")
@@ -452,7 +455,7 @@ def _parse_pattern(node: Any, path: Path) -> Pattern:
     if not isinstance(harmless, bool):
         raise entry.error("harmless", "expected true or false")
 
-    regexes = tuple(_compile(entry, source, index) for index, source in enumerate(entry.texts("regex")))
+    regexes = tuple(_compile(entry, source, index, eager) for index, source in enumerate(entry.texts("regex")))
     needles = tuple(n.lower() for n in entry.texts("needles"))
     for index, needle in enumerate(needles):
         if not needle.isascii():
@@ -648,24 +651,112 @@ def _template(entry: _Entry, key: str, text: str, names: set[str]) -> str:
     return text
 
 
-def _compile(entry: _Entry, source: str, index: int) -> re.Pattern[str]:
+class Regex:
+    """A pattern's regex (matched without regard to case): checked when the file loads, compiled
+    when first used, so a scan compiles only the regexes of the messages it meets."""
+
+    __slots__ = ("pattern", "groupindex", "clauses", "_compiled")
+
+    def __init__(
+        self,
+        pattern: str,
+        groupindex: dict[str, int],
+        compiled: Optional[re.Pattern[str]] = None,
+        clauses: tuple[tuple[bytes, ...], ...] = (),
+    ) -> None:
+        self.pattern = pattern
+        self.groupindex = groupindex
+        self.clauses = clauses  # every match holds one string of each clause (lower case)
+        self._compiled = compiled
+
+    def may_match(self, lowered_line: bytes) -> bool:
+        """False when the (lower-cased) line lacks text that every match holds: no need to run it."""
+        for clause in self.clauses:
+            for literal in clause:
+                if literal in lowered_line:
+                    break
+            else:
+                return False
+        return True
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern, re.IGNORECASE)  # messages change case between releases
+        return self._compiled
+
+    def search(self, text: str) -> Optional[re.Match[str]]:
+        return self.compiled.search(text)
+
+    def __repr__(self) -> str:
+        return f"Regex({self.pattern!r})"
+
+
+def _compile(entry: _Entry, source: str, index: int, eager: bool) -> Regex:
     try:
-        compiled = re.compile(source, re.IGNORECASE)  # messages change case between releases
+        parsed = _sre_parse().parse(source, re.IGNORECASE)
+        compiled = re.compile(source, re.IGNORECASE) if eager else None
     except re.error as exc:
         raise entry.error("regex", f"{source!r} does not compile: {exc}", index) from None
-    problem = repeat_problem(source)
+    problem = _repeat_problem(parsed)
     if problem:
         raise entry.error("regex", f"{source!r}: {problem}", index)
-    return compiled
+    return Regex(source, dict(parsed.state.groupdict), compiled, _required_literals(parsed))
 
 
-def repeat_problem(source: str) -> Optional[str]:
-    """Why a regex could backtrack for long (an unbounded or a nested repeat), or None."""
+def _required_literals(parsed: Any) -> tuple[tuple[bytes, ...], ...]:
+    """What every match of a parsed regex contains, as clauses of alternatives: each run of
+    literal characters it must match (lower-cased, ASCII only), and for an alternation that must
+    match, the first such run of each branch. Used to skip regexes on lines that cannot match."""
+    sre = _sre_parse()
+    clauses: list[tuple[bytes, ...]] = []
+
+    def runs(items: Any, required: bool) -> list[bytes]:
+        """The literal runs an item sequence must match, in order. Alternations inside it add a
+        clause only when the sequence itself is required (not one branch of an outer choice)."""
+        found: list[bytes] = []
+        current: list[int] = []
+
+        def flush() -> None:
+            if len(current) >= 3:
+                found.append(bytes(current).lower())
+            current.clear()
+
+        for op, value in items:
+            if op == sre.LITERAL and value < 128:
+                current.append(value)
+                continue
+            flush()
+            if op == sre.SUBPATTERN:
+                found.extend(runs(value[-1], required))
+            elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT) and value[0] >= 1:
+                found.extend(runs(value[2], required))
+            elif op == sre.BRANCH and required:
+                firsts = [runs(branch, False) for branch in value[1]]
+                if firsts and all(firsts):
+                    clauses.append(tuple(sorted({f[0] for f in firsts})))
+        flush()
+        return found
+
+    clauses.extend((run,) for run in runs(parsed, True))
+    return tuple(dict.fromkeys(clauses))
+
+
+def _sre_parse() -> Any:
     try:
         from re import _parser as sre_parse  # type: ignore[attr-defined]  # Python 3.11+
     except ImportError:  # pragma: no cover - Python 3.10
         import sre_parse  # type: ignore[no-redef]
+    return sre_parse
 
+
+def repeat_problem(source: str) -> Optional[str]:
+    """Why a regex could backtrack for long (an unbounded or a nested repeat), or None."""
+    return _repeat_problem(_sre_parse().parse(source))
+
+
+def _repeat_problem(parsed: Any) -> Optional[str]:
+    sre_parse = _sre_parse()
     repeats = (sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT)
     unbounded = sre_parse.MAXREPEAT
 
@@ -690,4 +781,4 @@ def repeat_problem(source: str) -> Optional[str]:
                 return problem
         return None
 
-    return walk(sre_parse.parse(source), False)
+    return walk(parsed, False)
