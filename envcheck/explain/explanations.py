@@ -1,27 +1,72 @@
-"""Found messages turned into explanations: the pattern's texts filled in, plus what the machine
-adds (``machine``)."""
+"""Found messages turned into explanations: the pattern's texts filled in, its causes ranked, plus
+what the log as a whole and the machine add (``machine``).
+
+A message can have several causes. They are ranked here from what the message and the log say
+(a cause's ``first_if`` / ``last_if``), then an optional ``assess`` hook may mark each one
+``confirmed`` or ``ruled-out`` from a machine's facts; confirmed causes come first, ruled-out ones
+last, the rest keep their order.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
-from envcheck.explain.catalogue import fill, fill_fix
-from envcheck.explain.scanner import ScanResult
+from envcheck.explain.catalogue import DERIVERS, CauseTemplate, Pattern, fill, fill_fix
+from envcheck.explain.scanner import Occurrence, ScanResult
 from envcheck.findings import Fix
 
+if TYPE_CHECKING:  # pragma: no cover
+    from envcheck.matrix import Matrix
 
+CONFIRMED = "confirmed"
+RULED_OUT = "ruled-out"
+STATUSES = (None, CONFIRMED, RULED_OUT)
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One possible cause of a message, filled in for this occurrence.
+
+    ``tell`` says how to tell this cause from the others (a check to run, with commands);
+    ``rule_ids`` are the doctor's rules that confirm it on a machine; ``fix`` is set when this
+    cause has a fix of its own; ``status`` is None (not checked), "confirmed" or "ruled-out"."""
+
+    id: str
+    text: str
+    tell: Optional[Fix] = None
+    rule_ids: tuple[str, ...] = ()
+    fix: Optional[Fix] = None
+    status: Optional[str] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        from envcheck.findings import fix_to_dict
+
+        return {
+            "id": self.id,
+            "text": self.text,
+            "tell": fix_to_dict(self.tell) if self.tell else None,
+            "rule_ids": list(self.rule_ids),
+            "fix": fix_to_dict(self.fix) if self.fix else None,
+            "status": self.status,
+        }
+
+
+# assess(occurrence, causes) -> causes: some or all of the causes given (e.g. via dataclasses.replace or
+# with_status), each with its status set; those left out stay unchecked.
+Assess = Callable[[Occurrence, tuple[Cause, ...]], Iterable[Cause]]
 
 
 @dataclass(frozen=True)
 class Explanation:
-    """One known message, explained, with what this machine adds."""
+    """One known message, explained, with what the log and this machine add."""
 
     id: str
     title: str
     harmless: bool
     meaning: str
-    cause: str
+    cause: str  # the first cause's text
     fix: Fix
     rule_ids: tuple[str, ...]
     sources: tuple[str, ...]
@@ -31,6 +76,8 @@ class Explanation:
     excerpt: str
     variables: dict[str, str]
     machine: tuple[Any, ...] = ()  # machine.MachineNote
+    causes: tuple[Cause, ...] = field(default=())
+    log_note: str = ""  # what the rest of the log says about this message ("" when nothing)
 
     def to_dict(self) -> dict[str, Any]:
         from envcheck.findings import fix_to_dict
@@ -41,6 +88,7 @@ class Explanation:
             "harmless": self.harmless,
             "meaning": self.meaning,
             "cause": self.cause,
+            "causes": [c.to_dict() for c in self.causes],
             "fix": fix_to_dict(self.fix),
             "rule_ids": list(self.rule_ids),
             "sources": list(self.sources),
@@ -49,44 +97,265 @@ class Explanation:
             "line_numbers": list(self.line_numbers),
             "excerpt": self.excerpt,
             "variables": dict(self.variables),
+            "in_this_log": self.log_note or None,
             "on_this_machine": [note.to_dict() for note in self.machine],
         }
 
 
-def explain(result: ScanResult, ctx: Any = None) -> tuple[Explanation, ...]:
-    """Fill each found pattern's texts and add machine-specific notes when ``ctx`` has facts."""
+def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None) -> tuple[Explanation, ...]:
+    """Fill each found pattern's texts, rank its causes, and add what the log and the machine say.
+
+    ``ctx`` (a ``machine.MachineContext``) adds machine-specific notes. ``assess``, when given, is
+    called as ``assess(occurrence, causes)`` for each explanation with its causes ranked from the
+    message and the log, and returns them (all or some, in any order) with ``status`` set; those
+    it leaves out stay unchecked, and a broken hook (an exception, or a return that breaks the
+    contract) becomes a machine note without hiding the explanation."""
     from envcheck.explain.machine import MachineNote, notes_for
 
+    seen = frozenset(result.ids)
+    no_gpu_evidence = _log_shows_no_gpu(result)
+    matrix = _MatrixSource(ctx)
     explanations = []
     for occurrence in result.occurrences:
-        pattern, variables = occurrence.pattern, occurrence.variables
+        pattern = occurrence.pattern
+        variables = dict(occurrence.variables)
+        if pattern.derive and DERIVERS[pattern.derive][2]:
+            variables.update(LATE_DERIVERS[pattern.derive](variables, matrix.get()))
         notes: tuple[Any, ...] = ()
         if ctx is not None:
             try:
                 notes = notes_for(occurrence, ctx)
             except Exception as exc:  # noqa: BLE001 - one broken specializer must not hide the explanation
                 notes = (MachineNote(f"envcheck could not add advice for this machine ({type(exc).__name__}: {exc}); this is a bug."),)
+        causes = rank_causes(pattern, variables, seen)
+        if assess is not None:
+            try:
+                causes = _checked(tuple(assess(occurrence, causes)), causes)
+            except Exception as exc:  # noqa: BLE001 - a broken check must not hide the explanation
+                notes = (*notes, MachineNote(f"envcheck could not check the causes on this machine ({type(exc).__name__}: {exc}); this is a bug."))
+        causes = order_by_status(causes)
         harmless = pattern.harmless
+        log_note = ""
+        # Another message must show it: a message never makes itself harmless.
+        evidence = next((title for pattern_id, title in no_gpu_evidence if pattern_id != pattern.id), "")
+        if pattern.harmless_without_gpu and not harmless and evidence:
+            harmless = True
+            log_note = (
+                f"This log shows no NVIDIA GPU ({evidence}) and no GPU that TensorFlow found, so this is a "
+                "notice: TensorFlow runs on the CPU. It only needs fixing if this machine has an NVIDIA GPU you "
+                "meant to use."
+            )
+        harmful = next((o for o in result.occurrences if o.pattern.id in pattern.harmful_if_seen), None)
+        if harmless and harmful is not None:
+            harmless = False
+            log_note = f"Usually harmless, but this log also shows: {harmful.title} (line {harmful.first_line}), so here it is part of that failure."
         for note in notes:
             if note.harmless is not None:
                 harmless = note.harmless
+        first = causes[0] if causes else None
+        fix = first.fix if first is not None and first.fix is not None else fill_fix(pattern.fix_for(variables), variables)
         explanations.append(
             Explanation(
                 id=pattern.id,
-                title=occurrence.title,
+                title=fill(pattern.title, variables),
                 harmless=harmless,
                 meaning=fill(pattern.meaning, variables),
-                cause=fill(pattern.cause, variables),
-                fix=fill_fix(pattern.fix, variables),
+                cause=first.text if first is not None else "",
+                fix=fix,
                 rule_ids=pattern.rule_ids,
                 sources=pattern.sources,
                 count=occurrence.count,
                 first_line=occurrence.first_line,
                 line_numbers=tuple(occurrence.line_numbers),
                 excerpt=occurrence.excerpt,
-                variables=dict(variables),
+                variables=variables,
                 machine=notes,
+                causes=causes,
+                log_note=log_note,
             )
         )
     explanations.sort(key=lambda e: (e.harmless, e.first_line))
     return tuple(explanations)
+
+
+def rank_causes(pattern: Pattern, variables: dict[str, str], seen: frozenset[str] = frozenset()) -> tuple[Cause, ...]:
+    """The causes that apply to this occurrence, filled in: those the message or the log points
+    at (``first_if``) first, those it argues against (``last_if``) last, the rest in the pattern's
+    order."""
+    applicable = [c for c in pattern.causes if c.when is None or c.when.holds(variables, seen)]
+
+    def rank(cause: CauseTemplate) -> int:
+        if cause.first_if is not None and cause.first_if.holds(variables, seen):
+            return 0
+        if cause.last_if is not None and cause.last_if.holds(variables, seen):
+            return 2
+        return 1
+
+    return tuple(_fill_cause(c, variables) for c in sorted(applicable, key=rank))
+
+
+def order_by_status(causes: tuple[Cause, ...]) -> tuple[Cause, ...]:
+    """Confirmed first, ruled-out last, otherwise the order given."""
+    weight = {CONFIRMED: 0, None: 1, RULED_OUT: 2}
+    return tuple(sorted(causes, key=lambda c: weight.get(c.status, 1)))
+
+
+def _fill_cause(cause: CauseTemplate, variables: dict[str, str]) -> Cause:
+    return Cause(
+        id=cause.id,
+        text=fill(cause.text, variables),
+        tell=fill_fix(cause.tell, variables) if cause.tell else None,
+        rule_ids=cause.rule_ids,
+        fix=fill_fix(cause.fix, variables) if cause.fix else None,
+    )
+
+
+def _checked(assessed: tuple[Any, ...], given: tuple[Cause, ...]) -> tuple[Cause, ...]:
+    """What an assess hook returned, held to its contract (Cause objects, each one of those given,
+    at most once, with a valid status), merged into the causes given: a cause it left out stays
+    as it was, and the order stays the message's (``order_by_status`` then moves confirmed causes
+    first and ruled-out ones last)."""
+    known = {c.id for c in given}
+    returned: dict[str, Cause] = {}
+    for cause in assessed:
+        if not isinstance(cause, Cause):
+            raise TypeError(f"assess returned {type(cause).__name__}, not a Cause")
+        if cause.id not in known:
+            raise ValueError(f"assess returned an unknown cause {cause.id!r}")
+        if cause.id in returned:
+            raise ValueError(f"assess returned cause {cause.id!r} twice")
+        if cause.status not in STATUSES:
+            raise ValueError(f"cause {cause.id!r} has status {cause.status!r} (None, {CONFIRMED!r} or {RULED_OUT!r})")
+        returned[cause.id] = cause
+    return tuple(returned.get(c.id, c) for c in given)
+
+
+def _log_shows_no_gpu(result: ScanResult) -> tuple[tuple[str, str], ...]:
+    """The messages in the scanned text that show there is no NVIDIA GPU, as (pattern id, title),
+    in the order they appear; none when the text also shows a GPU that TensorFlow found."""
+    if any(o.pattern.shows == "gpu" for o in result.occurrences):
+        return ()
+    return tuple((o.pattern.id, o.title) for o in result.occurrences if o.pattern.shows == "no-gpu")
+
+
+# --- names filled from the compatibility matrix --------------------------------------------------
+
+
+class _MatrixSource:
+    """The matrix of the machine context when there is one, else the bundled one; read only when
+    an explanation needs it, and at most once."""
+
+    def __init__(self, ctx: Any) -> None:
+        self._ctx = ctx
+        self._loaded = False
+        self._matrix: Optional["Matrix"] = None
+
+    def get(self) -> Optional["Matrix"]:
+        if not self._loaded:
+            self._loaded = True
+            self._matrix = self._ctx.matrix if self._ctx is not None else _bundled_matrix()
+        return self._matrix
+
+
+@lru_cache(maxsize=1)
+def _bundled_matrix() -> Optional["Matrix"]:
+    from envcheck.errors import EnvcheckError
+
+    try:
+        from envcheck.matrix import load_matrix
+
+        return load_matrix()
+    except (EnvcheckError, ImportError):
+        return None
+
+
+def _library_use_names(variables: dict[str, str], matrix: Optional["Matrix"]) -> dict[str, str]:
+    """What a library file name stands for, by the releases that load it (the matrix, from
+    TensorFlow's tested build configurations and the wheels themselves), not by its digits."""
+    from envcheck.matrix.libraries import library_family, library_os, name_version
+
+    library = variables.get("library", "")
+    use = matrix.library_use(library) if matrix is not None and library else None
+    if use is not None and use.builds:
+        builds = _distinct_builds(use.builds)
+        cudas = sorted({b.cuda for b in builds if b.cuda is not None})
+        return {
+            "cuda_generation": _generation(use.family, cudas, sorted({b.cudnn for b in builds if b.cudnn is not None})),
+            "releases": _releases_sentence(builds),
+            "newest_cuda": str(cudas[-1]) if cudas else "X.Y",
+            "cuda_folder": f"v{cudas[-1]}" if cudas else "vX.Y",
+        }
+    # No release in the matrix loads this name (for example cudart64_12.dll: native Windows GPU
+    # builds ended with TensorFlow 2.10 and CUDA 11.2). Say what the name's family is, no more.
+    family = library_family(library) if library else ""
+    digits = name_version(library) if library else ""
+    major = digits.split(".")[0] if digits else ""
+    if family == "cudnn" and major:
+        generation = f"cuDNN {major}"
+    elif major and len(major) <= 2 and int(major) >= 11:
+        generation = f"CUDA {major}.x"
+    elif digits:
+        generation = f"the CUDA release its name carries ({digits})"
+    else:
+        generation = "an unknown CUDA release"
+    where = "on native Windows (TensorFlow's native Windows GPU builds end with 2.10, CUDA 11.2)" if library_os(library) == "windows" else ""
+    return {
+        "cuda_generation": generation,
+        "releases": f"no TensorFlow release in envcheck's compatibility matrix loads {library} {where}".strip(),
+        "newest_cuda": f"{major}.x" if major else "X.Y",
+        "cuda_folder": f"v{major}.x" if major else "vX.Y",
+    }
+
+
+def _distinct_builds(builds: tuple[Any, ...]) -> list[Any]:
+    """Release rows without patch rows that repeat their minor release's CUDA and cuDNN."""
+    minors = {(str(b.tf), b.cuda, b.cudnn) for b in builds}
+    out = []
+    for build in builds:
+        parts = str(build.tf).split(".")
+        if len(parts) > 2 and (".".join(parts[:2]), build.cuda, build.cudnn) in minors:
+            continue
+        out.append(build)
+    return out
+
+
+def _generation(family: str, cudas: list[Any], cudnns: list[Any]) -> str:
+    if family == "cudnn":
+        majors = sorted({v.release[0] for v in cudnns})
+        return "cuDNN " + "/".join(str(m) for m in majors) if majors else "cuDNN"
+    if not cudas:
+        return "an unknown CUDA release"
+    if len(cudas) == 1:
+        return f"CUDA {cudas[0]}"
+    majors = sorted({v.release[0] for v in cudas})
+    if len(majors) == 1:
+        return f"CUDA {majors[0]}.x"
+    return "CUDA " + ", ".join(str(v) for v in cudas)
+
+
+def _releases_sentence(builds: list[Any]) -> str:
+    """ "TensorFlow 2.4 (CUDA 11.0, cuDNN 8.0) and 2.5-2.10 (CUDA 11.2, cuDNN 8.1)": consecutive
+    releases built with the same pair are one range."""
+    groups: list[list[Any]] = []
+    for build in builds:
+        if groups and (groups[-1][-1].cuda, groups[-1][-1].cudnn) == (build.cuda, build.cudnn):
+            groups[-1].append(build)
+        else:
+            groups.append([build])
+    parts = []
+    for group in groups:
+        span = str(group[0].tf) if len(group) == 1 else f"{group[0].tf}-{group[-1].tf}"
+        parts.append(f"{span} (CUDA {group[0].cuda}, cuDNN {group[0].cudnn})")
+    joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"TensorFlow {joined}"
+
+
+LateDeriver = Callable[[dict[str, str], Optional["Matrix"]], dict[str, str]]
+LATE_DERIVERS: dict[str, LateDeriver] = {"library": _library_use_names}
+
+
+def with_status(cause: Cause, status: Optional[str]) -> Cause:
+    """A copy of ``cause`` with ``status`` set (for assess hooks)."""
+    if status not in STATUSES:
+        raise ValueError(f"status must be None, {CONFIRMED!r} or {RULED_OUT!r}")
+    return replace(cause, status=status)

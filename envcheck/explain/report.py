@@ -126,16 +126,55 @@ def _render_one(number: int, e: Explanation, shell: Optional[str], width: int) -
 
     paragraph("What it means", e.meaning)
     if not e.harmless:
-        paragraph("Cause", e.cause)
+        lines.extend(_render_causes(e, shell, width, indent))
     paragraph("Fix", e.fix.text)
     lines.extend(_commands(e.fix.commands, shell, indent + "  "))
     if e.fix.url:
         lines.append(indent + "  " + e.fix.url)
+    if e.log_note:
+        paragraph("In this log", e.log_note)
     for note in e.machine:
         paragraph("On this machine", note.text)
         lines.extend(_commands(note.commands, shell, indent + "  "))
         if note.url:
             lines.append(indent + "  " + note.url)
+    return lines
+
+
+STATUS_LABELS = {"confirmed": "confirmed on this machine", "ruled-out": "ruled out on this machine"}
+
+
+def _render_causes(e: Explanation, shell: Optional[str], width: int, indent: str) -> list[str]:
+    """The first cause in full; the others as a short ranked list, each with how to tell it."""
+    lines: list[str] = []
+
+    def wrap(text: str, first: str, rest: str) -> None:
+        lines.extend(textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False))
+
+    causes = e.causes
+    if not causes:
+        wrap(f"Cause: {e.cause}", indent, indent)
+        return lines
+    first, others = causes[0], causes[1:]
+    label = "Cause" if not others else "Most likely cause"
+    if first.status in STATUS_LABELS:
+        label += f" ({STATUS_LABELS[first.status]})"
+    wrap(f"{label}: {first.text}", indent, indent)
+    if others and first.tell is not None:
+        wrap(f"How to tell: {first.tell.text}", indent + "  ", indent + "  ")
+        lines.extend(_commands(first.tell.commands, shell, indent + "    "))
+        if first.tell.url:
+            lines.append(indent + "    " + first.tell.url)
+    if others:
+        lines.append(indent + "Other possible causes, most likely first:")
+        for number, cause in enumerate(others, start=2):
+            tag = f" [{STATUS_LABELS[cause.status]}]" if cause.status in STATUS_LABELS else ""
+            wrap(f"{number}. {cause.text}{tag}", indent + "  ", indent + "     ")
+            if cause.tell is not None:
+                wrap(f"How to tell: {cause.tell.text}", indent + "     ", indent + "     ")
+                lines.extend(_commands(cause.tell.commands, shell, indent + "       "))
+                if cause.tell.url:
+                    lines.append(indent + "       " + cause.tell.url)
     return lines
 
 
@@ -155,13 +194,19 @@ def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(10, limit - 1)] + "…"
 
 
+def _example_title(catalogue: Catalogue, pattern: Any) -> str:
+    from envcheck.explain.explanations import explain
+
+    found = [e for e in explain(catalogue.scan_text(pattern.examples[0])) if e.id == pattern.id]
+    return found[0].title if found else pattern.title
+
+
 def render_catalogue(catalogue: Catalogue) -> str:
     """``--list``: every known message with the title its first example gives."""
     width = _width()
     out = [f"envcheck explain knows {len(catalogue.patterns)} messages ({catalogue.path.name}):", ""]
     for pattern in catalogue.patterns:
-        found = catalogue.scan_text(pattern.examples[0]).occurrences
-        title = found[0].title if found else pattern.title
+        title = _example_title(catalogue, pattern)
         tag = "harmless" if pattern.harmless else ", ".join(pattern.rule_ids) or "code"
         out.append(f"{pattern.id}")
         out.extend(textwrap.wrap(f"{title}  [{tag}]", width, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False))
@@ -174,11 +219,10 @@ def render_catalogue_json(catalogue: Catalogue) -> str:
 
     items = []
     for pattern in catalogue.patterns:
-        found = catalogue.scan_text(pattern.examples[0]).occurrences
         items.append(
             {
                 "id": pattern.id,
-                "title": found[0].title if found else pattern.title,
+                "title": _example_title(catalogue, pattern),
                 "harmless": pattern.harmless,
                 "rule_ids": list(pattern.rule_ids),
             }

@@ -8,8 +8,17 @@ explanations; what the machine itself adds to a fix lives in ``machine``.
 The scanner has to cope with whatever people paste or point it at: a 100 MB training log, binary
 bytes, a line of a million characters. So it reads fixed-size chunks, looks at most
 ``MAX_LINE_BYTES`` of any line, finds candidate lines with plain substring searches (``needles``)
-and runs a pattern's regexes only on lines that contain one of its needles. Regexes are compiled
-once and may not contain unbounded or nested repeats, so no line can make one backtrack for long.
+and runs a pattern's regexes only on lines that contain one of its needles. Messages change case
+between releases ("Could not load" / "could not load"), so needles are lower case and are searched
+in a lower-cased copy of each chunk (one pass per chunk, positions unchanged: ASCII only), and the
+regexes ignore case. Regexes are compiled once and may not contain unbounded or nested repeats, so
+no line can make one backtrack for long.
+
+Each substring search is a pass over the chunk, and logs repeat themselves with different numbers
+(timestamps, steps, progress bars, the same warning every batch), so the passes run over a chunk's
+distinct lines with their digits removed, and only the lines of a group that holds a needle are
+looked at, each distinct line once. Each pass also has a gate: a word of its string that every
+line holding the string holds whole; a pass whose gate word the text lacks is skipped.
 """
 
 from __future__ import annotations
@@ -20,8 +29,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator, Optional
 
-from envcheck.explain.catalogue import Pattern, default_path, fill, read_patterns
-from envcheck.explain.catalogue import parse_patterns as parse_catalogue_text
+from envcheck.explain.catalogue import Pattern, default_path, fill, parse_catalogue, read_catalogue
+
+# Control bytes that text never holds (tab, newline, form feed, carriage return, backspace and
+# escape, which progress bars and coloured logs use, are text).
+_DIGITS = b"0123456789"
+# Bytes that end a word: everything but lower-case ASCII letters and digits (the text is lowered).
+_WORD_BREAKS = bytes(b if (48 <= b <= 57 or 97 <= b <= 122) else 32 for b in range(256))
+_WORD = re.compile(rb"[a-z0-9]+")
+# Words too frequent in logs to be worth a gate; a gate is better long and uncommon.
+_COMMON_WORDS = frozenset(
+    b"a an and are as at be by can could cuda device devices dll error failed file for found from gpu has"
+    b" import in is it lib library load loaded module named no not of on or so the this to tensorflow"
+    b" version was with".split()
+)
+_CONTROL = bytes(b for b in range(32) if b not in (8, 9, 10, 12, 13, 27)) + b"\x7f"
 
 MAX_LINE_BYTES = 8192  # every known message fits in far less; longer lines are cut here
 CHUNK_BYTES = 1 << 20
@@ -37,17 +59,37 @@ EXCERPT_CHARS = 300
 class Catalogue:
     path: Path
     patterns: tuple[Pattern, ...]
+    anchors: tuple[str, ...] = ()  # shared substrings of many needles (the file's ``anchors``)
 
     def __post_init__(self) -> None:
-        # Each distinct needle costs one pass over the input. A needle that contains another one
-        # needs no pass of its own: every line holding it also holds the shorter one.
-        needles = {n.encode("utf-8") for p in self.patterns for n in p.needles}
+        # Each anchor costs one pass over the input. A needle that contains an anchor, or another
+        # needle, needs no pass of its own: every line holding it also holds the shorter string.
+        # A candidate line is then checked for a pattern's own needles (a substring test) before
+        # any of its regexes run.
+        # The passes run over lines without their digits (see ``_scan_block``), so they look for
+        # the needles without theirs.
+        stripped = [tuple(n.encode("ascii").translate(None, _DIGITS) for n in p.needles) for p in self.patterns]
+        needles = {n for ns in stripped for n in ns} | {a.encode("ascii").translate(None, _DIGITS) for a in self.anchors}
+        needles.discard(b"")
         anchors = sorted(n for n in needles if not any(o != n and o in n for o in needles))
         by_anchor = []
         for anchor in anchors:
-            indexes = tuple(i for i, p in enumerate(self.patterns) if any(anchor in n.encode("utf-8") for n in p.needles))
-            by_anchor.append((anchor, indexes))
+            indexes = tuple(i for i, ns in enumerate(stripped) if any(anchor in n for n in ns))
+            if indexes:
+                by_anchor.append((anchor, gate_word(anchor), indexes))
         object.__setattr__(self, "_anchors", tuple(by_anchor))
+        object.__setattr__(self, "_needles", tuple(tuple(n.encode("ascii") for n in p.needles) for p in self.patterns))
+
+    @property
+    def passes(self) -> int:
+        """How many substring searches a chunk can take (one per anchor, skipped when the text
+        lacks the anchor's gate word)."""
+        return len(self._anchors)  # type: ignore[attr-defined]
+
+    @property
+    def gates(self) -> dict[str, str]:
+        """Each pass's string (without digits) and its gate word ("" when it has none)."""
+        return {a.decode("ascii"): g.decode("ascii") for a, g, _ in self._anchors}  # type: ignore[attr-defined]
 
     def get(self, pattern_id: str) -> Optional[Pattern]:
         return next((p for p in self.patterns if p.id == pattern_id), None)
@@ -72,30 +114,78 @@ class Catalogue:
         return ScanResult(found.ordered(), lines=lines, bytes=total, dropped=found.dropped)
 
     def _scan_block(self, block: bytes, lines_before: int, max_line: int, found: "_Accumulator") -> None:
-        candidates: dict[int, tuple[int, tuple[int, ...]]] = {}  # line start -> (line end, pattern indexes)
-        for anchor, indexes in self._anchors:  # type: ignore[attr-defined]
-            position = block.find(anchor)
+        # Logs repeat themselves with different numbers (timestamps, steps, progress bars, the
+        # same warning per batch): lines are grouped by their text without digits, the substring
+        # passes run once over the distinct groups, and only a group that holds a needle has its
+        # lines looked at, each distinct line once, its match counting for every line repeating it.
+        lines = block.split(b"\n")
+        keys = block.translate(None, _DIGITS).lower().split(b"\n")  # ASCII only: same lines, same order
+        if block.endswith(b"\n"):
+            lines.pop()
+            keys.pop()
+        distinct = list(dict.fromkeys(keys))
+        if (len(block) - len(block.translate(None, _CONTROL))) * 50 > len(block):
+            # Binary bytes in the chunk: no message holds control bytes, so only lines of text
+            # (at most two stray control bytes) are searched.
+            distinct = [key for key in distinct if len(key) - len(key.translate(None, _CONTROL)) <= 2]
+        joined = b"\n".join(distinct)
+        # A pass whose gate word the text lacks cannot find its string: skip it. Collecting the
+        # words costs about one pass, and unlike ordinary words the gates are rare.
+        words = set(joined.translate(_WORD_BREAKS).split())
+        candidates: dict[int, tuple[int, tuple[int, ...]]] = {}  # group start -> (end, pattern indexes)
+        for anchor, gate, indexes in self._anchors:  # type: ignore[attr-defined]
+            if gate and gate not in words:
+                continue
+            position = joined.find(anchor)
             while position >= 0:
-                start = block.rfind(b"\n", 0, position) + 1
-                end = block.find(b"\n", position)
+                start = joined.rfind(b"\n", 0, position) + 1
+                end = joined.find(b"\n", position)
                 if end < 0:
-                    end = len(block)
+                    end = len(joined)
                 if position + len(anchor) <= start + max_line:
                     entry = candidates.get(start)
                     candidates[start] = (end, indexes if entry is None else tuple(sorted({*entry[1], *indexes})))
-                position = block.find(anchor, end + 1)
-        line_number = lines_before
-        previous = 0
+                position = joined.find(anchor, end + 1)
+        if not candidates:
+            return
+        groups: dict[bytes, list[int]] = {}
+        for index, key in enumerate(keys):
+            groups.setdefault(key, []).append(index)
+        own_needles = self._needles  # type: ignore[attr-defined]
         for start in sorted(candidates):
-            line_number += block.count(b"\n", previous, start)
-            previous = start
             end, indexes = candidates[start]
-            text = block[start : min(end, start + max_line)].decode("utf-8", "replace").rstrip("\r").lstrip("\ufeff")
-            for index in indexes:
-                pattern = self.patterns[index]
-                hit = pattern.match(text)
-                if hit:
-                    found.add(pattern, hit, line_number + 1, text)
+            originals: dict[bytes, list[int]] = {}  # each distinct line of the group -> its line numbers
+            for index in groups[joined[start:end]]:
+                originals.setdefault(lines[index], []).append(lines_before + index + 1)
+            for line, numbers in originals.items():
+                head = line[:max_line]
+                lowered_line = head.lower()
+                text = None
+                for index in indexes:
+                    if not any(n in lowered_line for n in own_needles[index]):
+                        continue
+                    pattern = self.patterns[index]
+                    for regex in pattern.regexes:
+                        if not regex.may_match(lowered_line):
+                            continue
+                        if text is None:
+                            text = head.decode("utf-8", "replace").rstrip("\r").lstrip("\ufeff")
+                        hit = regex.compiled.search(text)
+                        if hit:
+                            found.add(pattern, hit, numbers, text)
+                            break
+
+
+def gate_word(needle: bytes) -> bytes:
+    """The word of ``needle`` that every line holding it holds as a whole word: one bounded by
+    non-word characters inside the needle itself (so any occurrence has it whole), the least
+    common and longest such; b"" when there is none (a one-word needle like "ptxas" can be part of
+    a longer word in a line, so its pass always runs)."""
+    words = [(m.group(0), m.start() > 0, m.end() < len(needle)) for m in _WORD.finditer(needle)]
+    inside = [w for w, left, right in words if left and right]
+    if not inside:
+        return b""
+    return min(inside, key=lambda w: (w in _COMMON_WORDS, -len(w)))
 
 
 # --- results -------------------------------------------------------------------------------------
@@ -132,7 +222,9 @@ class _Accumulator:
         self._by_groups: dict[tuple[Any, ...], Occurrence] = {}  # the same capture seen before
         self.dropped = 0
 
-    def add(self, pattern: Pattern, hit: re.Match[str], line_number: int, text: str) -> None:
+    def add(self, pattern: Pattern, hit: re.Match[str], line_numbers: list[int], text: str) -> None:
+        """One matched line, seen at ``line_numbers`` (ascending)."""
+        line_number = line_numbers[0]
         seen = (pattern.id, hit.re, hit.groups())
         occurrence = self._by_groups.get(seen)
         if occurrence is None:
@@ -148,9 +240,10 @@ class _Accumulator:
                 self._by_key[key] = occurrence
             if len(self._by_groups) < 4 * MAX_GROUPS:
                 self._by_groups[seen] = occurrence
-        occurrence.count += 1
-        if len(occurrence.line_numbers) < MAX_LINE_NUMBERS:
-            occurrence.line_numbers.append(line_number)
+        occurrence.count += len(line_numbers)
+        # Distinct lines of one message arrive group by group: keep the first line numbers overall.
+        if len(occurrence.line_numbers) < MAX_LINE_NUMBERS or line_numbers[0] < occurrence.line_numbers[-1]:
+            occurrence.line_numbers[:] = sorted({*occurrence.line_numbers, *line_numbers[:MAX_LINE_NUMBERS]})[:MAX_LINE_NUMBERS]
 
     def ordered(self) -> tuple[Occurrence, ...]:
         # Errors before harmless notices, each in the order they first appeared.
@@ -250,11 +343,14 @@ def load_patterns(path: str | Path | None = None) -> Catalogue:
     p = Path(path) if path is not None else default_path()
     cached = _CACHE.get(p)
     if cached is None:
-        cached = _CACHE[p] = Catalogue(p, read_patterns(p))
+        # The bundled file's regexes are compiled by the test suite; compile them when first used.
+        patterns, anchors = read_catalogue(p, eager=p.resolve() != default_path().resolve())
+        cached = _CACHE[p] = Catalogue(p, patterns, anchors)
     return cached
 
 
 def parse_patterns(text: str, path: Path) -> Catalogue:
-    return Catalogue(path, parse_catalogue_text(text, path))
+    patterns, anchors = parse_catalogue(text, path)
+    return Catalogue(path, patterns, anchors)
 
 

@@ -7,7 +7,7 @@ import string
 
 import pytest
 
-from envcheck.explain import MAX_LINE_BYTES, Catalogue, load_patterns, repeat_problem
+from envcheck.explain import MAX_LINE_BYTES, Catalogue, PatternsError, load_patterns, repeat_problem
 
 CATALOGUE = load_patterns()
 PATTERNS = CATALOGUE.patterns
@@ -179,3 +179,48 @@ def test_setup_post_message_gives_a_specific_title_and_fix():
 def test_loading_is_cached():
     assert load_patterns() is CATALOGUE
     assert isinstance(CATALOGUE, Catalogue)
+
+
+def test_every_bundled_regex_compiles():
+    # the bundled catalogue compiles its regexes on first use; this is where a mistake shows
+    for pattern in PATTERNS:
+        for regex in pattern.regexes:
+            assert regex.compiled.flags & re.IGNORECASE, (pattern.id, regex.pattern)
+
+
+def test_other_catalogues_compile_when_they_load(tmp_path):
+    # a look-behind of varying width parses but does not compile: a --patterns file says so at once
+    text = CATALOGUE.path.read_text(encoding="utf-8")
+    old = "      - '(?-i:(?:^|[\\s:\\]])Illegal instruction)(?: \\(core dumped\\))?'"
+    assert old in text
+    path = tmp_path / "patterns.yaml"
+    path.write_text(text.replace(old, "      - '(?<=a|bb)Illegal instruction'", 1))
+    with pytest.raises(PatternsError, match="look-behind requires fixed-width pattern"):
+        load_patterns(path)
+
+
+def test_required_literals_never_skip_a_line_a_regex_matches():
+    # every regex skips lines that lack what all its matches hold; over every example and near
+    # miss of the catalogue, a line it matches must never be skipped
+    texts = [t for p in PATTERNS for t in (*p.examples, *p.near_misses)]
+    for pattern in PATTERNS:
+        for regex in pattern.regexes:
+            for text in texts:
+                if regex.compiled.search(text):
+                    assert regex.may_match(text.lower().encode("utf-8")), (pattern.id, regex.pattern, text)
+
+
+@pytest.mark.parametrize(
+    "source, clauses",
+    [
+        ("Could not load dynamic library '(?P<l>libcudart|cudart64_)x", ((b"cudart64_", b"libcudart"), (b"could not load dynamic library '",))),
+        ("(?:abc|de)fgh", ((b"fgh",),)),  # a branch with a short run adds no clause
+        ("xyz(?: optional)?end", ((b"xyz",), (b"end",))),
+        ("(?!nothere)real(?:one|two (?:three|four))", ((b"one", b"two "), (b"real",))),
+        ("(?-i:Illegal) instruction", ((b"illegal",), (b" instruction",))),
+    ],
+)
+def test_required_literals(source, clauses):
+    from envcheck.explain.catalogue import _required_literals, _sre_parse
+
+    assert set(_required_literals(_sre_parse().parse(source))) == set(clauses)

@@ -58,12 +58,12 @@ def test_setup_post_windows_session():
 def test_linux_log_with_missing_cudnn_among_successful_loads():
     result = CATALOGUE.scan(open(LOGS / "linux_tf24_missing_cudnn.log", "rb"))
     found = by_id(result)
-    assert set(found) == {"cudnn-not-loaded", "cannot-dlopen-gpu-libraries", "numa-node-notice", "cpu-optimized-notice"}
+    assert set(found) == {"cudnn-not-loaded", "cannot-dlopen-gpu-libraries", "numa-node-notice", "gpu-found", "cpu-optimized-notice"}
     assert found["cudnn-not-loaded"].variables["library"] == "libcudnn.so.8"
     assert found["cannot-dlopen-gpu-libraries"].count == 2  # the warning and "Skipping registering GPU devices..."
     # "Successfully opened dynamic library libcudart.so.11.0" is not a problem and is not reported
     assert "cudart-not-loaded" not in found
-    assert [o.pattern.harmless for o in result.occurrences] == [False, False, True, True]
+    assert [o.pattern.harmless for o in result.occurrences] == [False, False, True, True, True]
 
 
 def test_multi_gpu_keras_errors_of_the_setup_post():
@@ -256,3 +256,98 @@ def test_excerpt_starts_where_the_message_starts():
     (occurrence,) = CATALOGUE.scan_text(long_line).occurrences
     assert occurrence.excerpt.startswith("ImportError: Could not find") and occurrence.excerpt.endswith("x…")
     assert len(occurrence.excerpt) == explain_module.EXCERPT_CHARS + 1
+
+
+# --- the scanner's shortcuts (distinct lines, digits aside, gate words) change no result ----------
+
+
+def reference_scan(data: bytes, max_line: int = MAX_LINE_BYTES):
+    """The plain scanner the shortcuts must agree with: every line, every pattern, in order."""
+    found = {}
+    lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        lines.pop()
+    for number, raw in enumerate(lines, start=1):
+        head = raw[:max_line]
+        lowered = head.lower()
+        text = head.decode("utf-8", "replace").rstrip("\r").lstrip("\ufeff")
+        for pattern in CATALOGUE.patterns:
+            if not any(n.encode() in lowered for n in pattern.needles):
+                continue
+            hit = pattern.match(text)
+            if hit:
+                from envcheck.explain.catalogue import fill
+
+                key = (pattern.id, fill(pattern.title, pattern.variables(hit)))
+                entry = found.setdefault(key, [0, []])
+                entry[0] += 1
+                entry[1].append(number)
+    return {key: (count, numbers[:5]) for key, (count, numbers) in found.items()}
+
+
+def scanned(data: bytes, **kwargs):
+    return {(o.pattern.id, o.title): (o.count, o.line_numbers) for o in scan_bytes(data, **kwargs).occurrences}
+
+
+_VARIED = st.sampled_from(
+    [
+        "2024-05-02 10:11:{s}.{us}: W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcudart.so.{v}'; dlerror: libcudart.so.{v}: cannot open shared object file",
+        "{s}/781 [==========>...] - ETA: {us}s - loss: 0.{v}",
+        "E0000 00:00:17960567{us}.682237    {s} cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)",
+        "ImportError: Could not find 'cudart64_{v}0.dll'. TensorFlow requires that this DLL be installed",
+        "OOM when allocating tensor with shape[{s},{us}] and type float on /job:localhost/replica:0/task:0/device:GPU:{v} by allocator GPU_{v}_bfc",
+        "Epoch {s}/70",
+        "W tensorflow/core/common_runtime/bfc_allocator.cc:{us}] Allocator (GPU_0_bfc) ran out of memory trying to allocate {v}.{s}GiB. The caller indicates that this is not a failure",
+    ]
+)
+
+
+@settings(max_examples=examples(80), deadline=None)
+@given(
+    lines=st.lists(st.tuples(_VARIED, st.integers(0, 99), st.integers(0, 9999), st.sampled_from(["10", "11", "1", "12"])), max_size=60),
+    chunk=st.integers(min_value=64, max_value=4096),
+)
+def test_grouping_lines_by_their_words_changes_nothing(lines, chunk):
+    data = "\n".join(t.format(s=s, us=us, v=v) for t, s, us, v in lines).encode()
+    assert scanned(data, chunk_bytes=chunk) == reference_scan(data)
+
+
+def test_a_message_repeated_with_other_numbers_is_counted_in_line_order():
+    lines = [
+        "2024-05-02 10:11:12.000001: W dso_loader.cc:64] Could not load dynamic library 'libcudart.so.11.0'; dlerror: x",
+        "Epoch 1/70",
+        "2024-05-02 10:11:13.000002: W dso_loader.cc:64] Could not load dynamic library 'libcudart.so.10.1'; dlerror: x",
+        "2024-05-02 10:11:14.000003: W dso_loader.cc:64] Could not load dynamic library 'libcudart.so.11.0'; dlerror: x",
+        "Epoch 2/70",
+        "2024-05-02 10:11:15.000004: W dso_loader.cc:64] Could not load dynamic library 'libcudart.so.11.0'; dlerror: x",
+    ]
+    result = scanned("\n".join(lines).encode())
+    assert result == {
+        ("cudart-not-loaded", "CUDA runtime libcudart.so.11.0 could not be loaded"): (3, [1, 4, 6]),
+        ("cudart-not-loaded", "CUDA runtime libcudart.so.10.1 could not be loaded"): (1, [3]),
+    }
+
+
+def test_the_first_line_numbers_stay_in_order_when_distinct_lines_share_a_message():
+    a = "failed call to cuInit: UNKNOWN ERROR (303)"
+    b = "E0000 00:00:1796056754.682237    7566 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)"
+    data = "\n".join([a, b, a, b, b, a, a, b]).encode()
+    (occurrence,) = scan_bytes(data).occurrences
+    assert occurrence.count == 8 and occurrence.line_numbers == [1, 2, 3, 4, 5] and occurrence.first_line == 1
+
+
+def test_binary_chunks_search_only_their_lines_of_text():
+    junk = bytes(range(256)).replace(b"\n", b"") * 4
+    lines = [junk] * 20 + [CUDART_100.encode()] + [junk] * 20 + [b"Epoch 1/10\x1b[0m - loss: 0.5\r"]
+    result = scan_bytes(b"\n".join(lines) + b"\n")
+    assert result.ids == ["win-cudart-dll-not-found"] and result.occurrences[0].first_line == 21
+    assert result.lines == 42
+
+
+def test_gate_words_are_whole_words_inside_their_needle():
+    from envcheck.explain.scanner import gate_word
+
+    assert gate_word(b"could not load dynamic library '") == b"dynamic"
+    assert gate_word(b"to cuinit: ") == b"cuinit"
+    assert gate_word(b"ptxas") == b""  # may be part of a longer word: no gate, the pass always runs
+    assert gate_word(b"cuda_error_") == b"error"
