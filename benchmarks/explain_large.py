@@ -8,7 +8,7 @@ Generates, in a temporary folder:
   binary   --mb MB of random bytes.
 For each it runs ``envcheck explain --no-probe --json --file FILE`` as a fresh process and prints
 the median wall time over --repeat runs, MB/s and the peak RSS of that process, next to
-``grep -c -F`` with the same needles over the same file as the reference. Also prints the
+``grep -c -i -F`` with the same needles over the same file as the reference. Also prints the
 in-process scan time (no interpreter start-up) for the realistic log.
 
     python benchmarks/explain_large.py            # 100 MB, 3 runs each
@@ -141,12 +141,12 @@ def main() -> int:
         env_cmd = [sys.executable, "-m", "envcheck", "explain", "--no-probe", "--json", "--file"]
         print(f"envcheck explain on {args.mb:g} MB inputs, median of {args.repeat} runs (fresh process each, taking turns with grep)")
         print(f"{'input':<9} {'envcheck s':>10} {'MB/s':>7} {'peak RSS MB':>11} {'found':>6}   "
-              f"{'grep -c -F s':>12} {'MB/s':>7} {'peak RSS MB':>11} {'lines':>9}   ratio")
+              f"{'grep -ciF s':>12} {'MB/s':>7} {'peak RSS MB':>11} {'lines':>9}   ratio")
         for name, path in inputs.items():
             mb = path.stat().st_size / (1024 * 1024)
             commands = [[*env_cmd, str(path)]]
             if grep:
-                commands.append([grep, "-c", "-a", "-F", "-f", str(needle_file), str(path)])
+                commands.append([grep, "-c", "-a", "-i", "-F", "-f", str(needle_file), str(path)])
             mine, *reference = interleaved(commands, args.repeat)
             hit = re.search(r'"found": (\d+)', mine["out"])
             found = hit.group(1) if hit and mine["rc"] in (0, 1) else f"rc={mine['rc']}"

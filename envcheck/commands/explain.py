@@ -62,9 +62,14 @@ def run(args: argparse.Namespace) -> int:
     with _open_input(args) as (stream, source):
         scan = catalogue.scan(stream)
     # Looking at the machine only helps explanations that have machine-specific advice.
-    wants_facts = any(o.pattern.specialize or o.pattern.rule_ids for o in scan.occurrences)
+    wants_facts = any(
+        o.pattern.specialize or o.pattern.rule_ids or any(c.rule_ids for c in o.pattern.causes) for o in scan.occurrences
+    )
     ctx = _machine_context(args, matrix_loader, snapshot, look=wants_facts)
-    explanations = explain(scan, ctx)
+    from envcheck.explain.machine import assess_causes
+
+    # Each cause the doctor's rules can check is marked confirmed or ruled out on this machine.
+    explanations = explain(scan, ctx, assess=None if ctx.facts is None else lambda o, c: assess_causes(o, c, ctx))
     from envcheck.explain.report import ExplainReport, render_text
 
     report = ExplainReport(
