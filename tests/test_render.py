@@ -13,7 +13,6 @@ from envcheck.findings import (
     LINK_OK,
     Command,
     Finding,
-    Fix,
     LinkStatus,
     Fix,
     Report,

@@ -14,52 +14,22 @@ from __future__ import annotations
 
 import os
 import pickle
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 
-from envcheck.errors import UsageError
-
-CIFAR10_CLASSES = (
-    "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
+from envcheck.train.cifar import (  # noqa: F401 - the data set's shape is part of this module's interface
+    CIFAR10_CLASSES,
+    HOW_TO_PROVIDE,
+    IMAGE_SHAPE,
+    CifarData,
+    DataError,
+    find_test_folder,
 )
-IMAGE_SHAPE = (32, 32, 3)
+
 TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
 TEST_BATCH = "test_batch"
-HOW_TO_PROVIDE = (
-    "envcheck never downloads it: pass --data PATH (the cifar-10-batches-py folder, a folder with "
-    "train/<class>/ and test/<class>/ images, or a .tar.gz of either), or use --synthetic"
-)
-
-
-class DataError(UsageError):
-    """A data set that is missing, unreadable or not CIFAR-10 shaped: one line, exit 2."""
-
-
-@dataclass(frozen=True)
-class CifarData:
-    x_train: np.ndarray  # (N, 32, 32, 3) uint8
-    y_train: np.ndarray  # (N,) int64 class ids
-    x_test: np.ndarray
-    y_test: np.ndarray
-    class_names: tuple[str, ...]
-    source: str  # where it came from, for the summary
-    kind: str  # "python-batches", "image-folders" or "synthetic"
-
-    @property
-    def num_classes(self) -> int:
-        return len(self.class_names)
-
-    def describe(self) -> dict[str, object]:
-        return {
-            "source": self.source,
-            "kind": self.kind,
-            "train_images": int(len(self.x_train)),
-            "test_images": int(len(self.x_test)),
-            "classes": list(self.class_names),
-        }
 
 
 def cache_dir() -> Path:
@@ -133,13 +103,6 @@ def _subfolders(path: Path) -> list[Path]:
         return [p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")]
     except OSError:
         return []
-
-
-def find_test_folder(root: Path) -> Optional[Path]:
-    for name in ("test", "val", "validation"):
-        if (root / name).is_dir():
-            return root / name
-    return None
 
 
 class _ArraysOnlyUnpickler(pickle.Unpickler):

@@ -21,7 +21,7 @@ from typing import Optional
 
 import numpy as np
 
-from envcheck.train.data import CIFAR10_CLASSES, IMAGE_SHAPE, CifarData, DataError, find_test_folder
+from envcheck.train.cifar import CIFAR10_CLASSES, IMAGE_SHAPE, CifarData, DataError, find_test_folder
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".ppm"}
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
