@@ -323,3 +323,15 @@ def test_local_cuda_toolkit_architectures_match_the_matrix(m):
     listed = subprocess.run([nvcc, "--list-gpu-arch"], capture_output=True, text=True, timeout=30).stdout.split()
     local = sorted({f"{int(a[8:-1])}.{a[-1]}" for a in listed if re.fullmatch(r"compute_\d+", a)}, key=Version)
     assert local == sorted(release.architectures, key=Version)
+
+
+def test_library_use_names_a_file_by_the_releases_that_load_it():
+    matrix = load_matrix()
+    runtime_11 = matrix.library_use("libcudart.so.11.0")
+    assert runtime_11.generation() == "CUDA 11.x"  # every CUDA 11 minor ships libcudart.so.11.0
+    assert runtime_11.releases().startswith("TensorFlow 2.4 (CUDA 11.0, cuDNN 8.0), 2.5-2.11 (CUDA 11.2, cuDNN 8.1)")
+    assert runtime_11.releases().endswith(" and 2.14 (CUDA 11.8, cuDNN 8.7)")
+    dll = matrix.library_use("cudart64_100.dll")
+    assert (dll.generation(), dll.releases()) == ("CUDA 10.0", "TensorFlow 1.13-2.0 (CUDA 10.0, cuDNN 7.4)")
+    unknown = matrix.library_use("cudart64_12.dll")  # native Windows GPU builds end with CUDA 11.2
+    assert (unknown.known, unknown.generation(), unknown.releases()) == (False, "", "")

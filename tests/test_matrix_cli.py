@@ -183,3 +183,19 @@ def test_unknown_gpu_is_one_line_with_the_nearest_products(capsys, name, says):
     assert err.startswith("envcheck: error: unknown GPU: ")
     assert says in err and "https://developer.nvidia.com/cuda-gpus" in err
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("query", [("tf", "2.15"), ("tf", "1.13", "--os", "windows"), ("cuda", "12.2"), ("gpu", "RTX 3090")])
+@pytest.mark.parametrize("columns", [60, 80])
+def test_text_fits_the_terminal_width(capsys, monkeypatch, query, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    code, out, _ = run(capsys, *query)
+    assert code == 0
+    for line in out.splitlines():
+        if len(line) > columns:
+            # Only what cannot be broken runs past: a command to copy, a source URL, one long word.
+            label, _, rest = line.partition("  ") if not line.startswith(("note: ", "source: ")) else line.partition(" ")
+            assert line.startswith(("install ", "source: ")) or " " not in rest.strip(), line
+    monkeypatch.setenv("COLUMNS", "200")
+    _, wide, _ = run(capsys, *query)
+    assert len(wide.splitlines()) <= len(out.splitlines())  # wider terminals get fewer, longer lines

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         text = _gpu_text(answer, {os: [str(b.tf) for b in matrix.tf_releases(os)] for os in BUILD_OSES})
     from envcheck.render import emit, json_text
 
-    emit(json_text("matrix", {"query": args.query, **answer}, 0) if args.json else text + "\n", is_json=args.json)
+    emit(json_text("matrix", {"query": args.query, **answer}, 0) if args.json else _fit(text) + "\n", is_json=args.json)
     return 0
 
 
@@ -181,6 +181,32 @@ def _driver(matrix: Matrix, build: TfBuild, os: str) -> dict[str, Any] | None:
 
 # --------------------------------------------------------------------------------------------
 # Text output
+
+
+# Lines that are a command to copy stay whole whatever the width.
+_UNWRAPPED = ("install ", "source: ")
+
+
+def _fit(text: str) -> str:
+    """Each line wrapped to the terminal, continuations under the value (``key  value`` lines) or
+    under the text after the label (``note: ...``)."""
+    import re
+
+    from envcheck.render.width import terminal_width, wrap
+
+    width = terminal_width()
+    out = []
+    for line in text.splitlines():
+        if line.startswith(_UNWRAPPED):
+            out.append(line)
+            continue
+        key = re.match(r"(\S[^:]*?  +|[a-z]+: |  )", line)
+        label = key.group(1) if key else ""
+        if " " not in line[len(label) :].strip():
+            out.append(line)  # one word after the label (a URL): nothing to wrap at
+            continue
+        out.append(wrap(line, width, len(label) + 2 if label == "  " else len(label) or 2))
+    return "\n".join(out)
 
 
 def _lines(pairs: list[tuple[str, object]]) -> str:

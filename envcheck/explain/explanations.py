@@ -277,11 +277,10 @@ def _library_use_names(variables: dict[str, str], matrix: Optional["Matrix"]) ->
     library = variables.get("library", "")
     use = matrix.library_use(library) if matrix is not None and library else None
     if use is not None and use.builds:
-        builds = _distinct_builds(use.builds)
-        cudas = sorted({b.cuda for b in builds if b.cuda is not None})
+        cudas = sorted({b.cuda for b in use.distinct_builds() if b.cuda is not None})
         return {
-            "cuda_generation": _generation(use.family, cudas, sorted({b.cudnn for b in builds if b.cudnn is not None})),
-            "releases": _releases_sentence(builds),
+            "cuda_generation": use.generation() or "an unknown CUDA release",
+            "releases": use.releases(),
             "newest_cuda": str(cudas[-1]) if cudas else "X.Y",
             "cuda_folder": f"v{cudas[-1]}" if cudas else "vX.Y",
         }
@@ -305,49 +304,6 @@ def _library_use_names(variables: dict[str, str], matrix: Optional["Matrix"]) ->
         "newest_cuda": f"{major}.x" if major else "X.Y",
         "cuda_folder": f"v{major}.x" if major else "vX.Y",
     }
-
-
-def _distinct_builds(builds: tuple[Any, ...]) -> list[Any]:
-    """Release rows without patch rows that repeat their minor release's CUDA and cuDNN."""
-    minors = {(str(b.tf), b.cuda, b.cudnn) for b in builds}
-    out = []
-    for build in builds:
-        parts = str(build.tf).split(".")
-        if len(parts) > 2 and (".".join(parts[:2]), build.cuda, build.cudnn) in minors:
-            continue
-        out.append(build)
-    return out
-
-
-def _generation(family: str, cudas: list[Any], cudnns: list[Any]) -> str:
-    if family == "cudnn":
-        majors = sorted({v.release[0] for v in cudnns})
-        return "cuDNN " + "/".join(str(m) for m in majors) if majors else "cuDNN"
-    if not cudas:
-        return "an unknown CUDA release"
-    if len(cudas) == 1:
-        return f"CUDA {cudas[0]}"
-    majors = sorted({v.release[0] for v in cudas})
-    if len(majors) == 1:
-        return f"CUDA {majors[0]}.x"
-    return "CUDA " + ", ".join(str(v) for v in cudas)
-
-
-def _releases_sentence(builds: list[Any]) -> str:
-    """ "TensorFlow 2.4 (CUDA 11.0, cuDNN 8.0) and 2.5-2.10 (CUDA 11.2, cuDNN 8.1)": consecutive
-    releases built with the same pair are one range."""
-    groups: list[list[Any]] = []
-    for build in builds:
-        if groups and (groups[-1][-1].cuda, groups[-1][-1].cudnn) == (build.cuda, build.cudnn):
-            groups[-1].append(build)
-        else:
-            groups.append([build])
-    parts = []
-    for group in groups:
-        span = str(group[0].tf) if len(group) == 1 else f"{group[0].tf}-{group[-1].tf}"
-        parts.append(f"{span} (CUDA {group[0].cuda}, cuDNN {group[0].cudnn})")
-    joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-    return f"TensorFlow {joined}"
 
 
 LateDeriver = Callable[[dict[str, str], Optional["Matrix"]], dict[str, str]]

@@ -162,10 +162,13 @@ def assess_causes(occurrence: "Occurrence", causes: tuple[Any, ...], ctx: Machin
     from envcheck.rules import RULES, load_rule_modules
 
     load_rule_modules()
+    by_files = _where_the_files_are(ctx)
     out = []
     for cause in causes:
         ids = tuple(getattr(cause, "rule_ids", ()) or ())
-        if not ids:
+        if cause.id in by_files:
+            out.append(dataclasses.replace(cause, status=by_files[cause.id]) if by_files[cause.id] else cause)
+        elif not ids:
             out.append(cause)
         elif any(i in fired for i in ids):
             out.append(dataclasses.replace(cause, status="confirmed"))
@@ -174,6 +177,43 @@ def assess_causes(occurrence: "Occurrence", causes: tuple[Any, ...], ctx: Machin
         else:
             out.append(cause)
     return tuple(out)
+
+
+# Causes that one finding cannot tell apart: EC-LIB-001 (and -002) fire both when the file is nowhere
+# and when it sits in a folder the loader does not search. Where the library probe found the files
+# decides: (family, True) for "installed but not on the path", (family, False) for "not installed".
+_FILE_CAUSES = {
+    "cuda-not-installed": ("cudart", False),
+    "cuda-bin-not-on-path": ("cudart", True),
+    "cuda-lib-not-on-path": ("cudart", True),
+    "cudnn-not-installed": ("cudnn", False),
+    "cudnn-not-on-path": ("cudnn", True),
+    "cudnn-lib-not-on-path": ("cudnn", True),
+}
+
+
+def _where_the_files_are(ctx: MachineContext) -> dict[str, Optional[str]]:
+    """Each file cause's status from the probe: the one that holds confirmed, the other ruled out;
+    both ruled out when the files load; nothing when the library checks do not apply."""
+    m = ctx.machine
+    if m is None:
+        return {}
+    from envcheck.rules.library_state import libraries_apply, missing, needed
+
+    if not libraries_apply(m):
+        return {}
+    statuses: dict[str, Optional[str]] = {}
+    for cause_id, (family, off_path) in _FILE_CAUSES.items():
+        if not needed(m, (family,)):
+            statuses[cause_id] = None  # this build loads no such file: the machine cannot tell
+            continue
+        gone = missing(m, (family,))
+        if not gone:
+            statuses[cause_id] = "ruled-out"
+        else:
+            somewhere = any(n.off_path for n in gone)
+            statuses[cause_id] = "confirmed" if somewhere == off_path else "ruled-out"
+    return statuses
 
 
 def _compatible_oses(oses: tuple[str, ...]) -> set[str]:
@@ -249,7 +289,7 @@ def cuda_library(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Mach
     if use.family and not any(library.lower() == own.lower() for own in build.libraries):
         own = _same_family(build, use.family)
         if own is not None and use.family in ("cudart", "cudnn", "cublas"):
-            by = f" ({use.generation()}: TensorFlow {', '.join(b.label for b in use.builds[-3:])} load it)" if use.known else ""
+            by = f" ({use.releases()} load it)" if use.known else ""
             yield MachineNote(
                 f"The installed {name} {version} was built for CUDA {build.cuda} and cuDNN {build.cudnn}, so it asks for "
                 f"{own}, not {library}{by}: this log comes from a different TensorFlow (another environment or machine)."

@@ -125,9 +125,18 @@ class LibraryUse:
     def title(self) -> str:
         return FAMILY_TITLES.get(self.family, self.family)
 
+    def distinct_builds(self) -> tuple["TfBuild", ...]:
+        """The release rows without patch rows that repeat their minor release's CUDA and cuDNN."""
+        minors = {(str(b.tf), b.cuda, b.cudnn) for b in self.builds}
+        return tuple(
+            b
+            for b in self.builds
+            if not (len(str(b.tf).split(".")) > 2 and (".".join(str(b.tf).split(".")[:2]), b.cuda, b.cudnn) in minors)
+        )
+
     def generation(self) -> str:
-        """ "CUDA 11 (11.0-11.8)", "cuDNN 8", "CUDA 10.0": what the name stands for, by the builds
-        that load it; "" when no release in the matrix loads it."""
+        """ "CUDA 11.x", "cuDNN 8", "CUDA 10.0": what the name stands for, by the builds that load
+        it (cudart64_110.dll serves every CUDA 11); "" when no release in the matrix loads it."""
         if not self.builds:
             return ""
         if self.family == "cudnn":
@@ -140,5 +149,21 @@ class LibraryUse:
         if len(versions) == 1:
             return f"CUDA {versions[0]}"
         if len(majors) == 1:
-            return f"CUDA {majors[0]} ({versions[0]}-{versions[-1]})"
+            return f"CUDA {majors[0]}.x"
         return "CUDA " + ", ".join(str(v) for v in versions)
+
+    def releases(self) -> str:
+        """ "TensorFlow 2.4 (CUDA 11.0, cuDNN 8.0) and 2.5-2.10 (CUDA 11.2, cuDNN 8.1)": the releases
+        that load the name, consecutive ones built with the same pair as one range; "" for none."""
+        groups: list[list["TfBuild"]] = []
+        for build in self.distinct_builds():
+            if groups and (groups[-1][-1].cuda, groups[-1][-1].cudnn) == (build.cuda, build.cudnn):
+                groups[-1].append(build)
+            else:
+                groups.append([build])
+        parts = [
+            f"{g[0].tf if len(g) == 1 else f'{g[0].tf}-{g[-1].tf}'} (CUDA {g[0].cuda}, cuDNN {g[0].cudnn})" for g in groups
+        ]
+        if not parts:
+            return ""
+        return "TensorFlow " + (parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1])

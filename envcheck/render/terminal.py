@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import sys
 from typing import Optional
 
@@ -32,6 +31,7 @@ from envcheck.findings import (
     Report,
     Severity,
 )
+from envcheck.render.width import DEFAULT_WIDTH, MIN_WIDTH, terminal_width  # noqa: F401 - part of this module's interface
 from envcheck.shell import SHELL_TITLES, Command
 
 # status: (ascii, glyph, style)
@@ -60,8 +60,6 @@ SHORT_TITLES = {
     "environment": "Environment",
 }
 
-DEFAULT_WIDTH = 100
-MIN_WIDTH = 40
 
 
 def use_color(stream=None) -> bool:
@@ -74,20 +72,6 @@ def use_color(stream=None) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-def terminal_width(stream=None) -> int:
-    """The width to wrap at: ``COLUMNS`` when set, else the terminal's, else 100 (a pipe)."""
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return max(MIN_WIDTH, int(columns))
-    stream = stream or sys.stdout
-    try:
-        if stream.isatty():
-            return max(MIN_WIDTH, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
-    except (AttributeError, ValueError):
-        pass
-    return DEFAULT_WIDTH
 
 
 def _can_encode(text: str, stream=None) -> bool:

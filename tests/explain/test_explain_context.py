@@ -122,7 +122,7 @@ def test_windows_message_from_another_tensorflow_is_called_out():
     facts = machine(os="windows", python="3.9.13", packages={"tensorflow": "2.10.1"}, gpus=("GeForce GTX 1060",), driver="472.12")
     text = notes(explained(SETUP_POST, facts))
     assert "built for CUDA 11.2 and cuDNN 8.1" in text
-    assert "asks for cudart64_110.dll, not cudart64_100.dll (CUDA 10.0: TensorFlow" in text
+    assert "asks for cudart64_110.dll, not cudart64_100.dll (TensorFlow 1.13-2.0 (CUDA 10.0, cuDNN 7.4) load it)" in text
 
 
 def test_windows_tensorflow_past_native_gpu_support_never_loads_cuda():
