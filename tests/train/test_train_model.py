@@ -10,6 +10,7 @@ keras = pytest.importorskip("keras")
 
 from envcheck.train.model import (  # noqa: E402
     MINI_GOOGLENET_PARAMETERS,
+    FusedBatchNormalization,
     RandomShift,
     RandomShiftAndFlip,
     _shift_and_flip,
@@ -53,6 +54,43 @@ def test_every_block_is_conv_with_bias_then_batchnorm_then_relu(network):
         block = conv.name[: -len("_conv")]
         assert isinstance(network.get_layer(f"{block}_bn"), keras.layers.BatchNormalization)
         assert network.get_layer(f"{block}_relu").activation is keras.activations.relu
+
+
+def test_every_batch_normalization_is_the_fused_one(network):
+    norms = [layer for layer in network.layers if isinstance(layer, keras.layers.BatchNormalization)]
+    assert len(norms) == 19 and all(isinstance(layer, FusedBatchNormalization) for layer in norms)
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_fused_batch_normalization_computes_what_keras_batch_normalization_does(policy):
+    images = np.random.default_rng(8).normal(2.0, 3.0, size=(16, 15, 15, 24)).astype(np.float32)
+    weights = np.random.default_rng(9).normal(size=images.shape).astype(np.float32)
+    keras_norm = keras.layers.BatchNormalization(dtype=policy)
+    fused = FusedBatchNormalization(dtype=policy)
+    keras_norm.build(images.shape)
+    fused.build(images.shape)
+    rng = np.random.default_rng(10)
+    start = [rng.uniform(0.5, 1.5, size=w.shape).astype(np.float32) for w in keras_norm.get_weights()]
+    keras_norm.set_weights(start)
+    fused.set_weights(start)
+    tolerance = 1e-4 if policy == "float32" else 5e-2
+    results = []
+    for layer in (keras_norm, fused):
+        x = tf.constant(images)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = layer(x, training=True)
+            loss = tf.reduce_sum(tf.cast(y, tf.float32) * weights)
+        gradients = tape.gradient(loss, [x, *layer.trainable_variables])
+        results.append((y, gradients, [w.copy() for w in layer.get_weights()], layer(x, training=False)))
+    (y_keras, g_keras, w_keras, infer_keras), (y_fused, g_fused, w_fused, infer_fused) = results
+    assert y_fused.dtype == y_keras.dtype
+    np.testing.assert_allclose(np.float32(y_fused), np.float32(y_keras), atol=tolerance)
+    for ours, theirs in zip(g_fused, g_keras):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=tolerance, atol=tolerance * np.abs(theirs).max())
+    for ours, theirs in zip(w_fused, w_keras):  # moving mean and variance updated alike
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.float32(infer_fused), np.float32(infer_keras), atol=tolerance)
 
 
 def test_training_model_takes_uint8_and_subtracts_the_per_pixel_mean():
