@@ -8,8 +8,8 @@
 # beside the checkout when it is there, else synthetic images. Each benchmark writes DIR/NAME.json
 # and DIR/NAME.log (DIR: a new folder under /tmp); one that fails is marked in the table and the
 # others still run. --quick: tiny sizes (a check that everything runs, not figures to record).
-# --dry-run: print the commands only. About 7 minutes on one GPU. PYTHON picks the interpreter,
-# GPUS the number of GPUs (default: as many as TensorFlow lists).
+# --dry-run: print the commands only. Sized for under 10 minutes on one GPU. PYTHON picks the
+# interpreter, GPUS the number of GPUs (default: as many as TensorFlow lists).
 set -u -o pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
