@@ -45,7 +45,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 EPOCHS = 2
 FIGURES = ("images_per_second_epoch_2", "seconds_to_steps", "wall_seconds")
@@ -283,7 +282,7 @@ def main(argv=None) -> int:
         print(json.dumps(run_post(args)))
         return 0
 
-    from input_pipeline import describe_machine
+    from input_pipeline import describe_machine  # beside this script, on sys.path when it runs
 
     runs: dict[str, list[dict]] = {"post": [], "envcheck": []}
     order = [("post", measure_post), ("envcheck", measure_envcheck)]

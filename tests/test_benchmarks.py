@@ -6,6 +6,7 @@ bash's own parser and its dry run, and the summary table with result files writt
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -17,9 +18,17 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = REPO / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
 
-import summary  # noqa: E402
+
+def load_script(name: str):
+    """A benchmark script as a module, without putting benchmarks/ on sys.path."""
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+summary = load_script("summary")
 
 
 def run_script(tmp_path: Path, script: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -78,11 +87,9 @@ def test_post_trainer_runs_the_posts_train_py_and_envcheck_train_and_prints_the_
 
 def test_the_posts_minigooglenet_in_tf_keras_has_the_posts_parameter_count():
     keras = pytest.importorskip("tf_keras")
-    import post_trainer
-
     from envcheck.train.model import MINI_GOOGLENET_PARAMETERS
 
-    model = post_trainer.mini_googlenet(keras, width=32, height=32, depth=3, classes=10)
+    model = load_script("post_trainer").mini_googlenet(keras, width=32, height=32, depth=3, classes=10)
     assert model.count_params() == MINI_GOOGLENET_PARAMETERS
 
 
