@@ -18,8 +18,10 @@ def _images_tagged_by_index(count: int) -> np.ndarray:
 
 def test_training_batches_are_uint8_with_one_hot_labels_and_drop_the_partial_batch():
     images, labels = _images_tagged_by_index(70), np.arange(70) % 10
-    batches = list(training_dataset(images, labels, global_batch=16, seed=1).as_numpy_iterator())
-    assert len(batches) == steps_per_epoch(70, 16) == 4
+    dataset = training_dataset(images, labels, global_batch=16, seed=1)
+    assert int(dataset.cardinality()) == steps_per_epoch(70, 16) == 4  # fit() knows an epoch's length
+    batches = list(dataset.as_numpy_iterator())
+    assert len(batches) == 4
     x, y = batches[0]
     assert x.dtype == np.uint8 and x.shape == (16, 32, 32, 3)
     assert y.shape == (16, 10) and set(np.unique(y)) == {0.0, 1.0}
