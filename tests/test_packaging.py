@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -17,13 +18,20 @@ DATA_FILES = ("compat_matrix.yaml", "explain_patterns.yaml")
 def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
     build = tmp_path_factory.mktemp("build")
+    # Built from a copy: setuptools writes build/ and *.egg-info into the source tree it builds.
+    source = build / "source"
+    shutil.copytree(
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis", ".pytest_cache", ".ruff_cache"),
+    )
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(source)],
         check=True,
         cwd=str(build),
         capture_output=True,
     )
-    (path,) = out.glob("envcheck-*.whl")
+    (path,) = out.glob("envcheck_tf-*.whl")  # the distribution's name, normalized
     return path
 
 
