@@ -69,7 +69,9 @@ def test_common_path_words_and_short_names_are_not_redacted_as_words():
         text = markdown.render(report_for(user, host, f"/home/{user}", executable="/opt/venv/.venv/lib/python3.11/bin/python"))
         for kept in ("/usr/local/cuda/lib64", ".venv/lib/python3.11", "/usr/local/cuda/bin", "nvidia/cudnn/lib"):
             assert kept in text, (user, host, kept)
-        assert "<user>" not in text and "<host>" not in text, (user, host)
+        # Only the snapshot's own fields say who and where, replaced whatever their values.
+        assert text.count("<user>") == 1 and '"user": "<user>"' in text, (user, host)
+        assert text.count("<host>") == 1 and '"hostname": "<host>"' in text, (user, host)
 
 
 def test_serials_and_uuids_only_as_whole_tokens():

@@ -7,6 +7,7 @@ including the facts attached in ``<details>``; see ``redact_text`` for what is l
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -19,8 +20,28 @@ _STATUS_WORD = {"ok": "ok", "warning": "warning", "error": "**error**", "skipped
 
 def render(report: Report, redact: bool = True, verbose: bool = False) -> str:
     del verbose
-    text = _markdown(report)
-    return redact_text(text, report) if redact else text
+    if not redact:
+        return _markdown(report)
+    return redact_text(_markdown(_with_fields_redacted(report)), report)
+
+
+def _with_fields_redacted(report: Report) -> Report:
+    """The snapshot's own identifying fields replaced outright, whatever their values: a user
+    called "ml" is not redacted as a word elsewhere, but its "user" field is still "<user>"."""
+    facts = report.facts
+    pf = facts.platform
+    platform = dataclasses.replace(
+        pf,
+        user="<user>" if pf.user else pf.user,
+        hostname="<host>" if pf.hostname else pf.hostname,
+        home="~" if pf.home else pf.home,
+    )
+    gpus = tuple(
+        dataclasses.replace(g, uuid="<gpu-uuid>" if g.uuid else g.uuid, serial="<serial>" if g.serial else g.serial)
+        for g in facts.nvml.gpus
+    )
+    facts = dataclasses.replace(facts, platform=platform, nvml=dataclasses.replace(facts.nvml, gpus=gpus))
+    return dataclasses.replace(report, facts=facts)
 
 
 def _markdown(report: Report) -> str:
@@ -121,6 +142,7 @@ COMMON_WORDS = frozenset({
     "windows", "program", "files", "system32", "appdata", "roaming", "scripts", "admin", "administrator",
     "linux", "ubuntu", "debian", "fedora", "centos", "rocky", "alpine", "docker", "container", "localhost",
     "default", "test", "none", "null", "true", "false", "version", "release", "build", "cache", "config",
+    "host", "serial", "uuid",  # inside the markers themselves
 })
 MIN_NAME_LENGTH = 3  # "jo" or "x1" would match inside every other word
 MIN_SERIAL_LENGTH = 4
