@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 from envcheck.errors import EXIT_FINDINGS, EnvcheckError, UsageError
 from envcheck.train.config import TrainConfig, post_reference
@@ -68,75 +66,15 @@ def _writes_outputs(config: TrainConfig) -> bool:
     return chief_of(read_tf_config())[0]
 
 
-def _quiet_tensorflow() -> int:
-    """TensorFlow's C++ start-up chatter would bury the progress bar; the user's own setting wins.
-    Returns the level in force (0: everything is shown, 1: no INFO lines, 2: no warnings either)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    text = os.environ["TF_CPP_MIN_LOG_LEVEL"].strip()
-    return int(text) if text in ("0", "1", "2", "3") else 0
-
-
-# TensorFlow prints these at every start whatever TF_CPP_MIN_LOG_LEVEL says (they come before
-# absl reads it): absl's preamble, then INFO lines (the oneDNN and CPU-feature notices, with the
-# CPU-feature notice's second line), and at level 2 warnings.
-_INFO_NOISE = re.compile(
-    r"^WARNING: All log messages before absl::InitializeLog\(\) is called|^I\d{4} \d\d:\d\d:\d+\.\d+\s|"
-    r"^To enable the following instructions: .*rebuild TensorFlow"
-)
-_WARNING_NOISE = re.compile(r"^W\d{4} \d\d:\d\d:\d+\.\d+\s")
-
-
-@contextmanager
-def _start_up_lines_filtered(level: int) -> Iterator[None]:
-    """TensorFlow's C++ code writes to file descriptor 2 directly, so its lines are caught there
-    while TensorFlow starts and the run is set up: dropped if the set-up ends in one of our
-    one-line errors (bad input is one line), else shown less what ``level`` asks to hide. A
-    Python fatal error still reaches the real stderr (faulthandler points at it)."""
-    if level < 1:
-        yield
-        return
-    import faulthandler
-    import tempfile
-
-    sys.stderr.flush()
-    saved = os.dup(2)
-    capture = tempfile.TemporaryFile()
-    real_stderr = os.fdopen(os.dup(saved), "w")
-    os.dup2(capture.fileno(), 2)
-    was_enabled = faulthandler.is_enabled()
-    faulthandler.enable(file=real_stderr)
-    ours = False
-    try:
-        yield
-    except EnvcheckError:
-        ours = True
-        raise
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-        faulthandler.disable()
-        if was_enabled:
-            try:
-                faulthandler.enable()
-            except (AttributeError, ValueError, OSError):  # a stderr without a file descriptor
-                pass
-        real_stderr.close()
-        capture.seek(0)
-        text = capture.read(1 << 20).decode("utf-8", "replace")
-        capture.close()
-        if not ours:
-            kept = [
-                line for line in text.splitlines()
-                if line.strip() and not _INFO_NOISE.search(line) and not (level >= 2 and _WARNING_NOISE.search(line))
-            ]
-            if kept:
-                print("\n".join(kept), file=sys.stderr)
-
-
 def _precision_policy(plan) -> str:
     # float16 is what GPUs accelerate; CPUs (and TPUs) have bfloat16 instead, and no float16 units.
     return "mixed_float16" if plan.uses_gpu else "mixed_bfloat16"
+
+
+def _show_start_up_lines() -> bool:
+    """TensorFlow's start-up lines are kept quiet (envcheck.tfquiet) unless the user asked for
+    every line (TF_CPP_MIN_LOG_LEVEL=0): the user's own setting wins."""
+    return os.environ.get("TF_CPP_MIN_LOG_LEVEL", "").strip() == "0"
 
 
 def _output_failure(config: TrainConfig, output: OutputFolder, exc: OSError, doing: str) -> OutputsFull:
@@ -192,8 +130,9 @@ def _previous_run(config: TrainConfig, output: OutputFolder) -> Optional[TrainRe
 
 
 def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, progress_console=None) -> TrainResult:
-    level = _quiet_tensorflow()
-    log_level = level if plan is None else 0  # a caller with a plan has started TensorFlow itself
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the C++ chatter would bury the progress bar
+    # A caller with a plan (validate) has started TensorFlow itself, under its own quiet.
+    verbose = plan is not None or _show_start_up_lines()
 
     # Resume point and data first: neither needs TensorFlow, and their errors should not wait for it.
     writes = _writes_outputs(config)
@@ -213,7 +152,11 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
         )
     if data is None:
         data = load_data(config)
-    with _start_up_lines_filtered(log_level):
+    from envcheck.tfquiet import quiet_tensorflow
+
+    # What TensorFlow prints while it starts and the run is set up is captured: dropped when the
+    # set-up ends well or in one of our one-line errors, replayed when it fails otherwise.
+    with quiet_tensorflow(verbose=verbose):
         model, plan, steps, global_batch, epochs_done, rows = _set_up(config, data, plan, output, state)
     if plan.note and plan.is_chief:
         print(f"envcheck: note: {plan.note}", file=sys.stderr)
