@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from typing import Sequence
 
@@ -115,9 +116,30 @@ def _command_in(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _take_traceback(argv: list[str]) -> tuple[list[str], bool]:
+    """``--traceback`` is global: it may stand anywhere before ``--`` (after ``matrix cuda X``
+    too, where a nested parser would not know it), so it is taken out before parsing."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    kept = [a for a in argv[:end] if a != "--traceback"] + argv[end:]
+    return kept, len(kept) != len(argv)
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in range(32) if c != 9} | {10: "\\n", 13: "\\r", 127: "\\x7f"}
+
+
+_LONG_WORD = re.compile(r"\S{201,}")
+
+
+def one_line(message: str) -> str:
+    """A message as one line on a terminal: a value with a newline or an escape sequence in it
+    (a hostile file name, a pasted flag) is shown escaped, never acted on, and a value thousands
+    of characters long is shortened."""
+    escaped = message.translate(_CONTROL)
+    return _LONG_WORD.sub(lambda m: f"{m.group()[:60]}... ({len(m.group())} characters)", escaped)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    want_traceback = "--traceback" in argv
+    argv, want_traceback = _take_traceback(list(sys.argv[1:] if argv is None else argv))
     try:
         # Only the chosen command's module is imported: startup cost stays with that command.
         parser = build_parser(only=_command_in(argv) or "")
@@ -130,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EnvcheckError as exc:
         if want_traceback:
             raise
-        print(f"envcheck: error: {exc}", file=sys.stderr)
+        print(f"envcheck: error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("envcheck: interrupted", file=sys.stderr)
@@ -141,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if want_traceback:
             raise
         print(
-            f"envcheck: internal error: {type(exc).__name__}: {exc}\n"
+            f"envcheck: internal error: {type(exc).__name__}: {one_line(str(exc))}\n"
             "This is a bug in envcheck. Rerun with --traceback and include the output in a report.",
             file=sys.stderr,
         )

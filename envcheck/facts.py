@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from envcheck.errors import FactsError
-from envcheck.fsutil import read_user_text
+from envcheck.fsutil import FACTS_FILE, read_user_text
 
 # 2: the JSON report around the facts moved to the common envelope (fix pages are ``url``); the
 # facts themselves only gained fields with defaults, so version 1 snapshots read as they are.
@@ -403,14 +404,23 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
         if not isinstance(value, bool):
             raise FactsError(f"{where}: expected true or false, got {_json_kind(value)}")
         return value
+    if isinstance(value, _OutOfRange):
+        raise FactsError(f"{where}: {value} is out of range (a snapshot's numbers lie between -2**63 and 2**63)")
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise FactsError(f"{where}: expected an integer, got {_json_kind(value)}")
+        if not -NUMBER_LIMIT <= value < NUMBER_LIMIT:
+            raise FactsError(f"{where}: {value} is out of range (a snapshot's integers lie between -2**63 and 2**63)")
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise FactsError(f"{where}: expected a number, got {_json_kind(value)}")
-        return float(value)
+        if isinstance(value, int) and not -NUMBER_LIMIT <= value < NUMBER_LIMIT:
+            raise FactsError(f"{where}: {value} is out of range (a snapshot's numbers lie between -2**63 and 2**63)")
+        number = float(value)
+        if not math.isfinite(number) or abs(number) >= NUMBER_LIMIT:
+            raise FactsError(f"{where}: {value!r} is out of range (a snapshot's numbers are finite, between -2**63 and 2**63)")
+        return number
     if tp is str:
         if not isinstance(value, str):
             raise FactsError(f"{where}: expected a string, got {_json_kind(value)}")
@@ -418,7 +428,38 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
     raise FactsError(f"{where}: unsupported type {tp}")  # pragma: no cover - schema bug
 
 
+# Every number in a snapshot is a count, a size, an id or seconds: within a signed 64-bit range.
+NUMBER_LIMIT = 2**63
+# JSON numbers longer than this are never converted (int() of one past 4,300 digits raises, and
+# converting a long one is slow): they stay text and fail the range check with their field path.
+_MAX_NUMBER_CHARS = 40
+
+
+class _OutOfRange:
+    """A JSON number too long to be a snapshot's number, kept as (clipped) text for the message."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text if len(self.text) <= 24 else f"{self.text[:12]}... ({len(self.text)} characters)"
+
+
+def _parse_int(text: str) -> Any:
+    return int(text) if len(text) <= _MAX_NUMBER_CHARS else _OutOfRange(text)
+
+
+def _parse_float(text: str) -> Any:
+    return float(text) if len(text) <= _MAX_NUMBER_CHARS else _OutOfRange(text)
+
+
+def _parse_constant(text: str) -> Any:
+    return _OutOfRange(text)  # NaN, Infinity, -Infinity: not JSON, never a measurement
+
+
 def _json_kind(value: Any) -> str:
+    if isinstance(value, _OutOfRange):
+        return "a number"
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -473,9 +514,13 @@ def facts_from_dict(data: Any) -> Facts:
 
 def load_facts(path: str | Path) -> Facts:
     """Read a snapshot file; every failure is a FactsError with one readable line."""
-    text = read_user_text(path, "a facts file", FactsError)
+    if str(path) == "-":
+        path = "standard input"
+        text = read_user_text("-", FACTS_FILE, FactsError)
+    else:
+        text = read_user_text(path, FACTS_FILE, FactsError)
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
     except json.JSONDecodeError as exc:
         raise FactsError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:

@@ -74,7 +74,7 @@ class GpuView:
 def parse_version(text: object) -> Optional[Version]:
     try:
         return Version(str(text).strip())
-    except (InvalidVersion, TypeError):
+    except (InvalidVersion, TypeError, ValueError):  # ValueError: a number past int()'s digit limit
         return None
 
 
@@ -249,8 +249,9 @@ class Machine:
         """The CUDA version the installed TF was built with: from TF itself, else from the matrix."""
         if self.is_cuda_tf is not True:
             return None
-        if self.facts.tensorflow.cuda_version:
-            return self.facts.tensorflow.cuda_version
+        said = self.facts.tensorflow.cuda_version
+        if said and parse_version(said) is not None:  # "12..2" is no version: the matrix's answer instead
+            return said
         build = self.tf_build
         return str(build.cuda) if build is not None and build.cuda is not None else None
 

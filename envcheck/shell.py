@@ -23,6 +23,9 @@ SHELL_TITLES = {BASH: "bash", POWERSHELL: "PowerShell", CMD: "cmd", ANY: "any sh
 # Characters no shell treats specially in a word. PowerShell: a ',' makes an array, a leading
 # '@' splats and '--%' stops parsing, so those words are quoted there.
 _SAFE = re.compile(r"[A-Za-z0-9_./:=@%+,-]+")
+# PowerShell ends a single-quoted string at any of these, not only at "'" (its grammar's
+# single-quote-character), and reads two of them in a row as one literal quote: each is doubled.
+_POWERSHELL_QUOTES = re.compile("['\u2018\u2019\u201a\u201b]")
 _SAFE_POWERSHELL = re.compile(r"(?!--%)[A-Za-z0-9_./:=%+-][A-Za-z0-9_./:=@%+-]*")
 
 
@@ -50,7 +53,7 @@ def quote(word: str, shell: str) -> str:
     """``word`` as one literal word of ``shell`` ("any" quotes for bash and PowerShell alike)."""
     text = str(word)
     if shell == POWERSHELL:
-        return text if _SAFE_POWERSHELL.fullmatch(text) else "'" + text.replace("'", "''") + "'"
+        return text if _SAFE_POWERSHELL.fullmatch(text) else _powershell_literal(text)
     if shell == CMD:
         # cmd has no escape inside double quotes; '"' and '%' cannot be written literally there.
         return text if _SAFE.fullmatch(text) and "%" not in text else '"' + text.replace('"', "") + '"'
@@ -58,7 +61,7 @@ def quote(word: str, shell: str) -> str:
         # A form both bash and PowerShell read as one literal word: single quotes, no quote inside.
         if _SAFE.fullmatch(text):
             return text
-        if "'" not in text:
+        if not _POWERSHELL_QUOTES.search(text):
             return "'" + text + "'"
         raise ValueError(f"cannot quote {text!r} for every shell at once; pick bash or PowerShell")
     return text if _SAFE.fullmatch(text) else "'" + text.replace("'", "'\\''") + "'"
@@ -94,7 +97,8 @@ def python_code(python: str, shell: str, code: str) -> str:
 
 
 def quote_code(code: str, shell: str) -> str:
-    special = {POWERSHELL: '"`$', CMD: '"%^&|<>'}.get(shell, '"$`\\!')
+    # PowerShell's double-quoted strings also end at the typographic double quotes.
+    special = {POWERSHELL: '"`$\u201c\u201d\u201e', CMD: '"%^&|<>'}.get(shell, '"$`\\!')
     if not any(ch in code for ch in special):
         return '"' + code + '"'
     return quote_always(code, shell)
@@ -130,8 +134,12 @@ def prepend_path(variable: str, directory: str, shell: str) -> str:
 def quote_always(word: str, shell: str) -> str:
     """Like ``quote``, but always quoted (for values whose quotes make the line read better)."""
     if shell == POWERSHELL:
-        return "'" + str(word).replace("'", "''") + "'"
+        return _powershell_literal(str(word))
     return "'" + str(word).replace("'", "'\\''") + "'"
+
+
+def _powershell_literal(text: str) -> str:
+    return "'" + _POWERSHELL_QUOTES.sub(lambda m: m.group() * 2, text) + "'"
 
 
 def for_shell(shell: str, bash: str, powershell: Optional[str] = None) -> Command:

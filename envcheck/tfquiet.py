@@ -2,7 +2,8 @@
 cuInit" on a machine without a GPU, absl's "log messages before InitializeLog") and its Python
 warnings ("Using MirroredStrategy eagerly has significant overhead") are captured, not printed,
 while TensorFlow is imported and its devices set up. With ``verbose`` they are printed as they
-were; when the import fails they are printed too, since then they are the explanation.
+were; when the import fails they are printed too, since then they are the explanation, except
+when the failure is one of envcheck's own one-line errors (bad input needs no TensorFlow log).
 
 The doctor never needs this (its TensorFlow runs in a subprocess whose output it reads); train,
 validate and ``envcheck.runtime`` run TensorFlow in their own process.
@@ -17,6 +18,8 @@ import sys
 import tempfile
 import warnings
 from typing import Iterator
+
+from envcheck.errors import EnvcheckError
 
 
 class Captured:
@@ -51,6 +54,8 @@ def quiet_tensorflow(verbose: bool = False) -> Iterator[Captured]:
         loggers = _quiet_loggers()
         try:
             yield captured
+        except EnvcheckError:
+            raise
         except BaseException:
             failed = True
             raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import stat
 
@@ -156,6 +157,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_facts(path: str, facts) -> None:
+    """Write the snapshot to ``path``: a new file gets the usual permissions (0666 less the umask),
+    an existing one keeps its own, a write-protected one is refused. A device or a pipe
+    (/dev/stdout, a FIFO) is written into, never replaced, and never waited on for long."""
     from envcheck.facts import to_json
     from envcheck.errors import UsageError
     from envcheck.fsutil import atomic_write_text
@@ -163,17 +167,76 @@ def _write_facts(path: str, facts) -> None:
     text = to_json(facts) + "\n"
     try:
         try:
-            mode = os.stat(path).st_mode  # follows symlinks
+            st = os.stat(path)  # follows symlinks
         except FileNotFoundError:
-            mode = None
-        if mode is not None and stat.S_ISDIR(mode):
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(21, "Is a directory")
-        if mode is not None and not stat.S_ISREG(mode):
-            # A device or a pipe (/dev/stdout, a FIFO): write into it, never replace it with a file.
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text)
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            _write_into(path, text.encode("utf-8"))
+            return
+        if st is not None:
+            mode = stat.S_IMODE(st.st_mode)
+            if not mode & stat.S_IWUSR or not os.access(path, os.W_OK):
+                raise UsageError(
+                    f"--save-facts {path}: the file is write-protected (mode {mode:04o}); "
+                    "make it writable or choose another file"
+                )
         else:
-            # Through a symlink to its target: the link itself stays.
-            atomic_write_text(os.path.realpath(path), text)
+            mode = 0o666 & ~_umask()
+        # Through a symlink to its target: the link itself stays.
+        target = os.path.realpath(path)
+        atomic_write_text(target, text, mode=mode)
+        if st is not None and hasattr(os, "chown") and os.geteuid() == 0 and st.st_uid != 0:
+            try:
+                os.chown(target, st.st_uid, st.st_gid)  # root replacing a user's file leaves it theirs
+            except OSError:
+                pass
     except OSError as exc:
         raise UsageError(f"--save-facts {path}: cannot write: {exc.strerror or exc}") from None
+
+
+SAVE_FACTS_WAIT = 30.0  # seconds a pipe may take to get a reader, and its reader to read
+
+
+def _write_into(path: str, data: bytes) -> None:
+    """Write into a device or a pipe without ever blocking on it: a FIFO that nobody opens for
+    reading, or whose reader stops reading, is given up on after SAVE_FACTS_WAIT seconds."""
+    import select
+    import time
+
+    from envcheck.errors import UsageError
+
+    if not hasattr(os, "O_NONBLOCK"):  # Windows: no FIFOs to wait on
+        with open(path, "wb") as fh:
+            fh.write(data)
+        return
+    deadline = time.monotonic() + SAVE_FACTS_WAIT
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: a FIFO with no reader yet
+                raise
+            if time.monotonic() >= deadline:
+                raise UsageError(f"--save-facts {path}: is a pipe (FIFO) that nobody opened for reading within {SAVE_FACTS_WAIT:g} s") from None
+            time.sleep(0.05)
+    try:
+        view = memoryview(data)
+        while view:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                raise UsageError(f"--save-facts {path}: nobody read the snapshot within {SAVE_FACTS_WAIT:g} s")
+            try:
+                view = view[os.write(fd, view):]
+            except BlockingIOError:
+                continue
+    finally:
+        os.close(fd)
+
+
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current

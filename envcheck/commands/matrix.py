@@ -144,7 +144,8 @@ def _parse_version(text: str, what: str):
     try:
         return as_version(text)
     except UsageError:
-        raise UsageError(f"{text!r} is not a {what} version (expected something like {'2.15' if what == 'TensorFlow' else '12.2'})") from None
+        shown = repr(text) if len(text) <= 40 else repr(text[:40]) + f"... ({len(text)} characters)"
+        raise UsageError(f"{shown} is not a {what} version (expected something like {'2.15' if what == 'TensorFlow' else '12.2'})") from None
 
 
 def _minor_of(version):

@@ -8,6 +8,7 @@ this one, nothing of this machine is used.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from envcheck.errors import UsageError
@@ -67,6 +68,19 @@ def _base_target(args: argparse.Namespace, matrix):
     return base if args.os is None else retarget(base, args.os)
 
 
+_LONG_NUMBER = re.compile(r"\d{10}")
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    """No part of a version has ten digits: a longer number (one past int()'s 4,300-digit limit
+    would crash the parse) is bad input, said before anything reads it."""
+    for flag in ("tf", "python", "driver", "compute_capability"):
+        value = getattr(args, flag)
+        if value is not None and _LONG_NUMBER.search(value):
+            shown = value if len(value) <= 40 else f"{value[:24]}... ({len(value)} characters)"
+            raise UsageError(f"--{flag.replace('_', '-')} {shown}: not a version (no part of one is that long)")
+
+
 def run(args: argparse.Namespace) -> int:
     from envcheck.matrix import load_matrix
     from envcheck.planner import apply_overrides, make_plan
@@ -76,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix) if args.matrix else load_matrix()
     if args.compute_capability and args.cpu:
         raise UsageError("--cpu plans for a machine without a GPU; drop --compute-capability")
+    _check_numbers(args)
     target = apply_overrides(
         _base_target(args, matrix),
         matrix,

@@ -15,15 +15,29 @@ from envcheck.train.config import JIT_WITH_CPU_REPLICAS
 DEFAULT_OUTPUT = "envcheck-train"
 
 
-def count_arg(minimum: int):
-    """An argparse type: a whole number of at least `minimum` (counts, sizes, seeds)."""
+# Bounds on what a flag may ask for, checked before anything is allocated or started.
+MAX_SEED = 2**32 - 1  # NumPy's seeds, which Keras's set_random_seed passes on
+MAX_CPU_REPLICAS = 64  # logical CPU devices: each costs start-up time, more only waste it
+MAX_COUNT = 10**9  # images, steps, epochs, batch sizes: past this a typo, not a request
+SYNTHETIC_TRAIN_IMAGES = 50_000  # --synthetic generates CIFAR-10's sizes at most
+SYNTHETIC_TEST_IMAGES = 10_000
+
+
+def count_arg(minimum: int, maximum: int = MAX_COUNT):
+    """An argparse type: a whole number from `minimum` to `maximum` (counts, sizes, seeds)."""
     def parse(text: str) -> int:
+        stripped = text.strip()
+        if len(stripped.lstrip("+-")) > len(str(maximum)) + 1:  # no int() of 5,000 digits
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got a {len(stripped)}-digit number")
         try:
-            value = int(text)
+            value = int(stripped)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+            shown = text if len(text) <= 40 else text[:40] + "..."
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {shown!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {value:,}")
         return value
 
     return parse
@@ -49,8 +63,8 @@ def _positive_float(text: str) -> float:
 def add_device_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpus", type=count_arg(0), metavar="N",
                         help="mirror over the first N GPUs (default: every GPU TensorFlow sees; 0: the CPU)")
-    parser.add_argument("--cpu-replicas", type=count_arg(1), default=None, metavar="N",
-                        help="split the CPU into N logical devices and mirror over them (no GPU needed)")
+    parser.add_argument("--cpu-replicas", type=count_arg(1, MAX_CPU_REPLICAS), default=None, metavar="N",
+                        help=f"split the CPU into N logical devices (at most {MAX_CPU_REPLICAS}) and mirror over them (no GPU needed)")
 
 
 def add_data_flags(parser: argparse.ArgumentParser) -> None:
@@ -67,6 +81,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", type=path_arg, default=Path(DEFAULT_OUTPUT), metavar="DIR",
                         help=f"folder for the plot, history, summary and model (default: ./{DEFAULT_OUTPUT}); "
                              "rerunning into a folder with an interrupted run resumes it")
+    again = parser.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true",
+                       help="continue the run in --output; a finished one is kept and its summary shown")
+    again.add_argument("--overwrite", action="store_true",
+                       help="start over, replacing the run in --output (finished or not)")
     add_device_flags(parser)
     parser.add_argument("--multi-worker", action="store_true",
                         help="MultiWorkerMirroredStrategy over the cluster in TF_CONFIG")
@@ -83,7 +102,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mixed-precision", action="store_true",
                         help="float16 compute on GPUs (bfloat16 on CPUs), float32 weights")
     parser.add_argument("--jit", action="store_true", help="compile the training step with XLA")
-    parser.add_argument("--seed", type=count_arg(0), default=0, metavar="N", help="random seed (default: 0)")
+    parser.add_argument("--seed", type=count_arg(0, MAX_SEED), default=0, metavar="N",
+                        help=f"random seed, 0 to {MAX_SEED} (default: 0)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar or per-epoch lines")
 
@@ -106,6 +126,11 @@ def config_from_args(args: argparse.Namespace):
                          "not over logical CPU devices; use --cpu-replicas on one machine")
     if args.jit and args.cpu_replicas and args.cpu_replicas > 1:
         raise UsageError(JIT_WITH_CPU_REPLICAS)
+    if args.synthetic:
+        # Checked before the images are generated: --subset 100000000000 is 300 TB of them.
+        for flag, value, most in (("--subset", args.subset, SYNTHETIC_TRAIN_IMAGES), ("--val-subset", args.val_subset, SYNTHETIC_TEST_IMAGES)):
+            if value is not None and value > most:
+                raise UsageError(f"{flag} {value:,}: --synthetic generates at most {most:,} images there (CIFAR-10's size)")
     recipe = PRESETS[args.preset]
     overrides = {
         name: value
@@ -129,6 +154,8 @@ def config_from_args(args: argparse.Namespace):
         jit=args.jit,
         seed=args.seed,
         progress=not args.no_progress,
+        resume=args.resume,
+        overwrite=args.overwrite,
     )
 
 
@@ -143,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
     summary = result.summary
     if not summary["devices"]["is_chief"]:
         return 0
+    if result.already_finished and not args.json:
+        print(f"envcheck: {config.output} holds a finished run; nothing was trained (--overwrite trains again)", file=sys.stderr)
     if args.json:
         from envcheck.render import json_text
 

@@ -12,7 +12,7 @@ from envcheck.errors import UsageError, require_modules
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from envcheck.commands.train import count_arg, path_arg
+    from envcheck.commands.train import MAX_CPU_REPLICAS, count_arg, path_arg
 
     parser.add_argument("--level", type=int, choices=(1, 2, 3), default=2,
                         help="1: matmul and convolution on each device; 2: plus the cross-replica all-reduce "
@@ -25,7 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="CIFAR-10 for level 3 (python batches, image folders, or an archive); "
                              "default: the Keras cache, or synthetic data for the quick run")
     parser.add_argument("--gpus", type=count_arg(0), metavar="N", help="use the first N GPUs (default: all; 0: the CPU)")
-    parser.add_argument("--cpu-replicas", type=count_arg(1), metavar="N",
+    parser.add_argument("--cpu-replicas", type=count_arg(1, MAX_CPU_REPLICAS), metavar="N",
                         help="logical CPU devices to mirror over when no GPU is used (default: 2)")
     parser.add_argument("--output", "-o", type=path_arg, metavar="DIR",
                         help="keep the level 3 run's outputs here (default: a temporary folder; "

@@ -43,10 +43,17 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _NULL = "tag:yaml.org,2002:null"
 _BOOL = "tag:yaml.org,2002:bool"
 _INT = "tag:yaml.org,2002:int"
-_MAJOR_MINOR = re.compile(r"^\d+\.\d+$")
-_DOTTED = re.compile(r"^\d+(\.\d+)*$")
-_TF_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
-_ARCH = re.compile(r"^(sm|compute)_\d+\d$")
+# Every number in a version is at most 9 digits, every integer at most 18: a value past Python's
+# 4,300-digit limit (or merely absurd) is a line-numbered error, never a ValueError from int().
+_MAJOR_MINOR = re.compile(r"^\d{1,9}\.\d{1,9}$")
+_DOTTED = re.compile(r"^\d{1,9}(\.\d{1,9})*$")
+_TF_VERSION = re.compile(r"^\d{1,9}\.\d{1,9}(\.\d{1,9})?$")
+_ARCH = re.compile(r"^(sm|compute)_\d{1,8}\d$")
+_INTEGER = re.compile(r"^[-+]?\d{1,18}$")
+# A user's --matrix is checked for shape before it is composed: nesting deeper than any matrix
+# needs, and aliases (which a matrix never uses, and which let a small file stand for a huge
+# one), are refused.
+MAX_DEPTH = 32
 _URL = re.compile(r"^https?://\S+$")
 _SOURCE_KEY = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _PCI_DEVICE_ID = re.compile(r"^[0-9a-f]{4}$")
@@ -105,7 +112,7 @@ class _Reader:
     def version(self, node: Node, where: str, pattern: re.Pattern[str] = _DOTTED, example: str = "12.2") -> Version:
         text = self.text(node, where, f"a version like {example!r}")
         if not pattern.match(text):
-            raise self.fail(node, where, f"expected a version like {example!r}, got {text!r}")
+            raise self.fail(node, where, f"expected a version like {example!r}, got {_clip(text)}")
         return MatrixVersion(text)
 
     def major_minor(self, node: Node, where: str) -> Version:
@@ -119,7 +126,10 @@ class _Reader:
     def integer(self, node: Node, where: str) -> int:
         if not isinstance(node, yaml.ScalarNode) or node.tag != _INT:
             raise self.fail(node, where, f"expected an integer, got {_describe(node)}")
-        return int(node.value)
+        text = node.value.replace("_", "")
+        if not _INTEGER.match(text):
+            raise self.fail(node, where, f"expected a decimal integer of at most 18 digits, got {_clip(node.value)}")
+        return int(text)
 
     def url(self, node: Node, where: str) -> str:
         text = self.text(node, where, "a URL")
@@ -164,7 +174,14 @@ def _describe(node: Node) -> str:
         return "a list"
     if node.tag == _NULL:
         return "nothing"
-    return repr(node.value)
+    return _clip(node.value)
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    """``text`` quoted for a message, cut short when long (a message stays one readable line)."""
+    if len(text) <= limit:
+        return repr(text)
+    return repr(text[:limit]) + f"... ({len(text)} characters)"
 
 
 # --------------------------------------------------------------------------------------------
@@ -476,11 +493,32 @@ def _rows(r: _Reader, top: dict[str, Node], key: str, read: Callable[[_Reader, N
     return rows
 
 
+def _check_shape(text: str, filename: str) -> None:
+    """Refuse, from the event stream (no recursion, nothing built), what no matrix file needs."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.AliasEvent):
+            line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+            raise MatrixError(f"{filename}, line {line}: aliases (*{event.anchor}) are not allowed in a matrix file; write the value out")
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+                raise MatrixError(f"{filename}, line {line}: nested deeper than {MAX_DEPTH} levels; no matrix file needs that")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
 def parse_matrix(text: str, path: Path) -> Matrix:
     """Validate the YAML text of a matrix file; ``path`` is only used for messages and ``Matrix.path``."""
-    r = _Reader(path.name if path == default_matrix_path() else str(path))
+    bundled = path == default_matrix_path()
+    r = _Reader(path.name if bundled else str(path))
     try:
+        if not bundled:
+            _check_shape(text, r.filename)
         root = yaml.compose(text, Loader=_Loader)
+    except RecursionError:
+        raise MatrixError(f"{r.filename}: nested too deeply") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f", line {mark.line + 1}" if mark is not None else ""
@@ -571,20 +609,32 @@ def default_matrix_path() -> Path:
 
 def load_matrix(path: str | Path | None = None) -> Matrix:
     """Load and validate a matrix file (the bundled one by default). Raises MatrixError."""
+    if path is not None and str(path) == "-":
+        return parse_matrix(_read(path), Path("<standard input>"))
     resolved = Path(path) if path is not None else default_matrix_path()
+    key = None
     try:
         stat = resolved.stat()
         key = (str(resolved.resolve()), stat.st_mtime_ns, stat.st_size)
         cached = _cache.get(key)
         if cached is not None:
             return cached
-        text = resolved.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise MatrixError(f"{resolved}: cannot read the matrix file ({reason})") from None
-    matrix = parse_matrix(text, resolved)
-    _cache[key] = matrix
+    except OSError:
+        pass  # the bounded reader says what is wrong with it
+    matrix = parse_matrix(_read(resolved), resolved)
+    if key is not None:
+        _cache[key] = matrix
     return matrix
+
+
+def _read(path: str | Path) -> str:
+    """The matrix file's text through the bounded reader: a regular file (or '-') of at most
+    16 MiB; a FIFO or a device is refused before anything is read."""
+    from envcheck.fsutil import MATRIX_FILE, read_user_text
+
+    return read_user_text(
+        path, MATRIX_FILE, MatrixError, label=str(path), message=lambda name, reason: f"{name}: cannot read the matrix file ({reason})"
+    )
 
 
 def clear_cache() -> None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 BUILD_OSES = ("linux", "windows", "macos")
 _DOTTED = re.compile(r"^\d+(\.\d+)*$")
+_LONG_NUMBER = re.compile(r"\d{10}")
 _ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)$")
 
 
@@ -36,9 +37,14 @@ def as_version(value: str | Version) -> Version:
     if isinstance(value, Version):
         return value
     text = str(value).strip()
+    # No release number has a part longer than 9 digits; a longer one (past Python's 4,300-digit
+    # limit for int(), or merely absurd) is bad input, not a crash.
+    if len(text) > 64 or _LONG_NUMBER.search(text):
+        shown = repr(text) if len(text) <= 40 else repr(text[:40]) + f"... ({len(text)} characters)"
+        raise UsageError(f"{shown} is not a version number (expected something like 2.15 or 12.2)")
     try:
         return MatrixVersion(text) if _DOTTED.match(text) else Version(text)
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):
         raise UsageError(f"{value!r} is not a version number (expected something like 2.15 or 12.2)") from None
 
 

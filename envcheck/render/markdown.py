@@ -1,11 +1,13 @@
 """A paste-ready bug report in Markdown, redacted by default.
 
-Redaction replaces the home folder, the user name, the host name, GPU UUIDs and serial numbers
-everywhere in the report, including the facts attached in ``<details>``.
+Redaction replaces the home folder (as a path prefix), the user name and the host name (full and
+short, as whole tokens), GPU UUIDs and serial numbers (as whole tokens) everywhere in the report,
+including the facts attached in ``<details>``; see ``redact_text`` for what is left alone.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -18,8 +20,28 @@ _STATUS_WORD = {"ok": "ok", "warning": "warning", "error": "**error**", "skipped
 
 def render(report: Report, redact: bool = True, verbose: bool = False) -> str:
     del verbose
-    text = _markdown(report)
-    return redact_text(text, report) if redact else text
+    if not redact:
+        return _markdown(report)
+    return redact_text(_markdown(_with_fields_redacted(report)), report)
+
+
+def _with_fields_redacted(report: Report) -> Report:
+    """The snapshot's own identifying fields replaced outright, whatever their values: a user
+    called "ml" is not redacted as a word elsewhere, but its "user" field is still "<user>"."""
+    facts = report.facts
+    pf = facts.platform
+    platform = dataclasses.replace(
+        pf,
+        user="<user>" if pf.user else pf.user,
+        hostname="<host>" if pf.hostname else pf.hostname,
+        home="~" if pf.home else pf.home,
+    )
+    gpus = tuple(
+        dataclasses.replace(g, uuid="<gpu-uuid>" if g.uuid else g.uuid, serial="<serial>" if g.serial else g.serial)
+        for g in facts.nvml.gpus
+    )
+    facts = dataclasses.replace(facts, platform=platform, nvml=dataclasses.replace(facts.nvml, gpus=gpus))
+    return dataclasses.replace(report, facts=facts)
 
 
 def _markdown(report: Report) -> str:
@@ -109,25 +131,73 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+# Names too common in paths and reports to be redacted as words wherever they appear: a user
+# called "lib" or a host called "cuda" must not turn /usr/local/cuda/lib64 into noise. Their
+# home folder is still redacted (as a path prefix), and so is the full host name.
+COMMON_WORDS = frozenset({
+    "lib", "lib32", "lib64", "libx32", "bin", "sbin", "usr", "local", "opt", "etc", "var", "tmp", "srv", "mnt",
+    "home", "root", "users", "user", "share", "include", "src", "data", "dev", "proc", "sys", "run", "boot",
+    "cuda", "cudnn", "nvidia", "gpu", "cpu", "driver", "python", "python3", "site", "packages", "dist",
+    "venv", "env", "conda", "anaconda", "miniconda", "miniforge", "envs", "pkgs", "tensorflow", "keras", "pip",
+    "windows", "program", "files", "system32", "appdata", "roaming", "scripts", "admin", "administrator",
+    "linux", "ubuntu", "debian", "fedora", "centos", "rocky", "alpine", "docker", "container", "localhost",
+    "default", "test", "none", "null", "true", "false", "version", "release", "build", "cache", "config",
+    "host", "serial", "uuid",  # inside the markers themselves
+})
+MIN_NAME_LENGTH = 3  # "jo" or "x1" would match inside every other word
+MIN_SERIAL_LENGTH = 4
+
+# A name counts where it stands as a whole token: not preceded or followed by a letter or digit
+# ("alice" in /srv/alice-tf, /data/alice_experiments and alice.example.org, never in "malice").
+_BEFORE = r"(?<![^\W_])"
+_AFTER = r"(?![^\W_])"
+# Path separators as a report may write them: / or \ (the JSON form doubles the backslash).
+_SEPARATOR = r"(?:/|\\{1,2})"
+
+
 def redact_text(text: str, report: Report) -> str:
-    """Replace what identifies the person or the machine."""
+    """Replace what identifies the person or the machine: the home folder (as a path prefix), the
+    user name and the host name (full and short) as whole tokens, GPU UUIDs and serial numbers as
+    whole tokens. Case-insensitive where the system is (Windows and macOS for paths and the user
+    name; host names everywhere)."""
     facts = report.facts
     pf = facts.platform
-    replacements: list[tuple[str, str]] = []
+    folded = (pf.os or "").lower() in ("windows", "macos") or (pf.system or "") in ("Windows", "Darwin")
+    path_flags = re.IGNORECASE if folded else 0
+
     home = (pf.home or "").rstrip("/\\")  # HOME=/home/me/ must not leave "~venv/..."
     if len(home) > 1 and not home.endswith(":"):  # never "/" nor a bare Windows drive
-        replacements.append((home, "~"))
+        parts = [p for p in re.split(r"[/\\]+", home)]
+        pattern = _SEPARATOR.join(_escaped(p) for p in parts)
+        text = re.sub(pattern + r"(?![^\s/\\\"'`<>|,;:()\[\]*])", "~", text, flags=path_flags)
+
     for gpu in facts.nvml.gpus:
-        if gpu.serial:
-            replacements.append((gpu.serial, "<serial>"))
-        if gpu.uuid:
-            replacements.append((gpu.uuid, "<gpu-uuid>"))
-    # Longest first, so a home folder inside another path is replaced whole.
-    for old, new in sorted(replacements, key=lambda r: -len(r[0])):
-        text = text.replace(old, new)
-        text = text.replace(json.dumps(old)[1:-1], new)  # the JSON-escaped form (Windows backslashes)
+        if gpu.uuid and len(gpu.uuid) >= MIN_SERIAL_LENGTH:
+            text = _sub_token(gpu.uuid, "<gpu-uuid>", text, re.IGNORECASE)
+        serial = (gpu.serial or "").strip()
+        if len(serial) >= MIN_SERIAL_LENGTH and len(set(serial)) > 1 and serial.lower() not in ("n/a", "unknown"):
+            text = _sub_token(serial, "<serial>", text, 0)
     text = _UUID.sub("<gpu-uuid>", text)
-    for value, marker in ((pf.hostname, "<host>"), (pf.user, "<user>")):
-        if value and len(value) >= 2:
-            text = re.sub(rf"(?<![\w.-]){re.escape(value)}(?![\w-])", marker, text)
+
+    hostname = (pf.hostname or "").strip()
+    for name in sorted({hostname, hostname.split(".")[0]}, key=len, reverse=True):
+        if _redactable(name):
+            text = _sub_token(name, "<host>", text, re.IGNORECASE)
+    user = (pf.user or "").strip()
+    if _redactable(user):
+        text = _sub_token(user, "<user>", text, path_flags)
     return text
+
+
+def _redactable(name: str) -> bool:
+    return len(name) >= MIN_NAME_LENGTH and name.lower() not in COMMON_WORDS
+
+
+def _escaped(value: str) -> str:
+    """``value`` as a pattern that also matches its JSON-escaped form (non-ASCII as \\uXXXX)."""
+    forms = {re.escape(value), re.escape(json.dumps(value)[1:-1])}
+    return forms.pop() if len(forms) == 1 else "(?:" + "|".join(sorted(forms, key=len, reverse=True)) + ")"
+
+
+def _sub_token(value: str, marker: str, text: str, flags: int) -> str:
+    return re.sub(_BEFORE + _escaped(value) + _AFTER, marker, text, flags=flags)

@@ -11,6 +11,7 @@ from envcheck.planner import GPU, Plan, describe_target
 from envcheck.planner.options import DRIVER_INSTALL, DRIVER_OK, DRIVER_UNKNOWN, DRIVER_UPGRADE
 from envcheck.planner.steps import BASH, POWERSHELL, Step, requirement
 from envcheck.planner.target import OS_TITLES
+from envcheck.shell import quote_always
 
 WIDTH = 100
 SHELL_TITLES = {BASH: "bash", POWERSHELL: "PowerShell"}
@@ -127,7 +128,7 @@ def render_script(plan: Plan, shell: str) -> str:
     for number, step in enumerate(plan.steps, 1):
         out.append("")
         out += _script_step(number, step, shell)
-    out += ["", f"echo {_quote(f'Done: TensorFlow {o.tf} is installed in ./tf-env', shell)}", ""]
+    out += ["", f"echo {quote_always(f'Done: TensorFlow {o.tf} is installed in ./tf-env', shell)}", ""]
     return "\n".join(out)
 
 
@@ -157,6 +158,3 @@ def _script_step(number: int, step: Step, shell: str) -> list[str]:
             out.append(f"#   {line.line}")
     return out
 
-
-def _quote(text: str, shell: str) -> str:
-    return "'" + text.replace("'", "''" if shell == POWERSHELL else "'\\''") + "'"

@@ -47,11 +47,13 @@ class StopOnNaN(keras.callbacks.Callback):
 
 
 class EpochRecorder(keras.callbacks.Callback):
-    """After each finished epoch: a history row, then the history files and plot, then the resume point.
+    """After each finished epoch: a history row, committed with the epoch's weights in one atomic
+    write of the resume state, then the history files and the plot drawn from it.
 
-    In that order, so a kill at any moment leaves history that the resume point can trim to, and
-    never a resume point ahead of the history. An epoch whose loss diverged is neither recorded
-    nor saved: the last good resume point stays.
+    A kill at any instant leaves either the previous epoch committed or this one, never a history
+    row without its resume point. An epoch whose loss diverged is neither recorded nor saved: the
+    last good resume point stays. A write that fails (a full disk) stops the training; the error
+    is kept in ``write_error`` for the trainer to report in one line.
     """
 
     def __init__(
@@ -81,6 +83,7 @@ class EpochRecorder(keras.callbacks.Callback):
         self._train_end: Optional[float] = None
         self._learning_rate = 0.0
         self._first_epoch_of_process = True
+        self.write_error: Optional[OSError] = None
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch_start = time.perf_counter()
@@ -114,13 +117,34 @@ class EpochRecorder(keras.callbacks.Callback):
             "startup": self._first_epoch_of_process,
         }
         self._first_epoch_of_process = False
+        if self.write_error is not None:
+            return
         self.rows.append(row)
         if self.is_chief:
-            self.output.write_history(self.rows, self.meta)
-            plot_history(self.rows, self.output.plot, self.plot_title)
-            self.output.save_resume_point(self.model, epoch + 1, self.resume_key)
+            try:
+                self.output.commit_epoch(self.model, self.rows, self.meta, self.resume_key)
+            except OSError as exc:
+                self.rows.pop()  # not committed: not part of this run's record
+                self._stop(exc)
+                return
+            try:
+                self.write_views(committed=True)
+            except OSError as exc:
+                self._stop(exc)
         if self.on_row is not None:
             self.on_row(row)
+
+    def write_views(self, committed: bool = False) -> None:
+        """The history files (unless the commit just wrote them) and the plot, from the rows; then
+        the weights of earlier epochs go."""
+        if not committed:
+            self.output.write_history(self.rows, self.meta)
+        plot_history(self.rows, self.output.plot, self.plot_title)
+        self.output.drop_older_weights()
+
+    def _stop(self, exc: OSError) -> None:
+        self.write_error = exc
+        self.model.stop_training = True
 
 
 class RichProgress(keras.callbacks.Callback):

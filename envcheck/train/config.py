@@ -94,6 +94,10 @@ class TrainConfig:
     jit: bool = False
     seed: int = 0
     progress: bool = True  # the rich progress bar on stderr
+    # What to do with a finished run already in `output`: keep it and report it (resume), or
+    # replace it (overwrite); neither: refuse. An interrupted run resumes either way.
+    resume: bool = False
+    overwrite: bool = False
 
     def resume_key(self) -> dict[str, Any]:
         """The settings a resumed run must share with the interrupted one.
@@ -116,7 +120,8 @@ class TrainConfig:
         out = asdict(self)
         out["output"] = str(self.output)
         out["data"] = str(self.data) if self.data else None
-        out.pop("progress")
+        for name in ("progress", "resume", "overwrite"):  # how this process runs, not what it trains
+            out.pop(name)
         return out
 
 

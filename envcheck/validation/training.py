@@ -111,6 +111,7 @@ def quick_config(plan, data_path: Optional[Path], output: Path, progress: bool):
     return TrainConfig(
         output=output, recipe=recipe, data=data_path, synthetic=synthetic, subset=profile["subset"],
         val_subset=profile["val_subset"], steps_per_epoch=profile["steps_per_epoch"], progress=progress,
+        overwrite=True,  # a check of this machine now: an earlier quick run in --output is replaced
     )
 
 
@@ -123,7 +124,8 @@ def full_config(plan, data_path: Optional[Path], output: Path, progress: bool):
     from envcheck.train.config import PRESETS, TrainConfig
 
     require_gpu_for_full(plan)
-    return TrainConfig(output=output, recipe=PRESETS["post"], data=data_path, progress=progress)
+    # 70 epochs are worth keeping: an interrupted run resumes, a finished one is reported again.
+    return TrainConfig(output=output, recipe=PRESETS["post"], data=data_path, progress=progress, resume=True)
 
 
 def run_level3(

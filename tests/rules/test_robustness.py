@@ -93,3 +93,51 @@ def test_no_rule_crashes(base, python_version, bits, os_name, tf_version, tf_kin
     crashed = [f.title for f in report.findings if f.id == "EC-INT-001"]
     assert not crashed, crashed
     assert report.verdict.status in VERDICT_STATUSES and report.verdict.line
+
+
+# Version fields as a snapshot may carry them: the reader takes any string there, so no rule may
+# trip over one ("12..2" used to crash EC-LIB-002 and EC-LIB-008 through the matrix's parser).
+odd_versions = st.one_of(
+    st.sampled_from(["12..2", "12.", ".2", "1..", "..", "12.2.", "v12.2", "12.2 ", " ", "٣.٢", "1!2.0", "2.15.0rc1+local", "9" * 5000, "1." * 50]),
+    st.text(alphabet="0123456789.", max_size=12),
+    st.text(alphabet="0123456789.+-!_abcdelpostrv ", max_size=12),
+)
+
+
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    base=st.sampled_from(["setup_post_win10", "multi_gpu_server", "linux_cuda_build_no_gpu", "fake_nvml_2gpu", "this_machine"]),
+    fields=st.dictionaries(
+        st.sampled_from([
+            "tensorflow.cuda_version", "tensorflow.cudnn_version", "tensorflow.version", "nvml.driver_version",
+            "nvml.cuda_driver_version", "nvml.nvml_version", "driver.version", "driver.module_version",
+            "driver.module_file_version", "python.version", "python.pip_version", "platform.glibc",
+        ]),
+        odd_versions,
+        min_size=1,
+    ),
+    gpu_cc=st.one_of(st.none(), odd_versions),
+    library_version=st.one_of(st.none(), odd_versions),
+    dist_version=odd_versions,
+)
+def test_no_rule_crashes_on_odd_version_strings(base, fields, gpu_cc, library_version, dist_version):
+    facts = b.change(b.named(base), fields)
+    if gpu_cc is not None and facts.nvml.gpus:
+        facts = b.change(facts, {"nvml.gpus": tuple(dataclasses.replace(g, compute_capability=gpu_cc) for g in facts.nvml.gpus)})
+    if library_version is not None:
+        facts = b.change(facts, {"libraries.libraries": tuple(
+            dataclasses.replace(lib, copies=tuple(dataclasses.replace(c, reported_version=library_version, file_version=library_version) for c in lib.copies))
+            for lib in facts.libraries.libraries
+        ), "libraries.toolkits": tuple(dataclasses.replace(t, version=library_version) for t in facts.libraries.toolkits)})
+    installed = [d.name for d in facts.packages.distributions if d.name.startswith(("tensorflow", "nvidia-"))]
+    facts = b.with_distributions(facts, *((name, dist_version) for name in installed))
+    report = judge(facts)
+    crashed = [f.title for f in report.findings if f.id == "EC-INT-001"]
+    assert not crashed, crashed
+    assert report.verdict.status in VERDICT_STATUSES and report.verdict.line
+
+
+def test_a_malformed_cuda_version_from_tensorflow_is_unknown_not_a_crash():
+    facts = b.change(b.named("fake_nvml_2gpu"), {"tensorflow.cuda_version": "12..2"})
+    report = judge(facts)
+    assert not [f.title for f in report.findings if f.id == "EC-INT-001"]
