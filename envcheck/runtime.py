@@ -214,8 +214,14 @@ def split_cpu(replicas: int) -> list:
 def gpu_unavailable_reason(tf: Any = None) -> str:
     """The doctor's one-line reason why no GPU is usable: the quick probes and the rules, with TF's
     own view of itself from this process (no TensorFlow subprocess)."""
+    return _diagnosis(tf)[0]
+
+
+def _diagnosis(tf: Any = None) -> tuple[str, bool]:
+    """(the reason, whether there is something to fix): a machine without an NVIDIA GPU is a
+    finished state, where the CPU is the answer and the doctor has nothing to add."""
     try:
-        from envcheck.findings import GPU_READY
+        from envcheck.findings import CPU_ONLY, GPU_READY
         from envcheck.probes import ProbeOptions, collect
         from envcheck.verdict import judge
 
@@ -224,19 +230,22 @@ def gpu_unavailable_reason(tf: Any = None) -> str:
             facts = dataclasses.replace(facts, tensorflow=_tensorflow_facts(tf))
         verdict = judge(facts).verdict
         if verdict.status == GPU_READY:
-            return "TensorFlow lists no GPU, though the quick checks found nothing wrong; run `envcheck doctor` for the full check"
-        return verdict.reason
+            return "TensorFlow lists no GPU, though the quick checks found nothing wrong; run `envcheck doctor` for the full check", True
+        if verdict.status == CPU_ONLY and verdict.finding_id == "EC-GPU-001":
+            return "no NVIDIA GPU on this machine", False
+        return verdict.reason, True
     except Exception as exc:  # noqa: BLE001 - a failing check must not stop the training script
-        return f"TensorFlow lists no GPU (envcheck's own checks failed: {type(exc).__name__}: {exc})"
+        return f"TensorFlow lists no GPU (envcheck's own checks failed: {type(exc).__name__}: {exc})", True
 
 
 # --- internals -----------------------------------------------------------------------------------
 
 
 def _configure_cpu_fallback(tf: Any, settings: Settings) -> list:
-    reason = gpu_unavailable_reason(tf)
+    reason, fixable = _diagnosis(tf)
     if settings.fallback == "error":
-        raise GpuUnavailableError(f"no GPU usable by TensorFlow: {reason}. Run `envcheck doctor` for the fix, or pass fallback='cpu'.")
+        advice = "Run `envcheck doctor` for the fix, or pass fallback='cpu'." if fixable else "Pass fallback='cpu' to run on the CPU."
+        raise GpuUnavailableError(f"no GPU usable by TensorFlow: {reason}. {advice}")
     devices = _configure_cpu(tf, settings)
     if not _state.warned:
         _state.warned = True

@@ -56,6 +56,7 @@ def venv(tmp_path_factory):
     wheels.mkdir()
     build_wheel(wheels, "tensorflow-gpu", "2.12.0")
     build_wheel(wheels, "tensorflow", "2.12.0")
+    build_wheel(wheels, "tensorflow-cpu", "2.12.0")
     empty = root / "empty"
     empty.mkdir()
     build_wheel(empty, "tensorflow-gpu", "2.12.0")
@@ -76,7 +77,7 @@ def pip_env(links: Path) -> dict[str, str]:
 
 def reset(python: Path, links: Path) -> None:
     """Back to the broken state: only the tensorflow-gpu placeholder installed."""
-    subprocess.run([str(python), "-m", "pip", "uninstall", "-y", "-q", "tensorflow", "tensorflow-gpu"], env=pip_env(links), check=True, capture_output=True)
+    subprocess.run([str(python), "-m", "pip", "uninstall", "-y", "-q", "tensorflow", "tensorflow-cpu", "tensorflow-gpu"], env=pip_env(links), check=True, capture_output=True)
     subprocess.run([str(python), "-m", "pip", "install", "-q", "tensorflow-gpu==2.12.0"], env=pip_env(links), check=True, capture_output=True)
 
 
@@ -96,10 +97,12 @@ def test_apply_cpu_runs_the_pip_steps_and_judges_again(venv):
     out = proc.stdout
     # The steps are shown before they run, with the venv's own interpreter.
     assert out.index("-m pip uninstall -y tensorflow-gpu") < out.index("[1/2]")
-    # The CPU twin of the installed release (the matrix knows 2.12 has wheels for this Python).
-    assert f"{python} -m pip install tensorflow==2.12.0" in out
-    assert "Not run by --apply" in out and "CUDA_VISIBLE_DEVICES" in out  # the shell step stays manual
-    assert installed(python).get("tensorflow") == "2.12.0" and "tensorflow-gpu" not in installed(python)
+    # The CPU twin of the installed release (the matrix knows 2.12 has wheels for this Python, and
+    # tensorflow-cpu is the CPU build on x86-64 Linux).
+    assert f"{python} -m pip install tensorflow-cpu==2.12.0" in out
+    # tensorflow-cpu has no CUDA code, so no step needs to hide a GPU (and none is left to do by hand).
+    assert "CUDA_VISIBLE_DEVICES" not in out
+    assert installed(python).get("tensorflow-cpu") == "2.12.0" and "tensorflow-gpu" not in installed(python)
     before, after = [line for line in out.splitlines() if line.startswith(("Before:", "After:"))]
     # The placeholder and the mix are gone: fewer findings after than before.
     assert before != after, (before, after)
@@ -114,9 +117,9 @@ def test_a_failing_step_stops_the_rest_and_says_what_was_done(venv):
     out = proc.stdout
     assert "Step 2 failed" in out
     assert "ok      " in out and "uninstall -y tensorflow-gpu" in out.split("ok      ")[1].splitlines()[0]
-    assert "FAILED  " in out and "install tensorflow==2.12.0" in out.split("FAILED  ")[1].splitlines()[0]
+    assert "FAILED  " in out and "install tensorflow-cpu==2.12.0" in out.split("FAILED  ")[1].splitlines()[0]
     assert "After:" not in out
-    assert "tensorflow-gpu" not in installed(python) and "tensorflow" not in installed(python)
+    assert "tensorflow-gpu" not in installed(python) and "tensorflow-cpu" not in installed(python)
 
 
 @pytest.mark.slow
