@@ -140,6 +140,9 @@ def one_line(message: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv, want_traceback = _take_traceback(list(sys.argv[1:] if argv is None else argv))
+    from envcheck import interrupts
+
+    interrupts.install()
     try:
         # Only the chosen command's module is imported: startup cost stays with that command.
         parser = build_parser(only=_command_in(argv) or "")
@@ -160,6 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence
+        if interrupts.happened() and not want_traceback:  # Ctrl-C that native code turned into another error
+            print("envcheck: interrupted", file=sys.stderr)
+            return 130
         if want_traceback:
             raise
         print(

@@ -289,3 +289,29 @@ def test_doctor_help_names_the_traceback_flag_and_the_exit_codes(cli, capsys):
         cli("doctor", "--help")
     out = capsys.readouterr().out
     assert "--traceback" in out and "exit status:" in out and "--require-gpu" in out
+
+
+def test_ctrl_c_that_native_code_turned_into_another_error_is_still_an_interruption(monkeypatch, capsys):
+    """TensorFlow's runtime can hand back a SystemError for the KeyboardInterrupt it was given."""
+    import envcheck.commands.matrix as matrix_command
+    from envcheck import cli, interrupts
+
+    def run(args):
+        interrupts._state["interrupted"] = True  # what the handler records when Ctrl-C arrives
+        raise SystemError("Objects/listobject.c:338: bad argument to internal function")
+
+    monkeypatch.setattr(matrix_command, "run", run)
+    assert cli.main(["matrix", "cuda", "12.2"]) == 130
+    assert capsys.readouterr().err == "envcheck: interrupted\n"
+
+
+def test_the_same_error_without_ctrl_c_is_an_internal_error(monkeypatch, capsys):
+    import envcheck.commands.matrix as matrix_command
+    from envcheck import cli
+
+    def run(args):
+        raise SystemError("bad argument to internal function")
+
+    monkeypatch.setattr(matrix_command, "run", run)
+    assert cli.main(["matrix", "cuda", "12.2"]) == 3
+    assert "internal error: SystemError" in capsys.readouterr().err

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "envcheck"
 
 # Lowest first. A module may import from its own layer and the layers below, never above.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("envcheck", "errors", "fsutil", "resources", "shell", "cuda_devices", "procs", "invocation", "tfquiet"),
+    ("envcheck", "errors", "fsutil", "resources", "shell", "cuda_devices", "procs", "invocation", "tfquiet", "words", "interrupts"),
     ("facts",),
     ("findings", "matrix"),
     ("machine", "probes"),

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from envcheck.errors import UsageError
 from envcheck.train.config import JIT_WITH_CPU_REPLICAS
+from envcheck.words import plural
 
 DEFAULT_OUTPUT = "envcheck-train"
 
@@ -189,7 +190,7 @@ def format_summary(summary: dict, output: Path) -> str:
 
     return "\n".join([
         f"MiniGoogLeNet ({summary['parameters']:,} parameters) on {summary['data']['source']}: "
-        f"{_plural(summary['epochs'], 'epoch')} on {_plural(summary['replicas'], 'replica')} "
+        f"{plural(summary['epochs'], 'epoch')} on {plural(summary['replicas'], 'replica')} "
         f"({', '.join(summary['devices']['devices'])})",
         f"final: loss {fmt(final['loss'])}  accuracy {fmt(final['accuracy'])}  "
         f"val_loss {fmt(final['val_loss'])}  val_accuracy {fmt(final['val_accuracy'])}",
@@ -199,5 +200,4 @@ def format_summary(summary: dict, output: Path) -> str:
     ])
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
+

@@ -161,7 +161,13 @@ class RichProgress(keras.callbacks.Callback):
         self._task = None
 
     def on_train_begin(self, logs=None):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
 
         self._progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -183,7 +189,13 @@ class RichProgress(keras.callbacks.Callback):
         self._progress.remove_task(self._task)
 
     def on_train_end(self, logs=None):
-        self._progress.stop()
+        self.close()
+
+    def close(self) -> None:
+        """Take the bar off the screen; safe to call twice, and after Ctrl-C stopped the training."""
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
 
     def print_row(self, row: dict[str, Any]) -> None:
         """Called by EpochRecorder once a row exists (it knows the timings)."""

@@ -12,6 +12,7 @@ No TensorFlow here: loading and checking data must be cheap and testable on its 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 from pathlib import Path
@@ -56,7 +57,7 @@ def keras_cache_candidates() -> list[Path]:
 
 
 def load_cifar10(
-    path: Optional[Path] = None, *, subset: Optional[int] = None, val_subset: Optional[int] = None
+    path: Optional[Path] = None, *, subset: Optional[int] = None, val_subset: Optional[int] = None, stage=None
 ) -> CifarData:
     """CIFAR-10 from `path`, or from the Keras cache when `path` is None; first N images when asked."""
     if path is None:
@@ -71,14 +72,18 @@ def load_cifar10(
         raise DataError(f"--data {path}: no such file or folder; {HOW_TO_PROVIDE}")
     from envcheck.train import image_folders
 
+    given = path
     if path.is_file():
         if not image_folders.is_archive(path):
             raise DataError(f"--data {path}: a file, but not a .tar.gz/.tgz/.tar archive; {HOW_TO_PROVIDE}")
-        path = image_folders.extract_archive(path, cache_dir())
+        path = image_folders.extract_archive(path, cache_dir(), stage)
     layout, root = find_layout(path)
     if layout == "python-batches":
-        return load_python_batches(root, subset=subset, val_subset=val_subset)
-    return image_folders.load_image_folders(root, subset=subset, val_subset=val_subset, cache=cache_dir())
+        data = load_python_batches(root, subset=subset, val_subset=val_subset)
+    else:
+        data = image_folders.load_image_folders(root, subset=subset, val_subset=val_subset, cache=cache_dir(), stage=stage)
+    # The source a person recognises: the archive they named, not the cache folder it went to.
+    return dataclasses.replace(data, source=str(given)) if given != path else data
 
 
 def find_layout(path: Path) -> tuple[str, Path]:

@@ -17,15 +17,36 @@ import tarfile
 import tempfile
 import zlib
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
-from envcheck.train.cifar import CIFAR10_CLASSES, IMAGE_SHAPE, CifarData, DataError, find_test_folder
+from envcheck.train.cifar import (
+    CIFAR10_CLASSES,
+    IMAGE_SHAPE,
+    CifarData,
+    DataError,
+    find_test_folder,
+)
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".ppm"}
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 _COMPLETE_MARKER = ".envcheck-extracted"
+
+# Told what a long step is doing: stage("doing", done="done"), as envcheck.render.stages.Stages.
+Stage = Callable[..., None]
+
+
+def _silent(doing: str, done: Optional[str] = None) -> None:
+    pass
+
+
+def _shown(path: Path) -> str:
+    """A folder as a person reads it: under the home folder as ~/..."""
+    try:
+        return "~/" + path.relative_to(Path.home()).as_posix()
+    except (ValueError, RuntimeError):
+        return str(path)
 
 
 def is_archive(path: Path) -> bool:
@@ -40,8 +61,14 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def extract_archive(archive: Path, cache: Path) -> Path:
+def extract_archive(archive: Path, cache: Path, stage: Optional[Stage] = None) -> Path:
     """Extract `archive` once into the cache (keyed by its content) and return the folder."""
+    stage = stage or _silent
+    try:
+        size = archive.stat().st_size
+    except OSError:
+        size = 0
+    stage(f"Reading {archive.name} ({size / 1e6:.0f} MB)")
     try:
         key = _sha256(archive)[:16]
     except OSError as exc:
@@ -55,6 +82,10 @@ def extract_archive(archive: Path, cache: Path) -> Path:
     if (target / _COMPLETE_MARKER).exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    stage(
+        f"Unpacking {archive.name} into the cache (once; later runs reuse it)",
+        done=f"Unpacked {archive.name} into {_shown(target.parent)} (later runs reuse it)",
+    )
     # Extract beside the target and rename: an interrupted extraction never looks complete.
     staging = Path(tempfile.mkdtemp(prefix=f".{stem}-", dir=target.parent))
     try:
@@ -142,7 +173,7 @@ def decode_images(items: list[tuple[Path, int]]) -> tuple[np.ndarray, np.ndarray
     return images, labels
 
 
-def load_split(split_dir: Path, classes: list[str], limit: Optional[int], cache: Optional[Path]):
+def load_split(split_dir: Path, classes: list[str], limit: Optional[int], cache: Optional[Path], stage: Optional[Stage] = None):
     items = choose_images(split_dir, classes, limit)
     if not items:
         raise DataError(f"{split_dir}: no images ({', '.join(sorted(IMAGE_SUFFIXES))}) in its class folders")
@@ -153,6 +184,8 @@ def load_split(split_dir: Path, classes: list[str], limit: Optional[int], cache:
                 return stored["images"], stored["labels"]
         except (OSError, ValueError, KeyError, zlib.error):
             pass  # a damaged cache file is rebuilt below
+    if stage is not None:
+        stage(f"Decoding {len(items):,} images of {split_dir.name}/", done=f"Decoded {len(items):,} images of {split_dir.name}/ (cached for later runs)")
     images, labels = decode_images(items)
     if cached is not None:
         _save_npz_atomically(cached, images=images, labels=labels)
@@ -181,7 +214,12 @@ def _save_npz_atomically(path: Path, **arrays: np.ndarray) -> None:
 
 
 def load_image_folders(
-    root: Path, *, subset: Optional[int] = None, val_subset: Optional[int] = None, cache: Optional[Path] = None
+    root: Path,
+    *,
+    subset: Optional[int] = None,
+    val_subset: Optional[int] = None,
+    cache: Optional[Path] = None,
+    stage: Optional[Stage] = None,
 ) -> CifarData:
     train_dir, test_dir = root / "train", find_test_folder(root)
     if test_dir is None or not train_dir.is_dir():
@@ -192,6 +230,6 @@ def load_image_folders(
     test_classes = class_folders(test_dir)
     if test_classes != classes:
         raise DataError(f"{test_dir}: class folders {test_classes} differ from {train_dir}'s {classes}")
-    x_train, y_train = load_split(train_dir, classes, subset, cache)
-    x_test, y_test = load_split(test_dir, classes, val_subset, cache)
+    x_train, y_train = load_split(train_dir, classes, subset, cache, stage)
+    x_test, y_test = load_split(test_dir, classes, val_subset, cache, stage)
     return CifarData(x_train, y_train, x_test, y_test, tuple(classes), str(root), "image-folders")

@@ -13,11 +13,17 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Optional
 
 from envcheck.errors import EXIT_FINDINGS, EnvcheckError, UsageError
 from envcheck.train.config import TrainConfig, post_reference
-from envcheck.train.data import CifarData, load_cifar10, synthetic_cifar10
+from envcheck.train.data import (
+    CIFAR10_CLASSES,
+    CifarData,
+    load_cifar10,
+    synthetic_cifar10,
+)
 from envcheck.train.outputs import (
     OutputFolder,
     OutputsFull,
@@ -26,6 +32,7 @@ from envcheck.train.outputs import (
     describe_write_error,
     write_json_atomically,
 )
+from envcheck.words import plural
 
 SYNTHETIC_TRAIN_IMAGES = 50_000
 SYNTHETIC_TEST_IMAGES = 10_000
@@ -44,7 +51,7 @@ class TrainResult:
     already_finished: bool = False  # --resume on a finished run: nothing was trained
 
 
-def load_data(config: TrainConfig) -> CifarData:
+def load_data(config: TrainConfig, stage=None) -> CifarData:
     if config.synthetic:
         for flag, value, most in (("--subset", config.subset, SYNTHETIC_TRAIN_IMAGES), ("--val-subset", config.val_subset, SYNTHETIC_TEST_IMAGES)):
             if value is not None and value > most:  # before a byte is allocated
@@ -54,7 +61,16 @@ def load_data(config: TrainConfig) -> CifarData:
             config.val_subset or SYNTHETIC_TEST_IMAGES,
             seed=config.seed,
         )
-    return load_cifar10(config.data, subset=config.subset, val_subset=config.val_subset)
+    return load_cifar10(config.data, subset=config.subset, val_subset=config.val_subset, stage=stage)
+
+
+def data_title(data: CifarData) -> str:
+    """What the model learned from, as a person would name it: "CIFAR-10 (cifar10-jpg.tar.gz)",
+    "synthetic images (seed 0)"."""
+    if data.kind == "synthetic":
+        return data.source.replace("synthetic", "synthetic images", 1)
+    name = Path(data.source).name or data.source
+    return f"CIFAR-10 ({name})" if tuple(data.class_names) == CIFAR10_CLASSES else f"{data.num_classes} classes ({name})"
 
 
 def _writes_outputs(config: TrainConfig) -> bool:
@@ -81,7 +97,7 @@ def _output_failure(config: TrainConfig, output: OutputFolder, exc: OSError, doi
     _release_failed_files()
     state = output.read_resume_state()
     kept = state["epochs_done"] if state else 0
-    what = f"epochs 1-{kept} are kept in {config.output} (history and resume point)" if kept else "no epoch is kept yet"
+    what = f"{_kept(kept)} kept in {config.output} (history and resume point)" if kept else "no epoch is kept yet"
     return OutputsFull(
         f"{config.output}: cannot write {doing} ({describe_write_error(exc)}); training stopped. "
         f"{what[0].upper() + what[1:]}; free some space and run the same command again to "
@@ -150,16 +166,27 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
             f"{config.output} holds an interrupted run with other settings; resume it with the same "
             f"flags, use --overwrite to start over, or use another --output"
         )
-    if data is None:
-        data = load_data(config)
+    from envcheck.render.stages import Stages
     from envcheck.tfquiet import quiet_tensorflow
 
-    # What TensorFlow prints while it starts and the run is set up is captured: dropped when the
-    # set-up ends well or in one of our one-line errors, replayed when it fails otherwise.
-    with quiet_tensorflow(verbose=verbose):
-        model, plan, steps, global_batch, epochs_done, rows = _set_up(config, data, plan, output, state)
+    # On a terminal, what happens before the first step is shown as it happens (the archive,
+    # TensorFlow's start, the model), so a first run's minute of unpacking is never silence.
+    with Stages(console=progress_console, enabled=None if config.progress else False) as stage:
+        if data is None:
+            data = load_data(config, stage)
+        stage("Starting TensorFlow")
+        # What TensorFlow prints while it starts and the run is set up is captured: dropped when the
+        # set-up ends well or in one of our one-line errors, replayed when it fails otherwise.
+        with quiet_tensorflow(verbose=verbose):
+            model, plan, steps, global_batch, epochs_done, rows = _set_up(config, data, plan, output, state, stage)
     if plan.note and plan.is_chief:
         print(f"envcheck: note: {plan.note}", file=sys.stderr)
+    if epochs_done and plan.is_chief:
+        print(
+            f"envcheck: resuming the run in {config.output} after epoch {epochs_done} of {config.recipe.epochs} "
+            "(--overwrite starts over)",
+            file=sys.stderr,
+        )
     recipe = config.recipe
     import keras
 
@@ -194,8 +221,7 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
     recorder = cb.EpochRecorder(
         output=output, is_chief=plan.is_chief, images_per_epoch=steps * global_batch, replicas=plan.replicas,
         rows=rows, meta=meta, resume_key=resume_key,
-        plot_title=f"MiniGoogLeNet on CIFAR-10 ({plan.replicas} replica{'s' if plan.replicas != 1 else ''}, "
-        f"{plan.kind})",
+        plot_title=f"MiniGoogLeNet on {data_title(data)}: {plural(plan.replicas, 'replica')} ({plan.kind})",
         on_row=progress.print_row if progress else None,
     )
     if rows and plan.is_chief:
@@ -212,25 +238,39 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
     ]
 
     started = time.time()
-    if epochs_done < recipe.epochs and plan.kind == "multi-worker":
-        from envcheck.train.loop import fit_distributed
+    try:
+        if epochs_done < recipe.epochs and plan.kind == "multi-worker":
+            from envcheck.train.loop import fit_distributed
 
-        fit_distributed(
-            model, plan.strategy, train_data, val_data, epochs=recipe.epochs, initial_epoch=epochs_done,
-            steps_per_epoch=steps, global_batch=global_batch, label_smoothing=recipe.label_smoothing,
-            jit=bool(config.jit), callbacks=callbacks,
-        )
-    elif epochs_done < recipe.epochs:
-        model.fit(
-            train_data,
-            validation_data=val_data,
-            epochs=recipe.epochs,
-            initial_epoch=epochs_done,
-            steps_per_epoch=steps if config.steps_per_epoch is not None else None,
-            callbacks=callbacks,
-            shuffle=False,  # the dataset shuffles itself, every epoch
-            verbose=0,
-        )
+            fit_distributed(
+                model, plan.strategy, train_data, val_data, epochs=recipe.epochs, initial_epoch=epochs_done,
+                steps_per_epoch=steps, global_batch=global_batch, label_smoothing=recipe.label_smoothing,
+                jit=bool(config.jit), callbacks=callbacks,
+            )
+        elif epochs_done < recipe.epochs:
+            model.fit(
+                train_data,
+                validation_data=val_data,
+                epochs=recipe.epochs,
+                initial_epoch=epochs_done,
+                steps_per_epoch=steps if config.steps_per_epoch is not None else None,
+                callbacks=callbacks,
+                shuffle=False,  # the dataset shuffles itself, every epoch
+                verbose=0,
+            )
+    except Exception:
+        from envcheck import interrupts
+
+        if not interrupts.happened():
+            raise
+        _say_what_an_interruption_kept(config, recorder, plan)
+        raise KeyboardInterrupt from None
+    except KeyboardInterrupt:
+        _say_what_an_interruption_kept(config, recorder, plan)
+        raise
+    finally:
+        if progress is not None:
+            progress.close()  # also on Ctrl-C: no half-drawn bar left on the terminal
     if recorder.write_error is not None:
         raise _output_failure(config, output, recorder.write_error, "the epoch's outputs") from None
     if stop.stopped_at:
@@ -257,13 +297,29 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
     return TrainResult(summary=summary, history=rows)
 
 
-def _set_up(config: TrainConfig, data: CifarData, plan, output: OutputFolder, state):
+def _kept(epochs: int) -> str:
+    return "epoch 1 is" if epochs == 1 else f"epochs 1-{epochs} are"
+
+
+def _say_what_an_interruption_kept(config: TrainConfig, recorder, plan) -> None:
+    if not plan.is_chief:
+        return
+    kept = len(recorder.rows)
+    if kept:
+        print(f"envcheck: stopped; {_kept(kept)} kept in {config.output}: the same command resumes after epoch {kept}", file=sys.stderr)
+    else:
+        print("envcheck: stopped before the first epoch ended; nothing is kept", file=sys.stderr)
+
+
+def _set_up(config: TrainConfig, data: CifarData, plan, output: OutputFolder, state, stage=None):
     """Devices, the model and the resume point: everything before the first step (TensorFlow
     starts here)."""
     from envcheck.train.strategy import plan_devices
 
     if plan is None:
         plan = plan_devices(config.gpus, config.cpu_replicas, config.multi_worker)
+    if stage is not None:
+        stage(f"Building MiniGoogLeNet on {plan.replicas} replica{'s' if plan.replicas != 1 else ''}")
     if config.jit and plan.kind == "cpu" and plan.replicas > 1:
         from envcheck.train.config import JIT_WITH_CPU_REPLICAS
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from envcheck.errors import EXIT_FINDINGS, EXIT_OK
+from envcheck.words import plural
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class ValidationReport:
         if self.doctor is not None and self.doctor.get("exit_code"):
             out.append(f"the doctor finds: {self.doctor.get('line')}")
         if self.doctor is not None and self.doctor.get("gpus") and not self.used_gpu:
-            out.append(f"the doctor finds {self.doctor['gpus']} usable GPU(s) but TensorFlow used none here")
+            out.append(f"the doctor finds {plural(self.doctor['gpus'], 'usable GPU')} but TensorFlow used none here")
         if self.require_gpu and not self.used_gpu:
             out.append("--require-gpu: no GPU was used")
         return out

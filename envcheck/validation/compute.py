@@ -13,7 +13,6 @@ from typing import Callable
 import numpy as np
 
 from envcheck.machine import short_device
-
 from envcheck.validation.checks import Check
 
 TOLERANCE = 1e-2

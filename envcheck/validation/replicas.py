@@ -12,8 +12,8 @@ import time
 
 import numpy as np
 
-from envcheck.validation.checks import Check
 from envcheck.machine import short_device
+from envcheck.validation.checks import Check
 
 REPEATS = 5
 

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from envcheck.errors import UsageError
-from envcheck.validation.checks import Check
 from envcheck.machine import short_device
+from envcheck.validation.checks import Check
+from envcheck.words import plural
 
 # Below the post's accuracy by more than this fails --full. The post's figure is one run on the
 # original binary images; a re-run on another machine (or the JPEG copy of CIFAR-10) lands within
@@ -58,7 +59,7 @@ def compare_devices(
         wanted = [f"GPU:{i}" for i in range(requested)]
         if used_gpus == wanted and set(wanted) <= set(usable):
             return True, f"trained on {', '.join(used_short)}: the first {requested} of the GPUs the doctor finds usable"
-        return False, (f"trained on {', '.join(used_short) or 'nothing'} but asked for the first {requested} GPU(s), "
+        return False, (f"trained on {', '.join(used_short) or 'nothing'} but asked for the first {plural(requested, 'GPU')}, "
                        f"and the doctor finds {', '.join(usable) if usable else 'no GPU'} usable")
     if used_gpus == usable and (usable or all(d.startswith("CPU") for d in used_short)):
         where = ", ".join(used_short)
@@ -166,7 +167,7 @@ def run_level3(
     figures["data"] = summary["data"]["source"]
     checks = [Check(3, name, True,
                     f"{summary['epochs']} epochs x {summary['steps_per_epoch']} steps x {summary['global_batch']} images "
-                    f"on {summary['replicas']} replica(s): {rate} images/s, {per_replica} per replica",
+                    f"on {plural(summary['replicas'], 'replica')}: {rate} images/s, {per_replica} per replica",
                     figures, summary.get("seconds"))]
     falls, detail = loss_falls(rows)
     checks.append(Check(3, "loss falls", falls, detail, {"losses": [r.get("loss") for r in rows]}))

@@ -199,12 +199,18 @@ def _tar(source_dir, archive, arcname):
 def test_an_archive_of_image_folders_is_extracted_once_into_the_cache(tmp_path, monkeypatch):
     write_image_folders(tmp_path / "src", 1, 1, suffix=".jpg")
     _tar(tmp_path / "src", tmp_path / "cifar10-jpg.tar.gz", "cifar10")
-    data = load_cifar10(tmp_path / "cifar10-jpg.tar.gz")
+    stages = []
+    data = load_cifar10(tmp_path / "cifar10-jpg.tar.gz", stage=lambda doing, done=None: stages.append(doing))
     assert data.x_train.shape == (10, 32, 32, 3)
-    assert data.source.startswith(str(tmp_path / "cache" / "datasets"))
+    assert data.source == str(tmp_path / "cifar10-jpg.tar.gz")  # what the user named, not the cache
+    assert [p.name.startswith("cifar10-jpg-") for p in (tmp_path / "cache" / "datasets").iterdir()] == [True]
+    # A first run says what takes its time: unpacking, then decoding each split.
+    assert [s.split()[0] for s in stages] == ["Reading", "Unpacking", "Decoding", "Decoding"]
 
     monkeypatch.setattr(tarfile, "open", lambda *a, **k: (_ for _ in ()).throw(AssertionError("extracted again")))
-    assert load_cifar10(tmp_path / "cifar10-jpg.tar.gz").x_train.shape == (10, 32, 32, 3)
+    stages.clear()
+    assert load_cifar10(tmp_path / "cifar10-jpg.tar.gz", stage=lambda doing, done=None: stages.append(doing)).x_train.shape == (10, 32, 32, 3)
+    assert [s.split()[0] for s in stages] == ["Reading"]  # the cache serves both the files and the arrays
 
 
 def test_an_archive_of_python_batches_loads(tmp_path):

@@ -94,12 +94,31 @@ def test_a_killed_run_resumes_from_its_last_finished_epoch(tmp_path, train_env):
     assert second.returncode == 0, second.stderr[-3000:]
     summary = json.loads(second.stdout)
     assert summary["resumed_from_epoch"] == done and summary["epochs"] == 5
+    assert f"resuming the run in {out} after epoch {done} of 5" in second.stderr  # it says so
     rows = read_json(out / "history.json")["epochs"]
     assert [r["epoch"] for r in rows] == [1, 2, 3, 4, 5]
     for row in rows[:done]:  # what the killed run finished is kept, not redone
         assert row == before[row["epoch"]]
     assert rows[done]["learning_rate"] == pytest.approx(5e-3 * (1 - done / 5))  # the schedule continues
     assert not (out / "resume").exists()
+
+
+def test_ctrl_c_says_what_is_kept_and_exits_130(tmp_path, train_env):
+    out = tmp_path / "run"
+    args = [*SYNTHETIC, "--subset", "64", "--val-subset", "8", "--batch-per-replica", "8", "--epochs", "50",
+            "--steps-per-epoch", "2", "--output", str(out)]
+    run = subprocess.Popen([sys.executable, "-m", "envcheck.train", *args], cwd=REPO, env=train_env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_epochs(out / "resume" / "state.json", 1, run)
+        run.send_signal(signal.SIGINT)  # what Ctrl-C sends
+        _, err = run.communicate(timeout=120)
+    finally:
+        run.kill()
+    assert run.returncode == 130, err[-3000:]
+    assert "envcheck: interrupted" in err and "internal error" not in err and "Traceback" not in err
+    kept = read_json(out / "resume" / "state.json")["epochs_done"]
+    assert f"kept in {out}: the same command resumes after epoch {kept}" in err
 
 
 def test_a_resume_with_other_settings_is_refused(tmp_path, train_env):
