@@ -7,12 +7,11 @@ everywhere in the report, including the facts attached in ``<details>``.
 from __future__ import annotations
 
 import json
-import re
 
 from envcheck.facts import to_dict
 from envcheck.findings import Report
+from envcheck.redact import redactor
 
-_UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")
 _STATUS_WORD = {"ok": "ok", "warning": "warning", "error": "**error**", "skipped": "skipped"}
 
 
@@ -110,24 +109,5 @@ def _cell(text: str) -> str:
 
 
 def redact_text(text: str, report: Report) -> str:
-    """Replace what identifies the person or the machine."""
-    facts = report.facts
-    pf = facts.platform
-    replacements: list[tuple[str, str]] = []
-    home = (pf.home or "").rstrip("/\\")  # HOME=/home/me/ must not leave "~venv/..."
-    if len(home) > 1 and not home.endswith(":"):  # never "/" nor a bare Windows drive
-        replacements.append((home, "~"))
-    for gpu in facts.nvml.gpus:
-        if gpu.serial:
-            replacements.append((gpu.serial, "<serial>"))
-        if gpu.uuid:
-            replacements.append((gpu.uuid, "<gpu-uuid>"))
-    # Longest first, so a home folder inside another path is replaced whole.
-    for old, new in sorted(replacements, key=lambda r: -len(r[0])):
-        text = text.replace(old, new)
-        text = text.replace(json.dumps(old)[1:-1], new)  # the JSON-escaped form (Windows backslashes)
-    text = _UUID.sub("<gpu-uuid>", text)
-    for value, marker in ((pf.hostname, "<host>"), (pf.user, "<user>")):
-        if value and len(value) >= 2:
-            text = re.sub(rf"(?<![\w.-]){re.escape(value)}(?![\w-])", marker, text)
-    return text
+    """Replace what identifies the person or the machine (envcheck.redact)."""
+    return redactor(report.facts)(text)
