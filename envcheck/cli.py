@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("envcheck.commands.validate", "check that TensorFlow computes and trains on the GPUs"),
     "train": ("envcheck.commands.train", "the reference multi-GPU CIFAR-10 trainer (MiniGoogLeNet)"),
     "diff": ("envcheck.commands.diff", "what differs between two snapshots, what explains the verdicts first"),
+    "fleet": ("envcheck.commands.fleet", "many nodes' snapshots in one table, grouped, the odd ones named"),
 }
 
 
