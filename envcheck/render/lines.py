@@ -64,7 +64,9 @@ def clip_left(text: str, width: int) -> str:
     """A path cut from the left ("...ects/a/.venv/bin/python"): its end says the most."""
     if len(text) <= width:
         return text
-    return "..." + text[-(width - 3):] if width > 3 else text[-width:]
+    if width <= 3:
+        return text[len(text) - max(0, width):]
+    return "..." + text[-(width - 3):]
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
