@@ -7,7 +7,14 @@ import json
 
 from rules import builders as b
 
-from envcheck.facts import Facts, LibraryCopy, PlacementResult, TfDevice, facts_from_dict, to_dict
+from envcheck.facts import (
+    Facts,
+    LibraryCopy,
+    PlacementResult,
+    TfDevice,
+    facts_from_dict,
+    to_dict,
+)
 
 V9 = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v9.0"
 V10 = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v10.0"

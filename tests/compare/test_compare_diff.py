@@ -9,7 +9,7 @@ import machines as m
 import pytest
 
 from envcheck.compare.diff import Side, compare
-from envcheck.compare.facets import grouping_for, group_of, is_noise
+from envcheck.compare.facets import group_of, grouping_for, is_noise
 from envcheck.compare.flat import flatten, normalise_log_line
 from envcheck.facts import to_json
 from envcheck.machine import Machine
