@@ -11,6 +11,7 @@ UUIDs and serial numbers that no variable names): a thousand snapshots take seco
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
 import os
@@ -71,13 +72,18 @@ class Group:
 
     value: str
     nodes: tuple[Node, ...]
+    shown: str = ""  # the parts of the value that differ between the groups ("cudnn 8.0.5 (LD_LIBRARY_PATH)")
+    alike: str = ""  # the parts every group shares, said once
 
     @property
     def names(self) -> list[str]:
         return [n.name for n in self.nodes]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "count": len(self.nodes), "nodes": self.names}
+        out = {"value": self.value, "count": len(self.nodes), "nodes": self.names}
+        if self.shown:
+            out.update(differs=self.shown, alike=self.alike)
+        return out
 
 
 @dataclass(frozen=True)
@@ -326,8 +332,23 @@ def group(nodes: tuple[Node, ...], refused: tuple[Refused, ...], judged: int) ->
         by_value: dict[str, list[Node]] = {}
         for node in nodes:
             by_value.setdefault(node.value_text(facet), []).append(node)
-        groups[facet] = tuple(Group(value, tuple(members)) for value, members in sorted(by_value.items(), key=lambda kv: (-len(kv[1]), natural_key(kv[0]))))
+        ordered = sorted(by_value.items(), key=lambda kv: (-len(kv[1]), natural_key(kv[0])))
+        groups[facet] = _split_common(facet, tuple(Group(value, tuple(members)) for value, members in ordered))
     return Fleet(nodes, refused, judged, groups, _odd_ones_out(groups))
+
+
+def _split_common(facet: str, groups: tuple[Group, ...]) -> tuple[Group, ...]:
+    """For a fact of many parts (eight libraries), each group shows the parts where the groups
+    differ; the parts they share are said once."""
+    if facet == VERDICT or len(groups) < 2:
+        return groups
+    values = [g.nodes[0].facets[facet] for g in groups]
+    common = {k: v for k, v in values[0].items() if all(other.get(k) == v for other in values[1:])}
+    if not common or all(set(v) <= set(common) for v in values):
+        return groups
+    alike = text_of(common)
+    return tuple(dataclasses.replace(g, shown=text_of({k: v for k, v in value.items() if k not in common}) or "(none)", alike=alike)
+                 for g, value in zip(groups, values))
 
 
 def _odd_ones_out(groups: dict[str, tuple[Group, ...]]) -> dict[str, tuple[OddFact, ...]]:

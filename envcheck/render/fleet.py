@@ -75,18 +75,21 @@ def _section(out: Lines, title: str, title_width: int, groups: tuple[Group, ...]
     room = out.width - head_width - count_width - 2
     names = ["all" if len(g.nodes) == total else "the rest" if i == 0 and 2 * len(g.nodes) > total else hostlist(g.names)
              for i, g in enumerate(groups)]
-    longest = max(len(g.value) for g in groups)
+    longest = max(len(g.shown or g.value) for g in groups)
     widest_names = max(len(n) for n in names)
     value_width = min(longest, max(24, room - min(widest_names, room // 2) - 2))
     for i, (g, who) in enumerate(zip(groups, names)):
         head = f"  {(title if i == 0 else '').ljust(title_width)}  " if title_width else "  "
         count = f"{len(g.nodes):>{count_width}}  "
-        value = clip(g.value, value_width)
+        value = clip(g.shown or g.value, value_width)
         rest = room - value_width - 2
         who = clip(who, rest) if rest >= 8 else ""
         style = _VERDICT_STYLE.get(g.nodes[0].status, "") if styled else ""
         gap = " " * (value_width - len(value) + 2) if who else ""
         out.line(head, count, out.style(value, style), gap + who, hang=head_width + count_width + 2)
+    if groups[0].alike:
+        pad = " " * (head_width + count_width + 2)
+        out.line(pad, out.style(f"alike on all: {groups[0].alike}", "dim"), hang=len(pad))
 
 
 def render_markdown(fleet: Fleet) -> str:
@@ -103,7 +106,10 @@ def render_markdown(fleet: Fleet) -> str:
     for facet in FACETS:
         for i, g in enumerate(fleet.groups[facet.name]):
             which = "all" if len(g.nodes) == total else hostlist(g.names)
-            lines.append(f"| {facet.title if i == 0 else ''} | {len(g.nodes)} | {cell(g.nodes[0].redacted[facet.name])} | {cell(which)} |")
+            value = g.nodes[0].redacted[facet.name] if not g.shown else g.shown
+            lines.append(f"| {facet.title if i == 0 else ''} | {len(g.nodes)} | {cell(value)} | {cell(which)} |")
+        if fleet.groups[facet.name][0].alike:
+            lines.append(f"| | | alike on all: {cell(fleet.groups[facet.name][0].alike)} | |")
     lines += ["", "### Odd ones out", ""]
     if not fleet.odd:
         lines.append("None." if fleet.uniform else "None: where the nodes differ, no value is held by most of them.")

@@ -50,7 +50,10 @@ def row(env: Environment, home: str = "") -> Row:
         # doctor's chain line says it; a broken one by the verdict's reason.
         seen = next((x for x in env.report.get("links") or () if x.get("name") == link), {})
         reason = verdict.get("reason", "") if seen.get("status") == "error" or not seen.get("summary") else seen["summary"]
-        broken = f"{SHORT_TITLES.get(link, link)}: {reason}"
+        title = SHORT_TITLES.get(link, link)
+        if reason.startswith(title + " ") and reason[len(title) + 1:][:1].isdigit():
+            reason = reason[len(title) + 1:]  # "Python: Python 2.7 is too old" says it twice
+        broken = f"{title}: {reason}"
     else:
         broken = str(verdict.get("reason", ""))
     return Row(where, env.version, tf, "yes" if (verdict.get("gpus") or 0) > 0 else "no", reached, broken, status)
@@ -70,11 +73,29 @@ def _tensorflow(report: dict) -> str:
     return installed.version + (" cpu" if machine.is_cuda_tf is False else "")
 
 
+def _tilde_words(text: str, home: str) -> str:
+    """Paths under the home folder written from ~ in a sentence (commands keep them whole)."""
+    home = home.rstrip("/\\")
+    return text.replace(home + os.sep, "~" + os.sep) if len(home) > 1 else text
+
+
 def tilde(path: str, home: str) -> str:
     home = home.rstrip("/\\")
     if len(home) > 1 and (path == home or path.startswith(home + os.sep)):
         return "~" + path[len(home):]
     return path
+
+
+def fit_labels(text: str, width: int) -> str:
+    """ "running, PATH, venv, kernel vision" in ``width``: as many as fit, then "+N" for the rest."""
+    if len(text) <= width:
+        return text
+    labels = text.split(", ")
+    for keep in range(len(labels) - 1, 0, -1):
+        shown = ",".join(labels[:keep]) + f" +{len(labels) - keep}"
+        if len(shown) <= width:
+            return shown
+    return clip(labels[0], width)
 
 
 def render_json(result: Scan, exit_code: int) -> str:
@@ -105,7 +126,7 @@ def render(result: Scan, home: str = "", verbose: bool = False, width: int | Non
         out.line(out.style(f"Found by the scan ({len(result.findings)})", "bold"))
         for n, f in enumerate(result.findings, 1):
             label = f"  {n}. "
-            out.line(label, f.title, hang=len(label))
+            out.line(label, _tilde_words(f.title, home), hang=len(label))
             if f.fix:
                 out.line(" " * len(label), out.style(f.fix, "dim"), hang=len(label))
             for command in f.commands:
@@ -130,7 +151,7 @@ def _table(out: Lines, rows: list[Row]) -> None:
         "link": max(len(_HEADERS[5]), *(len(r.first_broken) for r in rows)),
         "reached": max(len(_HEADERS[4]), *(len(r.reached) for r in rows)),
     }
-    shares = {"where": 40, "link": 40, "reached": 20}
+    shares = {"where": 45, "link": 40, "reached": 15}
     if free < 48:
         shares, free = {"where": 50, "link": 50, "reached": 0}, free + 2
     got = {k: min(needs[k], free * share // 100) for k, share in shares.items()}
@@ -148,6 +169,7 @@ def _table(out: Lines, rows: list[Row]) -> None:
         cells = []
         for field, _, width in columns:
             value = getattr(r, field)
-            cells.append((clip_left(value, width) if field == "where" else clip(value, width)).ljust(width))
+            fitted = clip_left(value, width) if field == "where" else fit_labels(value, width) if field == "reached" else clip(value, width)
+            cells.append(fitted.ljust(width))
         line = Text("  " + "  ".join(cells) + "  ") + out.style(clip(r.first_broken, link_width), _STATUS_STYLE.get(r.status, ""))
         out.console.print(line, crop=False, overflow="ignore")

@@ -68,8 +68,7 @@ def scan(environ: Mapping[str, str], places: Places, *, full: bool, timeout: flo
 
 def _kernel_fix(kernel: Kernel) -> tuple[str, tuple[shell.Command, ...]]:
     name = shell.quote(kernel.name, shell.BASH)
-    text = (f"Remove the kernel, or register it again from the environment it should run (activated, with "
-            f"ipykernel installed), which rewrites {kernel.spec_file}.")
+    text = "Remove it, or register it again from the environment it should use (activated, with ipykernel installed):"
     return text, (
         shell.Command(f"jupyter kernelspec remove -y {name}", shell=shell.BASH),
         shell.Command(f"python -m ipykernel install --user --name {name}", shell=shell.BASH),
@@ -84,7 +83,7 @@ def kernel_findings(kernels: list[Kernel], unusable: list[Unusable]) -> list[Sca
         if problem is None:
             continue
         text, commands = _kernel_fix(kernel)
-        out.append(ScanFinding(KERNEL_CANNOT_START, f"Jupyter kernel {kernel.name!r} ({kernel.display_name}) cannot start: {problem}",
+        out.append(ScanFinding(KERNEL_CANNOT_START, f"Jupyter kernel {kernel.name!r} cannot start ({kernel.spec_file}): {problem}",
                                kernel.spec_file, text, commands))
     return out
 

@@ -79,3 +79,38 @@ def elsewhere(facts: Facts, host: str, user: str = "ml", created: str = "2026-11
     for name in ("python", "platform", "pci", "driver", "nvml", "libraries", "tensorflow"):
         data[name]["seconds"] = 0.01 * seed
     return facts_from_dict(data)
+
+
+def old_driver_node(facts: Facts) -> Facts:
+    """A node left on driver 470 after the others moved to 535: TensorFlow's CUDA 12 cannot start."""
+    facts = b.change(facts, {"nvml.driver_version": "470.57.02", "nvml.cuda_driver_version": "11.4", "driver.version": "470.57.02",
+                             "driver.module_version": "470.57.02"})
+    return b.tf_sees_no_gpu(facts, "W tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc:266] failed call to cuInit: "
+                                   "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: system has unsupported display driver / cuda driver combination")
+
+
+def lost_gpu_node(facts: Facts) -> Facts:
+    """A node where one of the four GPUs is gone (fallen off the bus): three left, all working."""
+    return b.server_gpus(facts, *[("Tesla V100-SXM2-32GB", "7.0")] * 3)
+
+
+def stale_cudnn_node(facts: Facts) -> Facts:
+    """A node whose LD_LIBRARY_PATH names an old CUDA 11.0 folder: its cuDNN 8.0.5 loads before the
+    pip wheel's 8.9.4, and the convolution fails."""
+    shadowed = linux_with_ld_library_path()
+    placement = tuple(dataclasses.replace(p, ok=False, error="UnimplementedError: DNN library is not found.") if p.op == "conv2d" else p
+                      for p in facts.tensorflow.placement)
+    line = ("E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:535] Loaded runtime CuDNN library: 8.0.5 but source was compiled "
+            "with: 8.9.4.  CuDNN library needs to have matching major version and equal or higher minor version.")
+    tf = dataclasses.replace(facts.tensorflow, placement=placement, log_lines=(line,))
+    return b.change(facts, {"env": shadowed.env, "libraries": shadowed.libraries, "tensorflow": tf})
+
+
+CLUSTER_ODD = {7: old_driver_node, 12: lost_gpu_node, 21: old_driver_node, 33: stale_cudnn_node}
+
+
+def cluster_node(number: int) -> Facts:
+    """Node ``number`` of the README's 40-node cluster of 4x V100 servers (full doctor runs)."""
+    facts = b.server()
+    facts = CLUSTER_ODD.get(number, lambda f: f)(facts)
+    return elsewhere(facts, f"gpu-node-{number:02d}", seed=number, created=f"2026-11-30T10:00:{number:02d}+00:00")

@@ -183,10 +183,13 @@ def test_the_documented_cluster_pattern_end_to_end(tmp_path):
     plain = {k: v for k, v in env.items() if k != "SLURM_NODEID"}
     runs.append(subprocess.Popen([sys.executable, "-m", "envcheck", "doctor", "--quick", "--json", "--save-facts", "node-%n.json"],
                                  cwd=tmp_path, env=plain, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    for run in runs:
+    reports = tmp_path / "reports"  # the other pattern: each node's --json report captured (kubectl exec, srun --output)
+    reports.mkdir()
+    for i, run in enumerate(runs):
         out, err = run.communicate(timeout=120)
         assert run.returncode in (0, 1), err
         assert json.loads(out)["command"] == "doctor"
+        (reports / f"pod-{i}.json").write_text(out)
     import socket
 
     from envcheck.filename_fields import _safe
@@ -200,3 +203,29 @@ def test_the_documented_cluster_pattern_end_to_end(tmp_path):
     names = {n["name"] for n in data["nodes"]}
     assert {"gpu-node-0", "gpu-node-1", "gpu-node-2"} <= names and len(names) == 4
     assert any(o["node"] == "gpu-node-1" and any(d["fact"] == "driver" for d in o["differs_in"]) for o in data["odd_ones_out"])
+    from_reports = read_fleet([str(reports)])
+    assert not from_reports.refused
+    assert sorted((n.name, n.line) for n in from_reports.nodes) == sorted((n["name"], n["verdict"]["line"]) for n in data["nodes"])
+
+
+def test_worker_processes_read_the_same_fleet(tmp_path):
+    from envcheck.compare import fleet as fleet_module
+
+    folder = cluster(tmp_path, count=2 * fleet_module._CHUNK + 3, odd={5: old_driver, 70: three_gpus})
+    one = read_fleet([str(folder)], jobs=1)
+    two = read_fleet([str(folder)], jobs=2)
+    assert [n.to_dict() for n in one.nodes] == [n.to_dict() for n in two.nodes]
+    assert one.to_dict()["odd_ones_out"] == two.to_dict()["odd_ones_out"]
+
+
+@pytest.mark.parametrize("argv", [("fleet", "FOLDER", "--json"), ("diff", "FILE", "FILE", "--json")])
+def test_the_json_envelope_is_every_commands(cli, tmp_path, argv):
+    from envcheck import __version__
+
+    folder = cluster(tmp_path, count=2)
+    file = str(folder / "node-1.json")
+    result = cli(*(str(folder) if a == "FOLDER" else file if a == "FILE" else a for a in argv))
+    data = json.loads(result.out)
+    assert list(data)[:4] == ["schema_version", "envcheck_version", "command", "exit_code"]
+    assert data["schema_version"] == 2 and data["envcheck_version"] == __version__
+    assert data["command"] == argv[0] and data["exit_code"] == result.code

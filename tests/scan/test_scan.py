@@ -172,7 +172,9 @@ def test_the_scan_end_to_end(machine, cli, monkeypatch):
     header, *rows = text.split("\n\n")[1].splitlines()
     assert header.split() == ["environment", "Python", "TF", "GPU", "reached", "first", "broken", "link"]
     assert rows[0].split()[0] == (sys.executable if not sys.executable.startswith(str(home)) else "~" + sys.executable[len(str(home)):])
-    assert "/.virtualenvs/tf/bin/python" in rows[1] and "PATH, kernel tf " in rows[1] and "TensorFlow: not installed" in rows[1]
+    assert "/.virtualenvs/tf/bin/python" in rows[1] and " PATH" in rows[1] and "TensorFlow: not installed" in rows[1]
+    verbose = " ".join(render(again, home=str(home), verbose=True, width=120, color=False).split())
+    assert "reached: PATH python, PATH python3" in verbose and "kernel 'tf'" in verbose
     assert "kernel tf-cpu" in rows[2]
     assert "jupyter kernelspec remove -y old-project" in text
 
@@ -235,3 +237,14 @@ def test_the_help_says_where_it_looks_and_the_exit_codes():
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}).stdout
     for word in ("pyenv", "conda env list", "kernelspec", "pipx", "exit status:", "not checked in time"):
         assert word in " ".join(out.split()), word
+
+
+@pytest.mark.slow
+def test_full_imports_tensorflow_in_each_environment(machine):
+    p = places(machine)
+    candidates, _ = discover(p)
+    environments, _ = identify([c for c in candidates if c.how == RUNNING], p, jobs=1)
+    checked = check_all(environments, machine["environ"], full=True, timeout=120, budget=240, jobs=1)
+    report = checked[0].report
+    assert checked[0].status == OK and report["facts"]["quick"] is False
+    assert report["facts"]["tensorflow"]["status"] in ("ok", "missing", "error")
