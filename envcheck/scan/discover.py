@@ -10,7 +10,8 @@
                              ~/.conda/environments.txt
   Jupyter kernels            ``jupyter kernelspec list --json`` and the kernelspec folders
                              themselves (JUPYTER_PATH, JUPYTER_DATA_DIR, the user's and the
-                             system's): a kernel's argv[0] is its interpreter
+                             system's): a kernel's argv[0] is its interpreter (after a launcher
+                             such as ``/usr/bin/env``, the first python word)
 
 pipx's environments are tools, not places anyone trains from: never listed. Only reads files and
 runs the conda and jupyter listings (bounded, through procs); nothing is changed.
@@ -40,6 +41,7 @@ KERNEL = "kernel"
 HOW_ORDER = (RUNNING, PATH_HOW, VIRTUALENV, PYENV, CONDA, KERNEL)
 
 _PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)?)?(\.exe)?$", re.IGNORECASE)
+_PYTHON_WORD = re.compile(r"^(i?python|pythonw)[\d.]*[mtd]?(\.exe)?$", re.IGNORECASE)  # what a kernel's interpreter is called
 _WINDOWS = os.name == "nt"
 
 
@@ -326,6 +328,13 @@ def read_kernel(name: str, folder: Path, places: Places) -> Kernel | None:
     if not isinstance(argv, list) or not argv or not isinstance(argv[0], str) or not argv[0].strip():
         return Kernel(name, str(spec_file), display, None, None, env_items, problem="its kernel.json has no argv to start")
     argv0 = argv[0]
+    if not _PYTHON_WORD.match(os.path.basename(argv0)):
+        # A launcher ("/usr/bin/env python3 ...", a wrapper script): its Python is the first
+        # python-looking word after it, if any; otherwise there is no interpreter to check.
+        named = next((a for a in argv[1:] if isinstance(a, str) and _PYTHON_WORD.match(os.path.basename(a))), None)
+        if named is None:
+            return Kernel(name, str(spec_file), display, argv0, None, env_items)
+        argv0 = named
     if os.path.isabs(os.path.expanduser(argv0)):
         path = os.path.expanduser(argv0)
         if not os.path.lexists(path):

@@ -64,11 +64,14 @@ def machine(tmp_path_factory):
     kernel(jupyter, "tf-cpu", {"argv": launcher(tf), "display_name": "TF on the CPU", "language": "python", "env": {"CUDA_VISIBLE_DEVICES": ""}})
     kernel(jupyter, "bare", {"argv": ["python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"], "display_name": "Python 3", "language": "python"})
     gone = kernel(jupyter, "old-project", {"argv": launcher(root / "removed" / "bin" / "python"), "display_name": "Old", "language": "python"})
-    plain = root / "not-executable"
+    plain = root / "not-executable" / "bin" / "python3"
+    plain.parent.mkdir(parents=True)
     plain.write_text("")
     kernel(jupyter, "noexec", {"argv": launcher(plain), "display_name": "No exec", "language": "python"})
     kernel(jupyter, "ir", {"argv": ["R", "--slave"], "display_name": "R", "language": "R"})
     broken = kernel(jupyter, "broken", "{not json")
+    kernel(jupyter, "via-env", {"argv": ["/usr/bin/env", "python3", "-m", "ipykernel_launcher"], "display_name": "env", "language": "python"})
+    kernel(jupyter, "wrapper", {"argv": ["{resource_dir}/start.sh", "{connection_file}"], "display_name": "wrapped", "language": "python"})
     environ = {
         "HOME": str(home),
         "PATH": os.pathsep.join([str(tf.parent), str(pipx.parent), "/usr/bin", "/bin"]),
@@ -98,6 +101,9 @@ def test_every_place_is_looked_at_and_pipx_is_not(machine):
     assert {"tf", "tf-cpu", "bare", "old-project", "noexec", "broken"} <= names and "ir" not in names
     bare = next(k for k in kernels if k.name == "bare")
     assert bare.interpreter == str(machine["tf"].parent / "python3")  # found on PATH, as Jupyter would
+    by_name = {k.name: k for k in kernels}
+    assert by_name["via-env"].interpreter == str(machine["tf"].parent / "python3")  # /usr/bin/env python3, on PATH
+    assert by_name["wrapper"].interpreter is None and by_name["wrapper"].problem is None  # a launcher script: nothing to check
     problems = {k.name: k.problem for k in kernels if k.problem}
     assert problems["old-project"].endswith("does not exist") and problems["noexec"].endswith("is not executable")
     assert problems["broken"] == "its kernel.json is not valid JSON"
@@ -113,7 +119,7 @@ def test_one_interpreter_reached_many_ways_is_one_environment(machine):
     assert len(tf) == 2
     plain, hidden = sorted(tf, key=lambda e: bool(e.env))
     assert {c.how for c in plain.reached} == {PATH_HOW, VIRTUALENV, KERNEL}
-    assert {c.detail for c in plain.reached if c.how == KERNEL} == {"tf", "bare"}
+    assert {c.detail for c in plain.reached if c.how == KERNEL} == {"tf", "bare", "via-env"}
     assert "PATH python" in plain.labels and "PATH python3" in plain.labels
     assert hidden.env == (("CUDA_VISIBLE_DEVICES", ""),) and [c.detail for c in hidden.reached] == ["tf-cpu"]
     assert plain.kind == "venv"
