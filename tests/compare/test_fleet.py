@@ -161,6 +161,14 @@ def test_markdown_for_a_ticket_redacts_like_the_doctor_and_keeps_node_names(tmp_
     assert "GPU-0" not in text
 
 
+@pytest.mark.parametrize("width", [40, 60, 80, 120])
+def test_the_table_fits_the_width(tmp_path, width):
+    for number in range(1, 41):
+        (tmp_path / f"node-{number}.json").write_text(to_json(m.cluster_node(number)))
+    text = render(read_fleet([str(tmp_path)]), width=width, color=False)
+    assert max(len(line) for line in text.splitlines()) <= width
+
+
 def test_hostlist_is_slurms_compact_form():
     assert hostlist([f"gpu-node-{i:02d}" for i in range(1, 39)] + ["gpu-node-40"]) == "gpu-node-[01-38,40]"
     assert hostlist(["n1", "n2", "n10", "login"]) == "n[1-2,10],login"
