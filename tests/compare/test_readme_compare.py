@@ -29,7 +29,7 @@ def test_the_fleet_example_is_the_real_output(tmp_path, monkeypatch):
     for number in range(1, 41):
         (tmp_path / f"node-{number}.json").write_text(to_json(m.cluster_node(number)))
     monkeypatch.chdir(tmp_path)
-    text = render_fleet(read_fleet(sorted((f"node-{i}.json" for i in range(1, 41)))), width=100, color=False)
+    text = render_fleet(read_fleet(sorted(f"node-{i}.json" for i in range(1, 41))), width=100, color=False)
     assert "$ envcheck fleet node-*.json\n" + text + "```" in README
 
 
