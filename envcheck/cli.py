@@ -23,6 +23,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "matrix": ("envcheck.commands.matrix", "query the compatibility matrix"),
     "validate": ("envcheck.commands.validate", "check that TensorFlow computes and trains on the GPUs"),
     "train": ("envcheck.commands.train", "the reference multi-GPU CIFAR-10 trainer (MiniGoogLeNet)"),
+    "scan": ("envcheck.commands.scan", "every Python environment on this machine, each with its verdict"),
+    "diff": ("envcheck.commands.diff", "what differs between two snapshots, what explains the verdicts first"),
+    "fleet": ("envcheck.commands.fleet", "many nodes' snapshots in one table, grouped, the odd ones named"),
 }
 
 

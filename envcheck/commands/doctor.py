@@ -16,7 +16,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     out.add_argument("--markdown", action="store_true", help="print a paste-ready bug report (redacted)")
     p.add_argument("--no-redact", action="store_true", help="with --markdown: keep user, host, home, GPU UUIDs")
     p.add_argument("--facts", metavar="FILE", help="judge a saved snapshot (from --json) instead of this machine")
-    p.add_argument("--save-facts", metavar="FILE", help="also write the facts snapshot to FILE")
+    p.add_argument("--save-facts", metavar="FILE",
+                   help="also write the facts snapshot to FILE; %%n in it is the SLURM node number (else the host name), "
+                        "%%h the host name: one command for every node of a cluster")
     p.add_argument("--python", metavar="PATH", help="probe this interpreter (a venv or conda env) instead")
     p.add_argument("--quick", action="store_true", help="skip everything that imports TensorFlow")
     p.add_argument(
@@ -134,9 +136,14 @@ def _check_ids(flag: str, prefixes: tuple[str, ...]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _check_usage(args)
-    report = build_report(args)
+    save_to = None
     if args.save_facts:
-        _write_facts(args.save_facts, report.facts)
+        from envcheck.filename_fields import expand
+
+        save_to = expand(args.save_facts, os.environ)  # a bad %-field is exit 2 before anything is probed
+    report = build_report(args)
+    if save_to:
+        _write_facts(save_to, report.facts)
     if args.apply:
         from envcheck.commands.apply import apply_path
 

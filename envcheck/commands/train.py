@@ -89,7 +89,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                        help="start over, replacing the run in --output (finished or not)")
     add_device_flags(parser)
     parser.add_argument("--multi-worker", action="store_true",
-                        help="MultiWorkerMirroredStrategy over the cluster in TF_CONFIG")
+                        help="MultiWorkerMirroredStrategy over the cluster in TF_CONFIG, or SLURM's (run under srun)")
     add_data_flags(parser)
     parser.add_argument("--preset", choices=("post", "fast"), default="post",
                         help="post: the post's 70-epoch protocol (default); fast: a shorter modern recipe")
@@ -115,9 +115,9 @@ def config_from_args(args: argparse.Namespace):
     if args.data is not None and not args.data.expanduser().exists():
         raise UsageError(f"--data {args.data}: no such file or folder")
     if args.multi_worker:
-        from envcheck.train.strategy import read_tf_config
+        from envcheck.train.strategy import cluster_source
 
-        read_tf_config()  # a missing or malformed TF_CONFIG is a usage error, before TensorFlow starts
+        cluster_source()  # no TF_CONFIG and no SLURM step, or a malformed one: a usage error, before TensorFlow starts
     if args.output.exists() and not args.output.is_dir():
         raise UsageError(f"--output {args.output}: exists and is not a folder")
     if args.gpus and args.cpu_replicas:

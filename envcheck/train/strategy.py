@@ -3,7 +3,8 @@
   --gpus N          MirroredStrategy over the first N GPUs (all visible GPUs by default; 0: CPU)
   --cpu-replicas N  the CPU split into N logical devices, mirrored: the multi-replica code path on
                     a machine without GPUs
-  --multi-worker    MultiWorkerMirroredStrategy from TF_CONFIG, over each worker's GPUs (or CPU)
+  --multi-worker    MultiWorkerMirroredStrategy from TF_CONFIG, or from SLURM's srun variables
+                    (TensorFlow's SlurmClusterResolver), over each worker's GPUs (or CPU)
 
 Device configuration must happen before TensorFlow starts its runtime, so a plan is made once,
 at the start of a process, before any tensor exists.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
@@ -133,14 +135,45 @@ def _configure_with_runtime(count: int) -> Optional[list[str]]:
     return [d.name for d in devices]
 
 
-def read_tf_config(environ=os.environ) -> dict[str, Any]:
-    """TF_CONFIG, checked: the cluster and this process's task, or a one-line error."""
-    raw = environ.get("TF_CONFIG")
-    if not raw:
+_TF_CONFIG_EXAMPLE = '\'{"cluster": {"worker": ["host1:12345", "host2:12345"]}, "task": {"type": "worker", "index": 0}}\''
+
+# What srun sets for each task of a job step, and what TensorFlow's SlurmClusterResolver reads.
+SLURM_STEP_VARIABLES = ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE")
+SLURM_PORT_BASE = 8888  # SlurmClusterResolver's own default, when srun reserved no ports (--resv-ports)
+
+
+def cluster_source(environ=os.environ) -> str:
+    """Where a multi-worker run finds its cluster: "TF_CONFIG" when it is set, else "SLURM" when
+    srun's variables are; otherwise a one-line error saying what to set. Checked before
+    TensorFlow is imported, so a missing cluster costs nothing."""
+    if environ.get("TF_CONFIG"):
+        _parse_tf_config(environ["TF_CONFIG"])
+        return "TF_CONFIG"
+    missing = [name for name in SLURM_STEP_VARIABLES if not environ.get(name)]
+    if not missing:
+        slurm_tasks(environ)
+        return "SLURM"
+    if any(name.startswith("SLURM_") for name in environ):
         raise UsageError(
-            "--multi-worker needs TF_CONFIG, e.g. "
-            '\'{"cluster": {"worker": ["host1:12345", "host2:12345"]}, "task": {"type": "worker", "index": 0}}\''
+            f"--multi-worker: this is a SLURM job but not a job step ({', '.join(missing)} not set): start one "
+            "worker per task with srun (srun envcheck train --multi-worker ...), or set TF_CONFIG"
         )
+    raise UsageError(
+        "--multi-worker needs a cluster: neither TF_CONFIG nor SLURM's variables (run under srun) are set; "
+        f"set TF_CONFIG, e.g. {_TF_CONFIG_EXAMPLE}"
+    )
+
+
+def read_tf_config(environ=os.environ) -> dict[str, Any]:
+    """The cluster and this process's task, as TF_CONFIG describes them: from TF_CONFIG itself, or
+    built from SLURM's variables by TensorFlow's SlurmClusterResolver; a one-line error otherwise.
+    A SLURM cluster also carries ``slurm``: this task's slot on its node and the tasks there."""
+    if cluster_source(environ) == "TF_CONFIG":
+        return _parse_tf_config(environ["TF_CONFIG"])
+    return slurm_tf_config(environ)
+
+
+def _parse_tf_config(raw: str) -> dict[str, Any]:
     try:
         config = json.loads(raw)
         cluster, task = config["cluster"], config["task"]
@@ -151,6 +184,88 @@ def read_tf_config(environ=os.environ) -> dict[str, Any]:
     except (ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"TF_CONFIG is not a valid cluster description ({type(exc).__name__}: {exc})") from None
     return config
+
+
+_TASKS_PER_NODE = re.compile(r"^(\d+)(?:\(x(\d+)\))?$")
+
+
+def slurm_tasks(environ=os.environ) -> list[int]:
+    """SLURM_STEP_TASKS_PER_NODE ("2(x3),1") as tasks per node ([2, 2, 2, 1]), with SLURM_PROCID
+    and SLURM_STEP_NUM_TASKS checked against it: one line naming the variable that is wrong."""
+    counts: list[int] = []
+    raw = environ.get("SLURM_STEP_TASKS_PER_NODE", "")
+    for part in raw.split(","):
+        match = _TASKS_PER_NODE.match(part.strip())
+        if not match:
+            raise UsageError(f"SLURM_STEP_TASKS_PER_NODE={raw!r} is not a tasks-per-node list such as '2(x3),1'")
+        counts += [int(match.group(1))] * int(match.group(2) or 1)
+    try:
+        rank, tasks = int(environ["SLURM_PROCID"]), int(environ["SLURM_STEP_NUM_TASKS"])
+    except ValueError:
+        raise UsageError("SLURM_PROCID and SLURM_STEP_NUM_TASKS must be whole numbers") from None
+    if tasks != sum(counts):
+        raise UsageError(f"SLURM_STEP_NUM_TASKS={tasks} but SLURM_STEP_TASKS_PER_NODE={raw!r} adds up to {sum(counts)}")
+    if not 0 <= rank < tasks:
+        raise UsageError(f"SLURM_PROCID={rank} is not one of the step's {tasks} tasks")
+    return counts
+
+
+def slurm_port_base(environ=os.environ) -> int:
+    """The first port srun reserved for the step (--resv-ports sets SLURM_STEP_RESV_PORTS=12000-12003),
+    else the resolver's default."""
+    raw = environ.get("SLURM_STEP_RESV_PORTS", "")
+    match = re.match(r"^\s*(\d+)", raw)
+    return int(match.group(1)) if match else SLURM_PORT_BASE
+
+
+def slurm_tf_config(environ=os.environ) -> dict[str, Any]:
+    """The cluster from SLURM's variables, through TensorFlow's SlurmClusterResolver.
+
+    The resolver hands each task of a node one GPU "slot" as it lists the tasks, and lists none
+    when it is told of no GPUs; so it is given a slot per task (and ``auto_set_gpu=False``: it
+    must not set CUDA_VISIBLE_DEVICES behind TensorFlow's back), and this process's GPUs are
+    chosen from its slot afterwards (``plan_devices``).
+    """
+    counts = slurm_tasks(environ)
+    import tensorflow as tf
+
+    port_base = slurm_port_base(environ)
+    with _process_environment(environ, SLURM_STEP_VARIABLES):
+        try:
+            resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
+                port_base=port_base, gpus_per_node=max(counts), gpus_per_task=1, auto_set_gpu=False
+            )
+            cluster = resolver.cluster_spec().as_dict()
+            task_type, task_id = resolver.get_task_info()
+        except (RuntimeError, ValueError, KeyError) as exc:
+            raise UsageError(f"SLURM's variables do not describe a cluster TensorFlow can use: {exc}") from None
+    address = cluster[task_type][task_id]
+    slot = int(address.rsplit(":", 1)[1]) - port_base
+    host = address.rsplit(":", 1)[0]
+    on_node = sum(1 for a in cluster[task_type] if a.rsplit(":", 1)[0] == host)
+    return {"cluster": cluster, "task": {"type": task_type, "index": task_id}, "slurm": {"slot": slot, "tasks_on_node": on_node, "port_base": port_base}}
+
+
+class _process_environment:
+    """SlurmClusterResolver reads os.environ: let it read ``environ`` when that is another mapping."""
+
+    def __init__(self, environ, names) -> None:
+        self.environ, self.names, self.saved = environ, names, None
+
+    def __enter__(self):
+        if self.environ is not os.environ:
+            self.saved = {n: os.environ.get(n) for n in self.names}
+            for n in self.names:
+                os.environ[n] = self.environ[n]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.saved is not None:
+            for n, value in self.saved.items():
+                if value is None:
+                    os.environ.pop(n, None)
+                else:
+                    os.environ[n] = value
 
 
 def chief_of(config: dict[str, Any]) -> tuple[bool, int, int]:
@@ -178,12 +293,15 @@ def plan_devices(gpus: Optional[int] = None, cpu_replicas: int = 1, multi_worker
     if multi_worker:
         config = read_tf_config()
         is_chief, index, workers = chief_of(config)
-        # MultiWorkerMirroredStrategy mirrors over every visible GPU of a worker, so narrow them first.
-        if gpus == 0:
-            tf.config.set_visible_devices([], "GPU")
+        if "slurm" in config:
+            strategy = _slurm_strategy(tf, config, gpus)
         else:
-            select_gpus(gpus, may_start_runtime=False)
-        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+            # MultiWorkerMirroredStrategy mirrors over every visible GPU of a worker, so narrow them first.
+            if gpus == 0:
+                tf.config.set_visible_devices([], "GPU")
+            else:
+                select_gpus(gpus, may_start_runtime=False)
+            strategy = tf.distribute.MultiWorkerMirroredStrategy()
         return DevicePlan(
             strategy, "multi-worker", _local_devices(strategy), strategy.num_replicas_in_sync, workers, index, is_chief
         )
@@ -206,6 +324,33 @@ def plan_devices(gpus: Optional[int] = None, cpu_replicas: int = 1, multi_worker
     if len(names) == 1:
         return _single(tf.distribute.OneDeviceStrategy(names[0]), "gpu")
     return _single(tf.distribute.MirroredStrategy(names), "gpu")
+
+
+def _slurm_strategy(tf, config: dict[str, Any], gpus: int | None):
+    """MultiWorkerMirroredStrategy over the SLURM cluster: this task's share of its node's GPUs (the
+    node's GPUs split evenly among its tasks, by slot), or the CPU when there is none."""
+    slurm = config["slurm"]
+    physical = tf.config.list_physical_devices("GPU")
+    wanted = len(physical) if gpus is None else gpus
+    if wanted > len(physical):
+        raise UsageError(f"--gpus {wanted}: this node has {len(physical)} GPU(s) TensorFlow can see")
+    share = wanted // slurm["tasks_on_node"]
+    if wanted and not share:
+        raise UsageError(f"SLURM runs {slurm['tasks_on_node']} tasks on this node and it has {wanted} GPU(s): "
+                         "run one task per GPU or fewer (srun --ntasks-per-node), or --gpus 0 for the CPU")
+    chosen = physical[slurm["slot"] * share:(slurm["slot"] + 1) * share]
+    tf.config.set_visible_devices(chosen, "GPU")
+    for gpu in chosen:
+        try:
+            tf.config.experimental.set_memory_growth(gpu, True)
+        except (RuntimeError, ValueError):
+            pass
+    task = config["task"]
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(config["cluster"]), task_type=task["type"], task_id=task["index"],
+        num_accelerators={"GPU": len(chosen)}, rpc_layer="grpc",
+    )
+    return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
 
 
 def gpu_unavailable_reason(tf) -> str:

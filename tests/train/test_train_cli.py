@@ -32,7 +32,7 @@ def no_keras_cache(tmp_path, monkeypatch):
     (["--gpus", "2", "--cpu-replicas", "2"], "exclude each other"),
     (["--gpus", "2", "--cpu-replicas", "1"], "exclude each other"),  # used to train on the CPU silently
     (["--synthetic", "--jit", "--cpu-replicas", "2"], "--jit with --cpu-replicas"),
-    (["--multi-worker"], "--multi-worker needs TF_CONFIG"),
+    (["--multi-worker"], "--multi-worker needs a cluster: neither TF_CONFIG nor SLURM"),
     # An empty path used to mean the current folder: outputs written into it, data searched below it.
     (["--data", ""], "--data/--data-dir: needs a path, got an empty string"),
     (["--synthetic", "--output", ""], "--output/-o: needs a path, got an empty string"),

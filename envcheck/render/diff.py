@@ -1,0 +1,114 @@
+"""``envcheck diff``: the two verdicts, the differences that explain them by link, then the rest."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from envcheck.compare.diff import Diff, Difference
+from envcheck.compare.facets import GROUP_TITLES
+from envcheck.machine import telling_line
+from envcheck.render import json_text
+from envcheck.render.lines import Lines
+from envcheck.render.terminal import SHORT_TITLES
+
+_STATUS = {"ok": "ok", "warning": "warn", "error": "FAIL", "skipped": "skip", None: "-"}
+_TITLES = {**GROUP_TITLES, **SHORT_TITLES}
+
+
+def render_json(diff: Diff, exit_code: int) -> str:
+    return json_text("diff", diff.to_dict(), exit_code)
+
+
+def render(diff: Diff, width: int | None = None, color: bool | None = None) -> str:
+    out = Lines(width, color)
+    out.line(out.style("envcheck diff", "bold"), f"  A: {diff.a.name}  B: {diff.b.name}", hang=2)
+    for note in diff.notes:
+        out.line(out.style(f"note: {note}", "dim"), hang=6)
+    out.blank()
+    for letter, side in (("A", diff.a), ("B", diff.b)):
+        verdict = side.report.verdict
+        out.line(f"  {letter}  ", out.style(verdict.line, _verdict_style(verdict.status)), hang=5)
+    if not diff.differences:
+        out.blank()
+        out.line("No differences (left out as noise: when each was taken, probe times, host and user names, GPU UUIDs).", hang=0)
+        return out.value()
+    if diff.verdicts_differ:
+        if diff.explaining:
+            out.blank()
+            out.line(out.style("Why the verdicts differ", "bold"))
+            _groups(out, diff, diff.explaining)
+        else:
+            out.blank()
+            out.line("No recorded fact of the links where the verdicts part differs (see the notes).", hang=0)
+        heading = "Other differences"
+    else:
+        out.blank()
+        out.line("The verdicts are the same.", hang=0)
+        heading = "Differences"
+    if diff.others:
+        out.blank()
+        out.line(out.style(heading, "bold"))
+        _groups(out, diff, diff.others)
+    return out.value()
+
+
+def _verdict_style(status: str) -> str:
+    return {"gpu-ready": "bold green", "cpu-only": "bold yellow", "broken": "bold red", "not-installed": "bold cyan"}.get(status, "bold")
+
+
+def _groups(out: Lines, diff: Diff, items: tuple[Difference, ...]) -> None:
+    current = None
+    for d in items:
+        if d.link != current:
+            current = d.link
+            title = _TITLES.get(d.link, d.link)
+            sa, sb = diff.a.link_status(d.link), diff.b.link_status(d.link)
+            status = f"  A {_STATUS.get(sa, sa)}, B {_STATUS.get(sb, sb)}" if d.link in _STATUS_LINKS and (sa or sb) else ""
+            out.line(Text("  "), out.style(title, "bold"), out.style(status, "dim"))
+        _difference(out, d)
+
+
+_STATUS_LINKS = set(SHORT_TITLES)
+
+
+def _difference(out: Lines, d: Difference) -> None:
+    label = d.label
+    if isinstance(d.a, tuple) or isinstance(d.b, tuple):
+        _entries(out, label, d.a or (), d.b or ())
+        return
+    a, b = _one_line(d.a), _one_line(d.b)
+    if d.change != "changed":
+        only, value, style = ("B only", b, "green") if d.change == "added" else ("A only", a, "red")
+        out.line(f"    {label} ", out.style(f"({only})", "dim"), ": ", out.style(value, style), hang=6)
+        return
+    inline = f"    {label}: {a} -> {b}"
+    if len(inline) <= out.width:
+        out.line("    ", label, ": ", out.style(a, "red"), " -> ", out.style(b, "green"))
+        return
+    out.line(f"    {label}", hang=6)
+    out.line("      A: ", out.style(a, "red"), hang=9)
+    out.line("      B: ", out.style(b, "green"), hang=9)
+
+
+def _one_line(value) -> str:
+    if value is None:
+        return "(none)"
+    text = str(value)
+    return telling_line(text) if "\n" in text else text
+
+
+def _entries(out: Lines, label: str, a: tuple[str, ...], b: tuple[str, ...]) -> None:
+    """A search path entry by entry: what B adds (+), what it lacks (-), or only the order."""
+    removed = [x for x in a if x not in b]
+    added = [x for x in b if x not in a]
+    out.line(f"    {label}", hang=6)
+    for entry in added:
+        out.line("      ", out.style("+ " + entry, "green"), hang=8)
+    for entry in removed:
+        out.line("      ", out.style("- " + entry, "red"), hang=8)
+    if not added and not removed:
+        common = [x for x in a if x in b]
+        first = next((i for i, (x, y) in enumerate(zip(common, [y for y in b if y in a])) if x != y), 0)
+        out.line(f"      the same entries in another order; from entry {first + 1}:", hang=8)
+        out.line("      A: ", out.style(", ".join(a[first:first + 3]), "red"), hang=9)
+        out.line("      B: ", out.style(", ".join(b[first:first + 3]), "green"), hang=9)

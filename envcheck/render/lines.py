@@ -1,0 +1,73 @@
+"""Line-by-line terminal output for the commands that print tables (scan, diff, fleet): rich Text
+wrapped at the width with a hanging indent, cells clipped to fit, commands never wrapped. The
+width, colour and console come from the doctor's terminal renderer, so every command follows
+``COLUMNS``, ``NO_COLOR`` and ``TERM=dumb`` the same way."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from envcheck.render.terminal import console_for, terminal_width, use_color
+
+
+class Lines:
+    def __init__(self, width: int | None = None, color: bool | None = None) -> None:
+        self.color = use_color() if color is None else color
+        self.console = console_for(width or terminal_width(), self.color)
+
+    @property
+    def width(self) -> int:
+        return self.console.width
+
+    def style(self, text: str, style: str) -> Text:
+        return Text(text, style=style if self.color else "")
+
+    def line(self, *parts, indent: int = 0, hang: int | None = None) -> None:
+        """One logical line, wrapped without breaking words; continuation lines start at ``hang``."""
+        text = Text(" " * indent)
+        for part in parts:
+            text.append(part if isinstance(part, Text) else Text(str(part)))
+        hang = indent if hang is None else hang
+        if text.cell_len <= self.width or hang <= 0 or hang >= self.width - 10:
+            self.console.print(text, overflow="fold", crop=False)
+            return
+        head, body = text[:hang], text[hang:]
+        body.rstrip()
+        for i, piece in enumerate(body.wrap(self.console, self.width - hang, overflow="fold")):
+            self.console.print((head if i == 0 else Text(" " * hang)) + piece, crop=False, overflow="ignore")
+
+    def command(self, line: str, indent: int) -> None:
+        """A command to copy: whole, on its own line, written the way this user runs envcheck."""
+        from envcheck.invocation import runnable
+
+        text = Text(" " * indent)
+        text.append(runnable(line), style="cyan" if self.color else "")
+        self.console.print(text, soft_wrap=True, crop=False)
+
+    def blank(self) -> None:
+        self.console.print()
+
+    def value(self) -> str:
+        return "\n".join(line.rstrip() for line in self.console.file.getvalue().split("\n")).rstrip("\n") + "\n"
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, with "..." when cut."""
+    if width <= 0:
+        return ""
+    if len(text) <= width:
+        return text
+    return text[: max(0, width - 3)] + "..." if width > 3 else text[:width]
+
+
+def clip_left(text: str, width: int) -> str:
+    """A path cut from the left ("...ects/a/.venv/bin/python"): its end says the most."""
+    if len(text) <= width:
+        return text
+    if width <= 3:
+        return text[len(text) - max(0, width):]
+    return "..." + text[-(width - 3):]
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    return f"{count} {word if count == 1 else (many or word + 's')}"

@@ -1,0 +1,175 @@
+"""``envcheck scan``: one line per environment (where, Python, TensorFlow, GPU, how it was reached,
+the first broken link), then the scan's own findings with their fixes."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from envcheck.render import json_text
+from envcheck.render.lines import Lines, clip, clip_left, plural
+from envcheck.render.terminal import SHORT_TITLES
+from envcheck.scan.discover import HOW_ORDER, KERNEL, VIRTUALENV
+from envcheck.scan.result import Scan
+from envcheck.scan.run import OK, Environment
+
+_SHORT_HOW = {VIRTUALENV: "venv"}
+_STATUS_STYLE = {"gpu-ready": "green", "cpu-only": "yellow", "broken": "red", "not-installed": "cyan", None: "red"}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One environment's line: the doctor's answer in a few cells."""
+
+    where: str
+    python: str
+    tensorflow: str  # "2.21.0", "2.21.0 cpu", "none", "?"
+    gpu: str  # "yes", "no", "?"
+    reached: str  # "running, PATH, pyenv"
+    first_broken: str  # "Driver: driver 470.57 is too old ...", "none", or why it was not checked
+    status: str | None  # the verdict's status; None when the doctor did not answer
+
+
+def row(env: Environment, home: str = "") -> Row:
+    where = tilde(env.interpreter, home)
+    kinds = [_SHORT_HOW.get(c.how, c.how) for c in sorted(env.reached, key=lambda c: HOW_ORDER.index(c.how))]
+    kernels = [c.detail for c in env.reached if c.how == KERNEL]
+    reached = ", ".join(k if k != "kernel" else "kernel " + ",".join(dict.fromkeys(kernels)) for k in dict.fromkeys(kinds))
+    if env.status != OK or not env.report:
+        return Row(where, env.version, "?", "?", reached, f"not checked: {env.error}", None)
+    verdict = env.report.get("verdict") or {}
+    tf = _tensorflow(env.report)
+    link = verdict.get("first_broken_link")
+    status = verdict.get("status")
+    if status == "gpu-ready" and not verdict.get("finding_id"):
+        broken = "none"
+    elif status == "not-installed":
+        broken = f"{SHORT_TITLES['tensorflow']}: not installed"
+    elif link:
+        # A link that is not in error (no GPU at all, TensorFlow not installed yet) is said as the
+        # doctor's chain line says it; a broken one by the verdict's reason.
+        seen = next((x for x in env.report.get("links") or () if x.get("name") == link), {})
+        reason = verdict.get("reason", "") if seen.get("status") == "error" or not seen.get("summary") else seen["summary"]
+        title = SHORT_TITLES.get(link, link)
+        if reason.startswith(title + " ") and reason[len(title) + 1:][:1].isdigit():
+            reason = reason[len(title) + 1:]  # "Python: Python 2.7 is too old" says it twice
+        broken = f"{title}: {reason}"
+    else:
+        broken = str(verdict.get("reason", ""))
+    return Row(where, env.version, tf, "yes" if (verdict.get("gpus") or 0) > 0 else "no", reached, broken, status)
+
+
+def _tensorflow(report: dict) -> str:
+    from envcheck.facts import facts_from_dict
+    from envcheck.machine import Machine
+
+    try:
+        machine = Machine(facts_from_dict(report["facts"]))
+        installed = machine.installed_tf
+    except Exception:  # noqa: BLE001 - a report this release cannot read back: say so, show the rest
+        return "?"
+    if installed is None:
+        return "none"
+    return installed.version + (" cpu" if machine.is_cuda_tf is False else "")
+
+
+def _tilde_words(text: str, home: str) -> str:
+    """Paths under the home folder written from ~ in a sentence (commands keep them whole)."""
+    home = home.rstrip("/\\")
+    return text.replace(home + os.sep, "~" + os.sep) if len(home) > 1 else text
+
+
+def tilde(path: str, home: str) -> str:
+    home = home.rstrip("/\\")
+    if len(home) > 1 and (path == home or path.startswith(home + os.sep)):
+        return "~" + path[len(home):]
+    return path
+
+
+def fit_labels(text: str, width: int) -> str:
+    """ "running, PATH, venv, kernel vision" in ``width``: as many as fit, then "+N" for the rest."""
+    if len(text) <= width:
+        return text
+    labels = text.split(", ")
+    for keep in range(len(labels) - 1, 0, -1):
+        shown = ",".join(labels[:keep]) + f" +{len(labels) - keep}"
+        if len(shown) <= width:
+            return shown
+    return clip(labels[0], width)
+
+
+def render_json(result: Scan, exit_code: int) -> str:
+    return json_text("scan", result.to_dict(), exit_code)
+
+
+def render(result: Scan, home: str = "", verbose: bool = False, width: int | None = None, color: bool | None = None) -> str:
+    out = Lines(width, color)
+    mode = "full: TensorFlow imported in each" if result.full else "quick: TensorFlow not imported; --full imports it"
+    out.line(out.style("envcheck scan", "bold"), f"  {plural(len(result.environments), 'environment')} in {result.seconds:.1f} s ({mode})", hang=2)
+    out.blank()
+    rows = [row(e, home) for e in result.environments]
+    if rows:
+        _table(out, rows)
+    else:
+        out.line("  No Python environment found.")
+    if verbose:
+        for env, r in zip(result.environments, rows):
+            out.blank()
+            out.line(f"  {r.where}", hang=4)
+            out.line("    reached: ", ", ".join(env.labels), hang=13)
+            if env.report:
+                out.line("    verdict: ", (env.report.get("verdict") or {}).get("line", ""), hang=13)
+            if env.seconds is not None:
+                out.line(f"    checked in {env.seconds:.1f} s")
+    if result.findings:
+        out.blank()
+        out.line(out.style(f"Found by the scan ({len(result.findings)})", "bold"))
+        for n, f in enumerate(result.findings, 1):
+            label = f"  {n}. "
+            out.line(label, _tilde_words(f.title, home), hang=len(label))
+            if f.fix:
+                out.line(" " * len(label), out.style(f.fix, "dim"), hang=len(label))
+            for command in f.commands:
+                out.command(command.line, len(label) + 2)
+    return out.value()
+
+
+_HEADERS = ("environment", "Python", "TF", "GPU", "reached", "first broken link")
+
+
+def _table(out: Lines, rows: list[Row]) -> None:
+    """The columns share the width: Python, TensorFlow and GPU whole; the path (cut from the left),
+    how it was reached, and the first broken link (cut at the right) split what is left, each
+    taking what it needs and giving the rest to the others. Too narrow for how each environment
+    was reached, that column goes (-v and --json have it)."""
+    from rich.text import Text
+
+    small = [max(len(h), *(len(getattr(r, f)) for r in rows)) for h, f in zip(_HEADERS[1:4], ("python", "tensorflow", "gpu"))]
+    free = out.width - 2 - sum(w + 2 for w in small) - 2 * 2
+    needs = {
+        "where": max(len(_HEADERS[0]), *(len(r.where) for r in rows)),
+        "link": max(len(_HEADERS[5]), *(len(r.first_broken) for r in rows)),
+        "reached": max(len(_HEADERS[4]), *(len(r.reached) for r in rows)),
+    }
+    shares = {"where": 45, "link": 40, "reached": 15}
+    if free < 48:
+        shares, free = {"where": 50, "link": 50, "reached": 0}, free + 2
+    got = {k: min(needs[k], free * share // 100) for k, share in shares.items()}
+    for key in ("where", "link", "reached"):  # what a column does not need goes to the next that does
+        if shares[key]:
+            got[key] += max(0, min(free - sum(got.values()), needs[key] - got[key]))
+    columns = [("where", _HEADERS[0], max(6, got["where"])), ("python", _HEADERS[1], small[0]), ("tensorflow", _HEADERS[2], small[1]),
+               ("gpu", _HEADERS[3], small[2])]
+    if got["reached"]:
+        columns.append(("reached", _HEADERS[4], got["reached"]))
+    link_width = max(6, got["link"])
+    header = "  " + "  ".join(clip(title, width).ljust(width) for _, title, width in columns) + "  " + clip(_HEADERS[5], link_width)
+    out.console.print(Text(header, style="dim" if out.color else ""), crop=False, overflow="ignore")
+    for r in rows:
+        cells = []
+        for field, _, width in columns:
+            value = getattr(r, field)
+            fitted = clip_left(value, width) if field == "where" else fit_labels(value, width) if field == "reached" else clip(value, width)
+            cells.append(fitted.ljust(width))
+        line = Text("  " + "  ".join(cells) + "  ") + out.style(clip(r.first_broken, link_width), _STATUS_STYLE.get(r.status, ""))
+        out.console.print(line, crop=False, overflow="ignore")

@@ -1,0 +1,217 @@
+"""From candidates to environments, and the doctor on each.
+
+A candidate interpreter is asked what it is (its executable and prefix, in one line of Python any
+version from 2.6 on can run); candidates that name the same interpreter in the same prefix are
+one environment, listed once with every way it was reached. A kernel that sets variables of its
+own (kernel.json's ``env``) runs differently from its interpreter in a terminal, so it is an
+environment of its own.
+
+Each environment then gets ``envcheck doctor --json --python ... [--quick]`` in a child process,
+at most ``jobs`` at a time, each with its own timeout, all within the scan's budget: an
+environment whose doctor did not finish in time is reported as timed out, not dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import envcheck
+from envcheck import procs
+from envcheck.scan.discover import (
+    HOW_ORDER,
+    PATH_HOW,
+    PYENV,
+    RUNNING,
+    Candidate,
+    Places,
+    is_pyenv_shim,
+)
+
+IDENTIFY_TIMEOUT = 10.0
+QUICK_TIMEOUT = 30.0  # one environment's doctor --quick
+FULL_TIMEOUT = 120.0  # one environment's full doctor (imports TensorFlow)
+
+# Runs on Python 2.6 and later: who the interpreter is.
+_IDENTIFY = (
+    "import json, os, platform, sys; "
+    "print(json.dumps({'executable': sys.executable, 'prefix': sys.prefix, "
+    "'base_prefix': getattr(sys, 'base_prefix', getattr(sys, 'real_prefix', sys.prefix)), "
+    "'version': platform.python_version(), 'conda': os.path.isdir(os.path.join(sys.prefix, 'conda-meta'))}))"
+)
+
+OK = "ok"  # the doctor answered
+TIMED_OUT = "timed-out"  # its own timeout, or the scan's budget, ran out
+FAILED = "failed"  # the doctor could not check it (not a working interpreter, a crash)
+
+
+@dataclass
+class Environment:
+    interpreter: str  # what the doctor is pointed at
+    prefix: str
+    version: str
+    kind: str  # "venv", "conda", "pyenv" or "system"
+    reached: list[Candidate] = field(default_factory=list)
+    env: tuple[tuple[str, str], ...] = ()  # a kernel's own variables
+    status: str = ""
+    error: str | None = None
+    seconds: float | None = None
+    report: dict[str, Any] | None = None  # the doctor's --json document
+
+    @property
+    def labels(self) -> list[str]:
+        return list(dict.fromkeys(c.label for c in sorted(self.reached, key=lambda c: HOW_ORDER.index(c.how))))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "interpreter": self.interpreter,
+            "prefix": self.prefix,
+            "python": self.version,
+            "kind": self.kind,
+            "reached": [{"how": c.how, "detail": c.detail, "path": c.path, **({"kernel_file": c.kernel.spec_file} if c.kernel else {})} for c in self.reached],
+            "kernel_env": dict(self.env),
+            "status": self.status,
+            "error": self.error,
+            "seconds": self.seconds,
+            "report": self.report,
+        }
+
+
+@dataclass(frozen=True)
+class Unusable:
+    """A candidate that is no working interpreter: a venv whose base Python is gone, a broken link."""
+
+    candidate: Candidate
+    reason: str
+
+
+def identify(candidates: list[Candidate], places: Places, jobs: int) -> tuple[list[Environment], list[Unusable]]:
+    """Ask each distinct path what it is, and merge the candidates that agree."""
+    paths = list(dict.fromkeys(c.path for c in candidates))
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        answers = dict(zip(paths, pool.map(lambda p: _ask(p, places.environ), paths)))
+    environments: dict[tuple, Environment] = {}
+    unusable: list[Unusable] = []
+    for c in candidates:
+        answer = answers[c.path]
+        if isinstance(answer, str):
+            if c.how == PATH_HOW and is_pyenv_shim(c.path, places):
+                continue  # a shim for a version pyenv has not selected: the version itself is listed
+            unusable.append(Unusable(c, answer))
+            continue
+        env = c.kernel.env if c.kernel is not None else ()
+        key = (os.path.realpath(answer["executable"] or c.path), os.path.realpath(answer["prefix"]), env)
+        found = environments.get(key)
+        if found is None:
+            found = environments[key] = Environment(
+                interpreter=_best_path(c, answer), prefix=answer["prefix"], version=answer["version"],
+                kind=_kind(answer, c, places), env=env,
+            )
+        found.reached.append(c)
+    ordered = sorted(environments.values(), key=lambda e: min(HOW_ORDER.index(c.how) for c in e.reached))
+    return ordered, unusable
+
+
+def _ask(path: str, environ: Mapping[str, str]):
+    """The interpreter's own answer, or why there is none (a string)."""
+    try:
+        done = procs.run([path, "-E", "-c", _IDENTIFY], timeout=IDENTIFY_TIMEOUT, env=dict(environ))
+    except OSError as exc:
+        return f"cannot run it: {exc.strerror or exc}"
+    if done.timed_out:
+        return f"did not answer within {IDENTIFY_TIMEOUT:.0f} s"
+    if done.returncode != 0:
+        last = (done.text("stderr").strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return f"not a working Python ({last[:160]})"
+    try:
+        answer = json.loads(done.text().strip().splitlines()[-1])
+        if not isinstance(answer, dict) or not answer.get("prefix"):
+            raise ValueError
+    except (ValueError, IndexError):
+        return "not a Python interpreter (unexpected output)"
+    return answer
+
+
+def _best_path(c: Candidate, answer: dict) -> str:
+    """The interpreter's own name for itself, unless that is a shim or not there; else the path found."""
+    executable = answer.get("executable") or ""
+    return executable if executable and os.path.exists(executable) else c.path
+
+
+def _kind(answer: dict, c: Candidate, places: Places) -> str:
+    if answer.get("conda"):
+        return "conda"
+    if os.path.realpath(answer["prefix"]) != os.path.realpath(answer.get("base_prefix") or answer["prefix"]):
+        return "venv"
+    from envcheck.scan.discover import pyenv_root
+
+    root = os.path.realpath(pyenv_root(places))
+    if c.how == PYENV or os.path.realpath(answer["prefix"]).startswith(root + os.sep):
+        return "pyenv"
+    return "system"
+
+
+# --- the doctor on each ----------------------------------------------------------------------------
+
+# Runs this very envcheck in a child, whatever installed it (a checkout on PYTHONPATH included).
+_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from envcheck.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def doctor_argv(env: Environment, *, full: bool, timeout: float) -> list[str]:
+    package_parent = str(Path(envcheck.__file__).resolve().parent.parent)
+    argv = [sys.executable, "-c", _BOOT, package_parent, "doctor", "--json", "--python", env.interpreter, "--timeout", f"{timeout:g}"]
+    if full:
+        argv += ["--tf-timeout", f"{max(1.0, timeout - 5):g}"]
+    else:
+        argv.append("--quick")
+    return argv
+
+
+def check_all(environments: list[Environment], environ: Mapping[str, str], *, full: bool, timeout: float, budget: float, jobs: int,
+              progress=None) -> list[Environment]:
+    """The doctor on every environment, ``jobs`` at a time, each within ``timeout``, all within ``budget``."""
+    deadline = time.perf_counter() + budget
+    lock = threading.Lock()
+
+    def one(env: Environment) -> Environment:
+        left = deadline - time.perf_counter()
+        if left < 1.0:
+            return replace(env, status=TIMED_OUT, error=f"not started: the scan's {budget:g} s budget ran out first")
+        limit = min(timeout, left)
+        child_env = {**environ, **dict(env.env)}
+        started = time.perf_counter()
+        try:
+            # The doctor stops its probes at its own --timeout; the child gets a little more to say so.
+            done = procs.run(doctor_argv(env, full=full, timeout=max(1.0, limit - 2)), timeout=limit, env=child_env)
+        except OSError as exc:
+            return replace(env, status=FAILED, error=f"cannot start the doctor: {exc.strerror or exc}")
+        seconds = round(time.perf_counter() - started, 2)
+        if progress is not None:
+            with lock:
+                progress(env)
+        if done.timed_out:
+            cause = "the scan's budget" if limit < timeout else f"--timeout {timeout:g}"
+            return replace(env, status=TIMED_OUT, seconds=seconds, error=f"the doctor did not finish within {limit:.3g} s ({cause})")
+        if done.returncode in (0, 1):
+            try:
+                return replace(env, status=OK, seconds=seconds, report=json.loads(done.text()))
+            except ValueError:
+                pass
+        last = (done.text("stderr").strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return replace(env, status=FAILED, seconds=seconds, error=last.removeprefix("envcheck: error: ")[:300])
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, environments))
+
+
+def running_first(environments: list[Environment]) -> list[Environment]:
+    return sorted(environments, key=lambda e: (not any(c.how == RUNNING for c in e.reached),))
+
