@@ -13,14 +13,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "envcheck"
 
 # Lowest first. A module may import from its own layer and the layers below, never above.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("envcheck", "errors", "fsutil", "resources", "shell", "cuda_devices", "procs", "invocation", "tfquiet", "words", "interrupts"),
+    ("envcheck", "errors", "fsutil", "resources", "shell", "cuda_devices", "procs", "invocation", "tfquiet", "words", "interrupts", "filename_fields"),
     ("facts",),
-    ("findings", "matrix"),
+    ("findings", "matrix", "redact"),
     ("machine", "probes"),
     ("planner",),
     ("rules",),
     ("verdict",),
-    ("runtime", "explain", "render"),
+    ("runtime", "explain", "render", "compare", "scan"),
     ("train",),
     ("validation",),
     ("commands",),

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from envcheck.facts import EnvFacts, Facts, NvmlFacts, NvmlGpu, PlatformFacts, PythonFacts, TensorflowFacts
 from envcheck.findings import Report
+from envcheck import redact
 from envcheck.render import markdown
 from envcheck.verdict import judge
 
@@ -106,7 +107,7 @@ from hypothesis import strategies as st  # noqa: E402
 from hypothesis_budget import examples  # noqa: E402
 
 names = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=3, max_size=10).filter(
-    lambda n: n.lower() not in markdown.COMMON_WORDS and not n.isdigit()
+    lambda n: n.lower() not in redact.COMMON_WORDS and not n.isdigit()
 )
 
 

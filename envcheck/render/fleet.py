@@ -6,7 +6,8 @@ from __future__ import annotations
 from envcheck.compare.facets import FACET_BY_NAME, FACETS
 from envcheck.compare.fleet import VERDICT, Fleet, Group, hostlist
 from envcheck.render import json_text
-from envcheck.render.lines import Lines, clip, plural
+from envcheck.render.lines import Lines, clip
+from envcheck.words import plural
 
 _VERDICT_STYLE = {"gpu-ready": "green", "cpu-only": "yellow", "broken": "red", "not-installed": "cyan"}
 

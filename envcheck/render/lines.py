@@ -69,5 +69,3 @@ def clip_left(text: str, width: int) -> str:
     return "..." + text[-(width - 3):]
 
 
-def plural(count: int, word: str, many: str | None = None) -> str:
-    return f"{count} {word if count == 1 else (many or word + 's')}"

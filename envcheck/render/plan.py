@@ -5,12 +5,17 @@ from __future__ import annotations
 import textwrap
 
 from envcheck import __version__
-from envcheck.render import json_text
 from envcheck.errors import UsageError
 from envcheck.planner import GPU, Plan, describe_target
-from envcheck.planner.options import DRIVER_INSTALL, DRIVER_OK, DRIVER_UNKNOWN, DRIVER_UPGRADE
+from envcheck.planner.options import (
+    DRIVER_INSTALL,
+    DRIVER_OK,
+    DRIVER_UNKNOWN,
+    DRIVER_UPGRADE,
+)
 from envcheck.planner.steps import BASH, POWERSHELL, Step, requirement
 from envcheck.planner.target import OS_TITLES
+from envcheck.render import json_text
 from envcheck.shell import quote_always
 
 WIDTH = 100

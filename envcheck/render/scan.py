@@ -7,11 +7,12 @@ import os
 from dataclasses import dataclass
 
 from envcheck.render import json_text
-from envcheck.render.lines import Lines, clip, clip_left, plural
+from envcheck.render.lines import Lines, clip, clip_left
 from envcheck.render.terminal import SHORT_TITLES
 from envcheck.scan.discover import HOW_ORDER, KERNEL, VIRTUALENV
 from envcheck.scan.result import Scan
 from envcheck.scan.run import OK, Environment
+from envcheck.words import plural
 
 _SHORT_HOW = {VIRTUALENV: "venv"}
 _STATUS_STYLE = {"gpu-ready": "green", "cpu-only": "yellow", "broken": "red", "not-installed": "cyan", None: "red"}
