@@ -10,7 +10,7 @@ import argparse
 import importlib
 import re
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from envcheck import __version__
 from envcheck.errors import EXIT_INTERNAL, EXIT_USAGE, EnvcheckError
@@ -165,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # noqa: BLE001 - the last line of defence
+    except Exception as exc:
         if interrupts.happened() and not want_traceback:  # Ctrl-C that native code turned into another error
             print("envcheck: interrupted", file=sys.stderr)
             return 130

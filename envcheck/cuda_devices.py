@@ -24,8 +24,9 @@ This module only knows CUDA; what it means for one machine is ``envcheck.machine
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 # Why CUDA stopped reading the list, or read it as empty.
 EMPTY = "empty"  # "" or blanks: no GPU

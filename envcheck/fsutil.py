@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, Callable, Optional
+from typing import BinaryIO, Optional
 
 MIB = 1024 * 1024
 
@@ -114,7 +115,7 @@ def open_user_file(
             raise error(message(name, f"is {_what(mode)}, not {kind}{hint}"))
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")  # noqa: SIM115 - the caller closes it
+        return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise

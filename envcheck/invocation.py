@@ -13,12 +13,12 @@ import os
 import re
 import shutil
 import sys
-from functools import lru_cache
+from functools import cache
 
 from envcheck import shell
 
 
-@lru_cache(maxsize=None)
+@cache
 def envcheck_word(shell_name: str = shell.BASH) -> str:
     running = os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
     on_path = shutil.which("envcheck")

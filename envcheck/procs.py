@@ -15,8 +15,9 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence
+from typing import Optional
 
 MAX_STREAM_BYTES = 8 * 1024 * 1024
 _CHUNK = 64 * 1024

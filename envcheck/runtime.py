@@ -14,9 +14,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Optional, Union
 
 FALLBACKS = ("cpu", "error")
 _TOO_LATE_MARKERS = ("cannot be modified after being initialized", "after being initialized")

@@ -17,7 +17,7 @@ import os
 import sys
 import tempfile
 import warnings
-from typing import Iterator
+from collections.abc import Iterator
 
 from envcheck.errors import EnvcheckError
 

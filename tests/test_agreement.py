@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import pytest
+from rules import builders as b
 
 from envcheck.matrix import load_matrix
 from envcheck.verdict import judge
-
-from rules import builders as b
 
 # (release, --os, a compute capability the build has native code for, a Python it supports)
 CASES = [

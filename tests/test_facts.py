@@ -7,8 +7,8 @@ import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis_budget import examples
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from envcheck.errors import FactsError
 from envcheck.facts import (

@@ -13,13 +13,24 @@ import pytest
 from packaging.version import Version
 
 from envcheck.errors import NotFoundError, UsageError
-from envcheck.facts import MISSING, OK, SKIPPED, Facts, NvmlFacts, NvmlGpu, PciDevice, PciFacts, PlatformFacts, PythonFacts
+from envcheck.facts import (
+    MISSING,
+    OK,
+    SKIPPED,
+    Facts,
+    NvmlFacts,
+    NvmlGpu,
+    PciDevice,
+    PciFacts,
+    PlatformFacts,
+    PythonFacts,
+)
 from envcheck.matrix import parse_matrix
 from envcheck.planner import Target, apply_overrides, make_plan, target_from_facts
 from envcheck.planner.options import CPU, DRIVER_INSTALL, DRIVER_OK, DRIVER_UNKNOWN, DRIVER_UPGRADE, GPU, driver_floor
 from envcheck.planner.policy import choose
-from envcheck.render.plan import render_json, render_script, render_text
 from envcheck.planner.steps import BASH, POWERSHELL
+from envcheck.render.plan import render_json, render_script, render_text
 
 MATRIX_YAML = """
 schema: 2

@@ -7,15 +7,15 @@ from __future__ import annotations
 import json
 
 from hypothesis import HealthCheck, given, settings
-from hypothesis_budget import examples
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from envcheck.errors import NotFoundError
 from envcheck.matrix import load_matrix
 from envcheck.planner import apply_overrides, make_plan
 from envcheck.planner.options import CPU, DRIVER_OK, DRIVER_UPGRADE, GPU
-from envcheck.render.plan import render_json, render_script, render_text
 from envcheck.planner.steps import shell_for
+from envcheck.render.plan import render_json, render_script, render_text
 
 MATRIX = load_matrix()
 RELEASES = sorted({str(b.tf) for b in MATRIX.tf_releases()})
@@ -61,7 +61,7 @@ def test_plans_keep_their_promises(flags):
     assert o.build.supports_python(o.python)
     assert o.python_change == (target.python is not None and o.python != target.python)
     if o.kind == GPU:
-        assert o.build.gpu and o.os != "macos" and not target.has_gpu is False
+        assert o.build.gpu and o.os != "macos" and target.has_gpu is not False
         if o.os == "windows":
             assert o.build.tf <= MATRIX.platform.windows_native_gpu_last
         if target.compute_capability is not None:

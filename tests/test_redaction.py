@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from envcheck import redact
 from envcheck.facts import EnvFacts, Facts, NvmlFacts, NvmlGpu, PlatformFacts, PythonFacts, TensorflowFacts
 from envcheck.findings import Report
-from envcheck import redact
 from envcheck.render import markdown
 from envcheck.verdict import judge
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-import pytest
 from pathlib import Path
+
+import pytest
 
 from envcheck.facts import EnvFacts, Facts, NvmlFacts, NvmlGpu, PlatformFacts, PythonFacts
 from envcheck.findings import (
@@ -13,8 +14,8 @@ from envcheck.findings import (
     LINK_OK,
     Command,
     Finding,
-    LinkStatus,
     Fix,
+    LinkStatus,
     Report,
     Severity,
     Verdict,

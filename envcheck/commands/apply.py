@@ -12,8 +12,9 @@ import argparse
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional, TextIO
+from typing import Optional, TextIO
 
 from envcheck.errors import EXIT_FINDINGS, UsageError
 from envcheck.findings import GPU_READY, Fix, Report

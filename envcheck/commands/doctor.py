@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.markdown:
         from envcheck.render.markdown import render as render_md
 
-        def render(r, verbose=False):  # noqa: ARG001
+        def render(r, verbose=False):
             return render_md(r, redact=not args.no_redact)
     else:
         from envcheck.render.terminal import render
@@ -167,8 +167,8 @@ def _write_facts(path: str, facts) -> None:
     """Write the snapshot to ``path``: a new file gets the usual permissions (0666 less the umask),
     an existing one keeps its own, a write-protected one is refused. A device or a pipe
     (/dev/stdout, a FIFO) is written into, never replaced, and never waited on for long."""
-    from envcheck.facts import to_json
     from envcheck.errors import UsageError
+    from envcheck.facts import to_json
     from envcheck.fsutil import atomic_write_text
 
     text = to_json(facts) + "\n"

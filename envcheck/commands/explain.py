@@ -11,8 +11,9 @@ import gzip
 import json
 import sys
 import zlib
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Iterator, Optional
+from typing import IO, Optional
 
 from envcheck.errors import UsageError
 from envcheck.fsutil import open_user_file
@@ -50,7 +51,6 @@ def run(args: argparse.Namespace) -> int:
         if args.text or args.file is not None:
             raise UsageError("--list shows every known message; give it no text and no --file")
         from envcheck.explain.report import render_catalogue, render_catalogue_json
-
         from envcheck.render import json_text
 
         sys.stdout.write(json_text("explain", json.loads(render_catalogue_json(catalogue)), 0) if args.json else render_catalogue(catalogue))

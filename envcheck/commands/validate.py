@@ -58,10 +58,9 @@ def run(args: argparse.Namespace) -> int:
             check_output_folder(output)  # before levels 1 and 2, not after them
     else:
         require_modules("envcheck validate", "tf", "numpy", "tensorflow")
+    from envcheck.tfquiet import quiet_tensorflow
     from envcheck.validation import run_validation
     from envcheck.validation.checks import render_terminal
-
-    from envcheck.tfquiet import quiet_tensorflow
 
     console = _console()
     live = not args.json and console.is_terminal and not console.is_dumb_terminal and level < 3

@@ -153,7 +153,7 @@ def read_fleet(inputs: Iterable[str], jobs: int = 1) -> Fleet:
         results = _read_files(files)
     nodes: list[Node] = []
     judged = set()
-    for source, outcome in zip(files, results):
+    for outcome in results:
         if isinstance(outcome, Refused):
             refused.append(outcome)
         else:
@@ -204,7 +204,7 @@ def _read_one(path: str, cache: dict[str, tuple]):
         if judged is not None:
             _check_noise(noise)
             return key, _node(path, noise.get("hostname"), judged)
-    except Exception:  # noqa: BLE001, S110 - anything odd goes the strict way below, which names it
+    except Exception:  # noqa: BLE001 - anything odd goes the strict way below, which names it
         pass
     try:
         facts = _load(path)

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import yaml
 
 from envcheck.errors import UsageError
 from envcheck.findings import Fix
-from envcheck.shell import Command
 from envcheck.fsutil import read_user_text
+from envcheck.shell import Command
 
 PATTERNS_FILE = "explain_patterns.yaml"
 SCHEMA_VERSION = 1
@@ -331,7 +332,7 @@ def parse_catalogue(text: str, path: Path, eager: bool = True) -> tuple[tuple[Pa
     Every regex is parsed and checked here; ``eager`` also compiles it (the bundled catalogue,
     whose regexes the test suite compiles, leaves that to the first line that needs it)."""
     try:
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_LineLoader)
     except _DuplicateKey as exc:
         raise PatternsError(f"{path}:{exc.line}: key {exc.key!r} given twice") from None
     except yaml.YAMLError as exc:

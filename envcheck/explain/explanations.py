@@ -9,9 +9,10 @@ last, the rest keep their order.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.explain.catalogue import DERIVERS, CauseTemplate, Pattern, fill, fill_fix
 from envcheck.explain.scanner import Occurrence, ScanResult

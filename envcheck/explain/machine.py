@@ -13,9 +13,10 @@ file name). Comparisons only read; where the facts or the matrix do not say, the
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.errors import EnvcheckError
 from envcheck.facts import MISSING, OK, Facts

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterator, Optional
+from typing import IO, Any, Optional
 
 from envcheck.explain.catalogue import Pattern, default_path, fill, parse_catalogue, read_catalogue
 

@@ -9,8 +9,9 @@ cached per (path, mtime, size) and libyaml's parser is used when PyYAML has it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -19,6 +20,7 @@ from packaging.version import Version
 from envcheck.errors import MatrixError
 from envcheck.matrix.model import (
     BUILD_OSES,
+    DISTRIBUTION_CUDA,
     Architecture,
     Correction,
     CudaMajor,
@@ -28,7 +30,6 @@ from envcheck.matrix.model import (
     Matrix,
     MatrixVersion,
     PipCuda,
-    DISTRIBUTION_CUDA,
     PlatformRules,
     Source,
     TfBuild,

@@ -3,8 +3,9 @@ Python, driver floor and pip extra it needs on the target machine."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Optional
 
 from packaging.version import Version
 

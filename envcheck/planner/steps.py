@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
+from envcheck.matrix import requirement_text
 from envcheck.planner.options import (
     CPU,
     DRIVER_INSTALL,
@@ -18,7 +19,6 @@ from envcheck.planner.options import (
     DRIVER_UPGRADE,
     Option,
 )
-from envcheck.matrix import requirement_text
 from envcheck.planner.target import Target
 from envcheck.shell import BASH, POWERSHELL, Command
 
@@ -36,7 +36,7 @@ WSL_CUDA_GUIDE = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
 WINDOWS_CUDA_DIR = r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA"
 
 
-def Line(text: str, why: str, shell: str) -> Command:  # noqa: N802 - reads like the record it builds
+def Line(text: str, why: str, shell: str) -> Command:
     """One line of a step: the command and what it is for."""
     return Command(text, shell=shell, why=why)
 

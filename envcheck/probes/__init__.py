@@ -12,9 +12,10 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Optional
 
 from envcheck import __version__, procs
 from envcheck.errors import UsageError
@@ -34,8 +35,8 @@ from envcheck.facts import (
     from_dict,
 )
 from envcheck.probes import interpreter as interpreter_probe
-from envcheck.probes.system import probe_environment, probe_platform
 from envcheck.probes.limits import COMMAND_TIMEOUT, DOCTOR_TIMEOUT, INTERPRETER_TIMEOUT, NVML_TIMEOUT, TF_TIMEOUT
+from envcheck.probes.system import probe_environment, probe_platform
 
 INTERPRETER_SCRIPT = Path(interpreter_probe.__file__).resolve()
 

@@ -101,7 +101,7 @@ def _read_metadata(path):
 def distributions(requires_of=()):
     """Every installed distribution, sorted by name; requirement strings for ``requires_of`` and
     the nvidia-* wheels only."""
-    wanted = set(_normalize(n) for n in requires_of)
+    wanted = {_normalize(n) for n in requires_of}
     found = {}
     for name, version, location, requires in _installed():
         if name in found:  # two copies of one distribution: keep the first, it is the one imported

@@ -16,12 +16,11 @@ import os
 import platform
 import re
 import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Optional
 
 from envcheck import procs
-from envcheck.probes.limits import TF_TIMEOUT
-from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence
-
 from envcheck.facts import ERROR, SKIPPED, CudaToolkit, LibrariesFacts
 from envcheck.probes.library_search import (
     Location,
@@ -31,6 +30,7 @@ from envcheck.probes.library_search import (
     parse_ldconfig,
     search_windows,
 )
+from envcheck.probes.limits import TF_TIMEOUT
 
 # (argv, timeout) -> (returncode, stdout). Raises OSError when the program cannot be run.
 CommandRunner = Callable[[Sequence[str], float], tuple[int, str]]

@@ -15,8 +15,9 @@ from __future__ import annotations
 import ntpath
 import posixpath
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Optional, Sequence
+from typing import Optional
 
 from envcheck.facts import CudaToolkit, LibraryCopy, LibraryFacts
 

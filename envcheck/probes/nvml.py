@@ -11,7 +11,8 @@ every GPU), so ``collect`` runs this probe on a thread beside the others.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 from envcheck.facts import ERROR, MISSING, GpuProcess, NvmlFacts, NvmlGpu
 

@@ -6,8 +6,8 @@ import os
 import platform
 import re
 import socket
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from envcheck.facts import ERROR, EnvFacts, PlatformFacts
 

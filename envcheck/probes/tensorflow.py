@@ -12,11 +12,11 @@ import json
 import re
 import signal
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Optional
 
 from envcheck import procs
-
 from envcheck.facts import (
     ERROR,
     MISSING,

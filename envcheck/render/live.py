@@ -11,8 +11,9 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator, Optional
+from typing import Optional
 
 from envcheck.findings import LINK_NAMES
 from envcheck.render.terminal import SHORT_TITLES, use_color

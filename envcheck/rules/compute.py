@@ -6,13 +6,14 @@ driver can compile for newer ones; a card below every entry cannot run it at all
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Optional
 
 from envcheck.findings import Fix, Severity
 from envcheck.machine import minor, pci_product_name
-from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.engine import Context, Hit, rule
+from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.installs import install_release
 
 

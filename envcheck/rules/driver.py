@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from envcheck.findings import Fix, Severity
 from envcheck.machine import ABSENT, minor, parse_version
-from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.engine import Context, Hit, rule
-from envcheck.rules.installs import install_release
+from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.gpu import NVIDIA_DRIVER_PAGE, install_driver_fix
+from envcheck.rules.installs import install_release
 
 CUDA_COMPAT_PAGE = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 

@@ -9,8 +9,9 @@ crashes becomes an internal-warning finding so one bad rule cannot hide the othe
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Optional
 
 from envcheck.findings import LINK_NAMES, Finding, Fix, Severity
 from envcheck.machine import Machine

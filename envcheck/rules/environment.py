@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator, Optional
+from collections.abc import Iterator
+from typing import Optional
 
 from envcheck import cuda_devices as cd
-
 from envcheck.findings import Fix, Severity
 from envcheck.machine import PRESENT
 from envcheck.rules.engine import Context, Hit, rule

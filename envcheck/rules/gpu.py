@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from envcheck.findings import Fix
 from envcheck.machine import ABSENT, counted, pci_product_name

@@ -7,14 +7,21 @@ matrix; where copies are comes from the library probe (see ``library_state``).
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from envcheck.findings import Fix, Severity
-from envcheck.machine import telling_line, ABSENT, minor, parse_version
+from envcheck.machine import ABSENT, minor, parse_version, telling_line
 from envcheck.matrix.libraries import basename
-from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.engine import Context, Hit, rule
-from envcheck.rules.library_fixes import add_to_loader_path, check_command, cuda_fix, cudnn_fix, search_where, tf_pip_reinstall
+from envcheck.rules.evidence import matrix_evidence
+from envcheck.rules.library_fixes import (
+    add_to_loader_path,
+    check_command,
+    cuda_fix,
+    cudnn_fix,
+    search_where,
+    tf_pip_reinstall,
+)
 from envcheck.rules.library_state import (
     CUDA_RUNTIME,
     CUDNN,
@@ -33,6 +40,7 @@ from envcheck.rules.library_state import (
     unusable,
 )
 from envcheck.rules.pip_cuda import cuda_pins
+
 
 def _evidence(ctx: Context, names: list[Needed]) -> tuple[tuple[str, str], ...]:
     build = ctx.tf_build

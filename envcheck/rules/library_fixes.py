@@ -9,10 +9,11 @@ from envcheck import shell
 from envcheck.findings import Fix
 from envcheck.machine import minor
 from envcheck.matrix.libraries import cuda_home
-from envcheck.shell import Command
 from envcheck.rules.engine import Context
 from envcheck.rules.library_state import CUDA_RUNTIME, MATH, Needed, missing
 from envcheck.rules.pip_cuda import cuda_pins
+from envcheck.shell import Command
+
 
 def search_where(ctx: Context) -> str:
     return "PATH" if ctx.build_os == "windows" else "the loader's path (LD_LIBRARY_PATH, the ldconfig cache, pip wheels)"

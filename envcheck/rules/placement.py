@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from envcheck.facts import OK
 from envcheck.findings import Fix
-from envcheck.shell import Command
 from envcheck.machine import PRESENT, short_device
-from envcheck.rules.tensorflow import first_sentence
 from envcheck.rules.compute import build_architectures, gpu_capabilities, support
 from envcheck.rules.engine import Context, Hit, rule
 from envcheck.rules.environment import hidden_by_environment
+from envcheck.rules.tensorflow import first_sentence
+from envcheck.shell import Command
 
 # Lines of TF's log that say why a GPU was not used; the probe keeps them, the rules show them.
 _WHY = ("Could not load dynamic library", "Cannot dlopen", "cuInit", "CUDA_ERROR", "Ignoring visible gpu", "cudnn", "CUDNN", "driver version", "Skipping registering GPU")

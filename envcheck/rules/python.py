@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from envcheck.findings import Fix
-from envcheck.shell import Command
 from envcheck.machine import ABSENT, minor, parse_version
-from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.engine import Context, Hit, rule
+from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.installs import install_release
+from envcheck.shell import Command
 
 
 @rule("EC-PY-001", "32-bit Python", "error", "python")

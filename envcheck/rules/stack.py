@@ -5,8 +5,9 @@ interpreter (its Python and platform from the snapshot), never for the machine e
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Optional
 
 from envcheck.findings import Fix, Severity
 from envcheck.machine import parse_version

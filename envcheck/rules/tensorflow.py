@@ -4,15 +4,16 @@ on this platform, and a module that imports."""
 from __future__ import annotations
 
 import re
-from typing import Iterator, Optional
+from collections.abc import Iterator
+from typing import Optional
 
 from envcheck.facts import SKIPPED
 from envcheck.findings import Fix
-from envcheck.shell import Command
-from envcheck.machine import telling_line, ABSENT, PRESENT, minor, parse_version
+from envcheck.machine import ABSENT, PRESENT, minor, parse_version, telling_line
 from envcheck.matrix.libraries import basename, library_family
-from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.engine import Context, Hit, rule
+from envcheck.rules.evidence import matrix_evidence
+from envcheck.shell import Command
 
 TF_PIP_PAGE = "https://www.tensorflow.org/install/pip"
 WSL_PAGE = "https://www.tensorflow.org/install/pip#windows-wsl2"

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 import keras
 

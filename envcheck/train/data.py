@@ -15,12 +15,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
-from envcheck.train.cifar import (  # noqa: F401 - the data set's shape is part of this module's interface
+from envcheck.train.cifar import (
     CIFAR10_CLASSES,
     HOW_TO_PROVIDE,
     IMAGE_SHAPE,
@@ -122,7 +123,7 @@ class _ArraysOnlyUnpickler(pickle.Unpickler):
         ("numpy._core.numeric", "_frombuffer"),
     }
 
-    def find_class(self, module: str, name: str):  # noqa: ANN201 - pickle's signature
+    def find_class(self, module: str, name: str):
         if (module, name) in self.ALLOWED:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"refusing to load {module}.{name} (only numpy arrays are expected)")

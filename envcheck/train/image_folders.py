@@ -16,8 +16,9 @@ import shutil
 import tarfile
 import tempfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 

@@ -23,9 +23,10 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 from envcheck.errors import EXIT_FINDINGS, EnvcheckError
 

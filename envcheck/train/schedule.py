@@ -7,7 +7,7 @@ Keras's LearningRateScheduler calls them at the start of each epoch, as the post
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from envcheck.train.config import Recipe
 

@@ -8,7 +8,7 @@ default, and tight enough to catch a device that returns garbage, zeros, or anot
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -3,7 +3,8 @@ status line per link. ``judge`` is the doctor's whole judgement: facts in, repor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Optional
 
 from envcheck import __version__
 from envcheck.facts import Facts

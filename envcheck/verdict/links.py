@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 from envcheck.facts import OK, SKIPPED, Facts
-from envcheck.findings import LINK_ERROR, LINK_NAMES, LINK_OK, LINK_SKIPPED, LINK_WARNING, Finding, LinkStatus, Severity, Verdict
+from envcheck.findings import (
+    LINK_ERROR,
+    LINK_NAMES,
+    LINK_OK,
+    LINK_SKIPPED,
+    LINK_WARNING,
+    Finding,
+    LinkStatus,
+    Severity,
+    Verdict,
+)
 from envcheck.machine import ABSENT, UNKNOWN, counted, short_device, telling_line
 from envcheck.matrix.libraries import basename
 from envcheck.rules.engine import Context
@@ -84,7 +94,7 @@ def _libraries(ctx: Context, facts: Facts):
         return "not needed without a GPU", lib.seconds, probed
     build = ctx.tf_build
     if probed and build is not None and build.libraries:
-        from envcheck.rules.library_state import all_needed  # noqa: PLC0415
+        from envcheck.rules.library_state import all_needed
 
         wanted = all_needed(ctx)
         gone = [n.name for n in wanted if not n.usable]

@@ -66,7 +66,9 @@ def test_the_odd_nodes_are_named_with_what_differs(tmp_path):
 
 
 def test_each_nodes_verdict_is_the_doctors_for_its_file(tmp_path):
-    shadowed = lambda f: m.elsewhere(m.linux_with_ld_library_path(), "gpu-node-04", seed=4)
+    def shadowed(f):
+        return m.elsewhere(m.linux_with_ld_library_path(), "gpu-node-04", seed=4)
+
     folder = cluster(tmp_path, count=5, odd={2: old_driver, 4: shadowed, 5: three_gpus})
     fleet = read_fleet([str(folder)])
     for node in fleet.nodes:

@@ -10,7 +10,6 @@ import json
 
 from envcheck.cli import main
 from envcheck.facts import to_json
-
 from tests.explain.test_explain_context import machine
 
 SETUP_POST = "ImportError: Could not find 'cudart64_100.dll'. TensorFlow requires that this DLL be installed"

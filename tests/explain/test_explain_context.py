@@ -394,8 +394,8 @@ def test_compute_capability_advice_installs_cuda_like_the_plan():
         "capability: 3.5) with Cuda compute capability 3.5. The minimum required Cuda capability is 3.7."
     )
     from envcheck.matrix import load_matrix
-    from envcheck.planner.steps import requirement
     from envcheck.planner import apply_overrides, make_plan
+    from envcheck.planner.steps import requirement
 
     matrix = load_matrix()
     newest = [b for b in matrix.tf_releases("linux") if b.gpu and matrix.support(b, "3.5") != "none"][-1]

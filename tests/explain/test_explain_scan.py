@@ -8,11 +8,11 @@ import io
 
 import pytest
 from hypothesis import given, settings
-from hypothesis_budget import examples
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
-from envcheck.explain import scanner as explain_module
 from envcheck.explain import MAX_LINE_BYTES, cuda_library_version, explain, load_patterns
+from envcheck.explain import scanner as explain_module
 from tests.conftest import FIXTURES
 
 CATALOGUE = load_patterns()

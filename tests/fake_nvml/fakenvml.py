@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 SOURCE = Path(__file__).resolve().parent / "fake_nvml.c"
 

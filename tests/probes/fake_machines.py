@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fake_nvml"))
 
-import fakenvml  # noqa: E402
+import fakenvml
 
 
 def write(path: Path, text: str) -> Path:

@@ -16,7 +16,7 @@ QUERIES = ("name", "uuid", "serial", "pci_bus_id", "compute_capability", "memory
 
 
 def test_every_query_denied_is_the_verdict_not_cudnn(nvml_probe):
-    denied = {query: 4 for query in QUERIES}  # NVML_ERROR_NO_PERMISSION
+    denied = dict.fromkeys(QUERIES, 4)  # NVML_ERROR_NO_PERMISSION
     nvml = nvml_probe(gpus=(fakenvml.a100(0, fail=denied), fakenvml.a100(1, fail=denied)))
     assert nvml.status == "ok" and all(g.query_errors for g in nvml.gpus)  # the probe itself answered
 

@@ -15,6 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from envcheck.facts import TF_ERROR_KINDS
 from envcheck.probes.tensorflow import (
@@ -352,9 +355,6 @@ def test_each_log_pattern_keeps_its_line_and_leaves_its_neighbour(line, kept):
     assert (important_log_lines(line) == (line,)) is kept
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis_budget import examples
-from hypothesis import strategies as st  # noqa: E402
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

@@ -7,15 +7,15 @@ JSON files, so each case shows exactly what differs from a realistic machine.
 from __future__ import annotations
 
 import dataclasses
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from envcheck.facts import (
     ERROR,
     MISSING,
-    CudaToolkit,
     SKIPPED,
+    CudaToolkit,
     Distribution,
     Facts,
     GpuProcess,
@@ -33,7 +33,7 @@ from envcheck.facts import (
 FACTS_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "facts"
 
 
-@lru_cache(maxsize=None)
+@cache
 def named(name: str) -> Facts:
     return load_facts(FACTS_DIR / f"{name}.json")
 

@@ -7,10 +7,11 @@ cannot land without the two examples that show where its line is.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
-from envcheck.facts import Distribution, ERROR, SKIPPED, Facts, LibraryCopy, NvmlFacts, PlacementResult, TensorflowFacts
+from envcheck.facts import ERROR, SKIPPED, Distribution, Facts, LibraryCopy, NvmlFacts, PlacementResult, TensorflowFacts
 
 from . import builders as b
 

@@ -8,8 +8,8 @@ import pytest
 
 from envcheck.findings import LINK_NAMES, Severity
 from envcheck.rules import RULES
-from envcheck.verdict import judge
 from envcheck.rules.engine import load_rule_modules
+from envcheck.verdict import judge
 
 from .cases import CASES
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from hypothesis import HealthCheck, given, settings
-from hypothesis_budget import examples
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from envcheck.facts import GpuProcess, LibraryCopy, NvmlGpu, PlacementResult, TfDevice
 from envcheck.findings import VERDICT_STATUSES

@@ -7,7 +7,14 @@ import tarfile
 
 import numpy as np
 import pytest
-from train_helpers import CLASSES, REAL_CIFAR10, random_images, write_image_folders, write_python_batch, write_python_batches
+from train_helpers import (
+    CLASSES,
+    REAL_CIFAR10,
+    random_images,
+    write_image_folders,
+    write_python_batch,
+    write_python_batches,
+)
 
 from envcheck.train import image_folders
 from envcheck.train.data import DataError, load_cifar10, synthetic_cifar10

@@ -148,7 +148,7 @@ def _train_on_a_small_disk(tmp_path, train_env, size: str):
     disk = tmp_path / "disk"
     disk.mkdir()
     command = ('disk="$0"; python="$1"; shift; mount -t tmpfs -o size=%s tmpfs "$disk" && "$python" -m envcheck train "$@"; '
-               'code=$?; ls -A "$disk/run" "$disk/run/resume" 2>&1; exit $code' % size)
+               'code=$?; ls -A "$disk/run" "$disk/run/resume" 2>&1; exit $code'.replace("%s", str(size)))
     return subprocess.run(
         ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", command, str(disk), sys.executable,
          *TINY, "--epochs", "3", "--output", str(disk / "run")],

@@ -14,9 +14,9 @@ import pytest
 
 pytest.importorskip("keras")
 
-from envcheck.train import callbacks as cb  # noqa: E402
-from envcheck.train import outputs  # noqa: E402
-from envcheck.train.outputs import OutputFolder, atomic_path  # noqa: E402
+from envcheck.train import callbacks as cb
+from envcheck.train import outputs
+from envcheck.train.outputs import OutputFolder, atomic_path
 
 
 class Killed(BaseException):

@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from envcheck.train.cifar import CIFAR10_CLASSES, CifarData  # noqa: E402
-from envcheck.train.plots import history_figure, plot_history  # noqa: E402
+from envcheck.train.cifar import CIFAR10_CLASSES, CifarData
+from envcheck.train.plots import history_figure, plot_history
 
 
 def rows(count: int, loss: float = 6.0) -> list[dict]:
