@@ -71,16 +71,22 @@ def main() -> None:
         for name, (cmd, run_env, tty) in runs.items():
             samples[name].append(time_once(cmd, run_env, tty))
 
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}"
+    )
     print(f"runs per command: {args.runs} (interleaved)")
     bare = statistics.median(samples["python -c pass"])
     print(f"{'command':<28}{'median':>10}{'min':>10}{'max':>10}{'x bare':>9}")
     for name, values in samples.items():
         med = statistics.median(values)
-        print(f"{name:<28}{med * 1000:>8.1f}ms{min(values) * 1000:>8.1f}ms{max(values) * 1000:>8.1f}ms{med / bare:>9.2f}")
+        print(
+            f"{name:<28}{med * 1000:>8.1f}ms{min(values) * 1000:>8.1f}ms{max(values) * 1000:>8.1f}ms{med / bare:>9.2f}"
+        )
     quick = statistics.median(samples["envcheck doctor --quick"])
     live = statistics.median(samples["doctor --quick, terminal (live)"])
-    print(f"target: doctor --quick under 400 ms median -> {'met' if quick < 0.4 else 'NOT met'} ({quick * 1000:.0f} ms)")
+    print(
+        f"target: doctor --quick under 400 ms median -> {'met' if quick < 0.4 else 'NOT met'} ({quick * 1000:.0f} ms)"
+    )
     print(f"live display: {live * 1000:.0f} ms in a terminal vs {quick * 1000:.0f} ms to a pipe ({live / quick:.2f}x)")
 
 

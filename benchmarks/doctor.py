@@ -58,28 +58,42 @@ def main() -> None:
     env = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
     doctor = [sys.executable, "-m", "envcheck", "doctor"]
 
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}"
+    )
     print(f"interpreter: {sys.executable}")
     print(f"\nfull doctor vs the smallest TensorFlow program ({args.runs} runs each, interleaved)")
     full = measure(
-        {"python -c 'import tensorflow ...'": [sys.executable, "-c", TF_BASELINE], "envcheck doctor --json": doctor + ["--json"]},
+        {
+            "python -c 'import tensorflow ...'": [sys.executable, "-c", TF_BASELINE],
+            "envcheck doctor --json": doctor + ["--json"],
+        },
         args.runs,
         env,
     )
     report(full, "python -c 'import tensorflow ...'")
-    ratio = statistics.median(full["envcheck doctor --json"]) / statistics.median(full["python -c 'import tensorflow ...'"])
-    print(f"target: doctor within {TARGET_RATIO}x of the TF import -> {'met' if ratio <= TARGET_RATIO else 'NOT met'} ({ratio:.2f}x)")
+    ratio = statistics.median(full["envcheck doctor --json"]) / statistics.median(
+        full["python -c 'import tensorflow ...'"]
+    )
+    print(
+        f"target: doctor within {TARGET_RATIO}x of the TF import -> {'met' if ratio <= TARGET_RATIO else 'NOT met'} ({ratio:.2f}x)"
+    )
 
     print(f"\ndoctor --quick ({args.quick_runs} runs each, interleaved)")
     quick = measure(
-        {"python -c pass": [sys.executable, "-c", "pass"], "envcheck doctor --quick --json": doctor + ["--quick", "--json"]},
+        {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "envcheck doctor --quick --json": doctor + ["--quick", "--json"],
+        },
         args.quick_runs,
         env,
     )
     report(quick, "python -c pass")
     median_quick = statistics.median(quick["envcheck doctor --quick --json"])
-    print(f"target: doctor --quick under {QUICK_TARGET_S * 1000:.0f} ms median -> "
-          f"{'met' if median_quick < QUICK_TARGET_S else 'NOT met'} ({median_quick * 1000:.0f} ms)")
+    print(
+        f"target: doctor --quick under {QUICK_TARGET_S * 1000:.0f} ms median -> "
+        f"{'met' if median_quick < QUICK_TARGET_S else 'NOT met'} ({median_quick * 1000:.0f} ms)"
+    )
 
 
 if __name__ == "__main__":

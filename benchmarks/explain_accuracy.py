@@ -50,7 +50,15 @@ class Tally:
     misses: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, other: "Tally") -> None:
-        for name in ("messages", "recognised", "cause_right", "cause_first", "harmless_right", "ordinary", "false_positives"):
+        for name in (
+            "messages",
+            "recognised",
+            "cause_right",
+            "cause_first",
+            "harmless_right",
+            "ordinary",
+            "false_positives",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.misses.extend(other.misses)
 
@@ -112,7 +120,13 @@ def judge(catalogue: Any, explain: Any, entry: dict[str, Any]) -> Tally:
     if said_harmless == bool(entry.get("harmless")):
         tally.harmless_right = 1
     else:
-        tally.misses.append({**miss, "what": f"called {'harmless' if said_harmless else 'a problem'}", "ids": [e.id for e in explanations]})
+        tally.misses.append(
+            {
+                **miss,
+                "what": f"called {'harmless' if said_harmless else 'a problem'}",
+                "ids": [e.id for e in explanations],
+            }
+        )
     return tally
 
 
@@ -183,8 +197,12 @@ def render(report: dict[str, Any]) -> str:
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="folder of corpus YAML files (default: %(default)s)")
-    parser.add_argument("--patterns", type=Path, default=None, help="catalogue to measure (default: the bundled explain_patterns.yaml)")
+    parser.add_argument(
+        "--corpus", type=Path, default=DEFAULT_CORPUS, help="folder of corpus YAML files (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--patterns", type=Path, default=None, help="catalogue to measure (default: the bundled explain_patterns.yaml)"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     report = measure(args.corpus, args.patterns)

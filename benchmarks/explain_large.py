@@ -39,7 +39,7 @@ NOISE = [
     "781/781 [==============================] - 63s 81ms/step - loss: 0.6124 - accuracy: 0.7855 - val_loss: 0.6630 - val_accuracy: 0.7710",
     "2024-05-02 10:11:13.000001: I tensorflow/core/common_runtime/executor.cc:1197] [/device:CPU:0] (DEBUG INFO) Executor start aborting (this does not indicate an error and you can ignore this message)",
     "[INFO] saving checkpoint to output/minigooglenet_cifar10.keras",
-    "  File \"/usr/lib/python3.10/site-packages/keras/src/engine/training.py\", line 1807, in fit",
+    '  File "/usr/lib/python3.10/site-packages/keras/src/engine/training.py", line 1807, in fit',
 ]
 ERRORS = [
     "2024-05-02 10:11:14.000000: W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file: No such file or directory",
@@ -88,7 +88,9 @@ def measure(command: list[str]) -> dict:
         "print(json.dumps({'seconds': seconds, 'rss_mb': rss_kb / 1024, 'rc': proc.returncode, 'out': proc.stdout.decode(errors='replace')[:2000]}))\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    result = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True, check=True, env=env)
+    result = subprocess.run(
+        [sys.executable, "-c", probe, *command], capture_output=True, text=True, check=True, env=env
+    )
     return json.loads(result.stdout)
 
 
@@ -139,9 +141,13 @@ def main() -> int:
         write_repeated(inputs["binary"], size, random.Random(3).randbytes(1 << 20))
 
         env_cmd = [sys.executable, "-m", "envcheck", "explain", "--no-probe", "--json", "--file"]
-        print(f"envcheck explain on {args.mb:g} MB inputs, median of {args.repeat} runs (fresh process each, taking turns with grep)")
-        print(f"{'input':<9} {'envcheck s':>10} {'MB/s':>7} {'peak RSS MB':>11} {'found':>6}   "
-              f"{'grep -ciF s':>12} {'MB/s':>7} {'peak RSS MB':>11} {'lines':>9}   ratio")
+        print(
+            f"envcheck explain on {args.mb:g} MB inputs, median of {args.repeat} runs (fresh process each, taking turns with grep)"
+        )
+        print(
+            f"{'input':<9} {'envcheck s':>10} {'MB/s':>7} {'peak RSS MB':>11} {'found':>6}   "
+            f"{'grep -ciF s':>12} {'MB/s':>7} {'peak RSS MB':>11} {'lines':>9}   ratio"
+        )
         for name, path in inputs.items():
             mb = path.stat().st_size / (1024 * 1024)
             commands = [[*env_cmd, str(path)]]
@@ -156,7 +162,9 @@ def main() -> int:
                 ratio = f"{mine['seconds'] / ref['seconds']:.1f}x"
             else:
                 ref_cols, ratio = f"{'(no grep)':>12}", "-"
-            print(f"{name:<9} {mine['seconds']:>10.2f} {mb / mine['seconds']:>7.0f} {mine['rss_mb']:>11.1f} {found!s:>6}   {ref_cols}   {ratio}")
+            print(
+                f"{name:<9} {mine['seconds']:>10.2f} {mb / mine['seconds']:>7.0f} {mine['rss_mb']:>11.1f} {found!s:>6}   {ref_cols}   {ratio}"
+            )
 
         times = []
         for _ in range(args.repeat):

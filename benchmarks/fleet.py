@@ -51,8 +51,14 @@ def snapshot(base: dict, index: int, rnd: random.Random, distinct: bool) -> dict
         node["env"]["variables"]["LD_LIBRARY_PATH"] = "/usr/local/cuda-11.0/lib64"
         for lib in node["libraries"]["libraries"]:
             if lib["family"] == "cudnn":
-                stale = {**lib["copies"][0], "path": "/usr/local/cuda-11.0/lib64/libcudnn.so.8", "directory": "/usr/local/cuda-11.0/lib64",
-                         "origin": "LD_LIBRARY_PATH", "reported_version": "8.0.5", "realpath": "/usr/local/cuda-11.0/lib64/libcudnn.so.8.0.5"}
+                stale = {
+                    **lib["copies"][0],
+                    "path": "/usr/local/cuda-11.0/lib64/libcudnn.so.8",
+                    "directory": "/usr/local/cuda-11.0/lib64",
+                    "origin": "LD_LIBRARY_PATH",
+                    "reported_version": "8.0.5",
+                    "realpath": "/usr/local/cuda-11.0/lib64/libcudnn.so.8.0.5",
+                }
                 lib["copies"].insert(0, stale)
                 lib["winner"] = stale["path"]
                 lib["winners"] = {"libcudnn.so.8": stale["path"]}
@@ -76,8 +82,13 @@ def time_fleet(folder: Path, runs: int, *extra: str) -> tuple[float, dict]:
     times, data = [], {}
     for _ in range(runs):
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "envcheck", "fleet", str(folder), "--json", *extra],
-                              capture_output=True, text=True, env=env, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "envcheck", "fleet", str(folder), "--json", *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
         times.append(time.perf_counter() - started)
         if done.returncode not in (0, 1):
             raise SystemExit(f"envcheck fleet failed ({done.returncode}): {done.stderr.strip()[-500:]}")
@@ -90,7 +101,9 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    print(f"{args.nodes} snapshots per fleet, median of {args.runs} runs of `envcheck fleet FOLDER --json`; {os.cpu_count()} CPUs")
+    print(
+        f"{args.nodes} snapshots per fleet, median of {args.runs} runs of `envcheck fleet FOLDER --json`; {os.cpu_count()} CPUs"
+    )
     print(f"{'fleet':10} {'jobs':>5} {'seconds':>8} {'per node':>9} {'judged':>7} {'odd':>4}  verdicts")
     with tempfile.TemporaryDirectory() as tmp:
         for name, distinct in (("alike", False), ("distinct", True)):
@@ -101,8 +114,10 @@ def main() -> None:
             for jobs in ("1", str(min(8, os.cpu_count() or 1))):
                 seconds, data = time_fleet(folder, args.runs, "--jobs", jobs)
                 verdicts = ", ".join(f"{v['count']} {v['status']}" for v in data["verdicts"])
-                print(f"{name:10} {jobs:>5} {seconds:>8.2f} {seconds / args.nodes * 1000:>7.2f}ms {data['judged']:>7} "
-                      f"{len(data['odd_ones_out']):>4}  {verdicts}  ({size:.0f} MB of JSON)")
+                print(
+                    f"{name:10} {jobs:>5} {seconds:>8.2f} {seconds / args.nodes * 1000:>7.2f}ms {data['judged']:>7} "
+                    f"{len(data['odd_ones_out']):>4}  {verdicts}  ({size:.0f} MB of JSON)"
+                )
 
 
 if __name__ == "__main__":

@@ -73,7 +73,7 @@ def post_style_flow(x: np.ndarray, y: np.ndarray, batch: int, seed: int = 0):
     while True:
         order = rng.permutation(len(x))
         for start in range(0, len(x) - batch + 1, batch):
-            indices = order[start:start + batch]
+            indices = order[start : start + batch]
             out = np.empty((batch, *x.shape[1:]), dtype=x.dtype)
             for i, j in enumerate(indices):  # one image at a time, in Python, as flow() did
                 image = post_style_shift(x[j], rng.uniform(-0.1, 0.1) * h, rng.uniform(-0.1, 0.1) * w)
@@ -271,8 +271,10 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"input pipeline with augmentation: {args.images} images a round, {args.rounds} rounds, batches of "
-          f"{args.batch}; medians")
+    print(
+        f"input pipeline with augmentation: {args.images} images a round, {args.rounds} rounds, batches of "
+        f"{args.batch}; medians"
+    )
     print(f"  data: {source}; machine: {result['machine']}; augmentation on {device}; {result['date']}")
     for name, column in result["columns"].items():
         ratio = f"  ({column['ratio']:.1f}x)" if "ratio" in column else ""

@@ -59,17 +59,24 @@ def main() -> None:
 
     rows = [
         ("import yaml (fresh interpreter)", cold(COLD_IMPORT_YAML, args.runs)),
-        ("import envcheck.matrix + load (fresh interpreter)", cold(COLD_LOAD.format(root=str(ROOT), path=path_arg), args.runs)),
+        (
+            "import envcheck.matrix + load (fresh interpreter)",
+            cold(COLD_LOAD.format(root=str(ROOT), path=path_arg), args.runs),
+        ),
         ("parse + validate, in process", warm(lambda: parse_matrix(text, path), args.runs)),
-        ("yaml.compose only (CSafeLoader)" if hasattr(yaml, "CSafeLoader") else "yaml.compose only (pure Python)",
-         warm(lambda: yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)), args.runs)),
+        (
+            "yaml.compose only (CSafeLoader)" if hasattr(yaml, "CSafeLoader") else "yaml.compose only (pure Python)",
+            warm(lambda: yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)), args.runs),
+        ),
         ("load_matrix, cache hit", warm(lambda: load_matrix(path), max(args.runs, 1000))),
     ]
     clear_cache()
 
-    print(f"matrix: {path.name}, {len(text) / 1024:.0f} KiB, {len(matrix.tf_releases())} TF builds, "
-          f"{len(matrix.cuda_releases())} CUDA, {len(matrix.cudnn_releases())} cuDNN, {len(matrix.gpus())} GPUs; "
-          f"libyaml: {'yes' if hasattr(yaml, 'CSafeLoader') else 'no'}; median of {args.runs} runs")
+    print(
+        f"matrix: {path.name}, {len(text) / 1024:.0f} KiB, {len(matrix.tf_releases())} TF builds, "
+        f"{len(matrix.cuda_releases())} CUDA, {len(matrix.cudnn_releases())} cuDNN, {len(matrix.gpus())} GPUs; "
+        f"libyaml: {'yes' if hasattr(yaml, 'CSafeLoader') else 'no'}; median of {args.runs} runs"
+    )
     reference = rows[0][1]
     width = max(len(name) for name, _ in rows)
     for name, seconds in rows:

@@ -178,8 +178,14 @@ class EpochTiming:
     def on_epoch_end(self, epoch, logs=None):
         end = time.perf_counter()
         train = (self._train_end or end) - self._start
-        self.epochs.append({"train_seconds": round(train, 3), "seconds": round(end - self._start, 3),
-                            "images": self.images_per_epoch, "loss": float((logs or {}).get("loss", float("nan")))})
+        self.epochs.append(
+            {
+                "train_seconds": round(train, 3),
+                "seconds": round(end - self._start, 3),
+                "images": self.images_per_epoch,
+                "loss": float((logs or {}).get("loss", float("nan"))),
+            }
+        )
 
 
 # --- the comparison ---------------------------------------------------------------------------
@@ -202,8 +208,17 @@ def run_child(command: list[str]) -> tuple[dict | None, float, str]:
 
 
 def measure_post(args) -> dict:
-    command = [sys.executable, str(Path(__file__).resolve()), "--run-post", "--images", str(args.images),
-               "--val-images", str(args.val_images), "--steps", str(args.steps)]
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--run-post",
+        "--images",
+        str(args.images),
+        "--val-images",
+        str(args.val_images),
+        "--steps",
+        str(args.steps),
+    ]
     command += ["--data", args.data] if args.data else []
     command += ["--gpus", str(args.gpus)] if args.gpus is not None else []
     out, wall, error = run_child(command)
@@ -214,9 +229,23 @@ def measure_post(args) -> dict:
 
 def measure_envcheck(args) -> dict:
     with tempfile.TemporaryDirectory(prefix="envcheck-post-bench-") as output:
-        command = [sys.executable, "-m", "envcheck.train", "--no-progress", "--json", "--output", output,
-                   "--epochs", str(EPOCHS), "--steps-per-epoch", str(args.steps),
-                   "--subset", str(args.images), "--val-subset", str(args.val_images)]
+        command = [
+            sys.executable,
+            "-m",
+            "envcheck.train",
+            "--no-progress",
+            "--json",
+            "--output",
+            output,
+            "--epochs",
+            str(EPOCHS),
+            "--steps-per-epoch",
+            str(args.steps),
+            "--subset",
+            str(args.images),
+            "--val-subset",
+            str(args.val_images),
+        ]
         command += ["--data", args.data] if args.data else ["--synthetic"]
         command += ["--gpus", str(args.gpus)] if args.gpus is not None else []
         out, wall, error = run_child(command)
@@ -250,16 +279,21 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
             continue
         medians[name] = {key: round(statistics.median(r[key] for r in good), 2) for key in FIGURES}
         medians[name]["devices"] = good[0]["devices"]
-    pairs = [(post, ours) for post, ours in zip(runs.get("post", []), runs.get("envcheck", []))
-             if "error" not in post and "error" not in ours]
+    pairs = [
+        (post, ours)
+        for post, ours in zip(runs.get("post", []), runs.get("envcheck", []))
+        if "error" not in post and "error" not in ours
+    ]
     speedup = {}
     if pairs:
         rate = "images_per_second_epoch_2"
         speedup = {
             rate: round(statistics.median(ours[rate] / post[rate] for post, ours in pairs), 2),
             # times as fast: the post's seconds over envcheck's
-            **{key: round(statistics.median(post[key] / ours[key] for post, ours in pairs), 2)
-               for key in ("seconds_to_steps", "wall_seconds")},
+            **{
+                key: round(statistics.median(post[key] / ours[key] for post, ours in pairs), 2)
+                for key in ("seconds_to_steps", "wall_seconds")
+            },
         }
     return {"medians": medians, "envcheck_speedup": speedup}
 
@@ -304,24 +338,30 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"the post's train.py (tf_keras, ImageDataGenerator, fit_generator) against envcheck train; "
-          f"{EPOCHS} epochs of {args.steps} steps, medians of {args.rounds}")
+    print(
+        f"the post's train.py (tf_keras, ImageDataGenerator, fit_generator) against envcheck train; "
+        f"{EPOCHS} epochs of {args.steps} steps, medians of {args.rounds}"
+    )
     print(f"  data: {result['data']}; machine: {result['machine']}; {result['date']}")
     for name, label in (("post", "post's train.py"), ("envcheck", "envcheck train")):
         print(f"  {label:<16} {_line(result['medians'][name])}")
     if result["envcheck_speedup"]:
         speedup = result["envcheck_speedup"]
-        print(f"  envcheck train: {speedup['images_per_second_epoch_2']:.2f}x the images/s of epoch 2, "
-              f"{speedup['seconds_to_steps']:.2f}x as fast to {args.steps * EPOCHS} steps, "
-              f"{speedup['wall_seconds']:.2f}x as fast in wall time")
+        print(
+            f"  envcheck train: {speedup['images_per_second_epoch_2']:.2f}x the images/s of epoch 2, "
+            f"{speedup['seconds_to_steps']:.2f}x as fast to {args.steps * EPOCHS} steps, "
+            f"{speedup['wall_seconds']:.2f}x as fast in wall time"
+        )
     return 0
 
 
 def _line(result: dict) -> str:
     if "error" in result:
         return f"failed: {result['error']}"
-    return (f"{result['images_per_second_epoch_2']:9.1f} images/s in epoch 2, {result['seconds_to_steps']:7.1f} s "
-            f"to the steps, {result['wall_seconds']:7.1f} s wall")
+    return (
+        f"{result['images_per_second_epoch_2']:9.1f} images/s in epoch 2, {result['seconds_to_steps']:7.1f} s "
+        f"to the steps, {result['wall_seconds']:7.1f} s wall"
+    )
 
 
 if __name__ == "__main__":

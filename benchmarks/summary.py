@@ -52,12 +52,22 @@ def post_trainer_rows(result: dict) -> list[tuple[str, str, str]]:
         if "error" in medians:
             rows.append((label, "failed", medians["error"]))
             continue
-        rows.append((label, f"{medians['images_per_second_epoch_2']:,.1f} images/s in epoch 2",
-                     f"{medians['seconds_to_steps']:.1f} s to {result['steps']} steps"))
+        rows.append(
+            (
+                label,
+                f"{medians['images_per_second_epoch_2']:,.1f} images/s in epoch 2",
+                f"{medians['seconds_to_steps']:.1f} s to {result['steps']} steps",
+            )
+        )
     speedup = result.get("envcheck_speedup")
     if speedup:
-        rows.append(("envcheck train / post's train.py", f"{speedup['images_per_second_epoch_2']:.2f}x images/s",
-                     f"{speedup['seconds_to_steps']:.2f}x as fast to the steps"))
+        rows.append(
+            (
+                "envcheck train / post's train.py",
+                f"{speedup['images_per_second_epoch_2']:.2f}x images/s",
+                f"{speedup['seconds_to_steps']:.2f}x as fast to the steps",
+            )
+        )
     return rows
 
 
@@ -67,9 +77,13 @@ def throughput_rows(result: dict) -> list[tuple[str, str, str]]:
         if "error" in variant:
             rows.append((name, "failed", variant["error"]))
             continue
-        rows.append((f"{name} ({variant['replicas']} x {'/'.join(variant['devices'])})",
-                     f"{variant['images_per_second']:,.1f} images/s",
-                     f"{variant['images_per_second_per_replica']:,.1f} per replica"))
+        rows.append(
+            (
+                f"{name} ({variant['replicas']} x {'/'.join(variant['devices'])})",
+                f"{variant['images_per_second']:,.1f} images/s",
+                f"{variant['images_per_second_per_replica']:,.1f} per replica",
+            )
+        )
     return rows
 
 

@@ -37,10 +37,25 @@ VARIANTS = {
 
 def run_variant(flags: list[str], args, workdir: Path) -> dict:
     command = [
-        sys.executable, "-m", "envcheck.train", "--synthetic", "--no-progress", "--json",
-        "--epochs", "2", "--steps-per-epoch", str(args.steps), "--batch-per-replica", str(args.batch_per_replica),
-        "--subset", str(args.batch_per_replica * 8), "--val-subset", str(args.batch_per_replica),
-        "--output", str(workdir), *flags,
+        sys.executable,
+        "-m",
+        "envcheck.train",
+        "--synthetic",
+        "--no-progress",
+        "--json",
+        "--epochs",
+        "2",
+        "--steps-per-epoch",
+        str(args.steps),
+        "--batch-per-replica",
+        str(args.batch_per_replica),
+        "--subset",
+        str(args.batch_per_replica * 8),
+        "--val-subset",
+        str(args.batch_per_replica),
+        "--output",
+        str(workdir),
+        *flags,
     ]
     if args.gpus is not None:
         command += ["--gpus", str(args.gpus)]
@@ -84,8 +99,13 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"--variants: unknown {', '.join(map(repr, unknown))}; choose from {', '.join(VARIANTS)}")
 
-    results = {"date": date.today().isoformat(), "machine": describe_machine(), "steps": args.steps,
-               "batch_per_replica": args.batch_per_replica, "variants": {}}
+    results = {
+        "date": date.today().isoformat(),
+        "machine": describe_machine(),
+        "steps": args.steps,
+        "batch_per_replica": args.batch_per_replica,
+        "variants": {},
+    }
     for name in args.variants.split(","):
         if (args.cpu_replicas or 0) > 1 and "jit" in name:
             results["variants"][name] = {"error": "XLA cannot mirror over logical CPU devices (skipped)"}
@@ -104,9 +124,11 @@ def main(argv=None) -> int:
 def _line(name: str, result: dict) -> str:
     if "error" in result:
         return f"{name:<10} failed: {result['error']}"
-    return (f"{name:<10} {result['precision']:<15} {result['replicas']} x {'/'.join(result['devices'])}: "
-            f"{result['images_per_second']:9.1f} images/s, {result['images_per_second_per_replica']:9.1f} per replica "
-            f"(first epoch {result['seconds_first_epoch']:.1f} s)")
+    return (
+        f"{name:<10} {result['precision']:<15} {result['replicas']} x {'/'.join(result['devices'])}: "
+        f"{result['images_per_second']:9.1f} images/s, {result['images_per_second_per_replica']:9.1f} per replica "
+        f"(first epoch {result['seconds_first_epoch']:.1f} s)"
+    )
 
 
 if __name__ == "__main__":

@@ -48,8 +48,11 @@ class _Parser(argparse.ArgumentParser):
         owner: argparse.ArgumentParser = self
         while True:
             nested = next(
-                (a.choices[getattr(parsed, a.dest)] for a in owner._actions
-                 if isinstance(a, argparse._SubParsersAction) and getattr(parsed, a.dest, None) in a.choices),
+                (
+                    a.choices[getattr(parsed, a.dest)]
+                    for a in owner._actions
+                    if isinstance(a, argparse._SubParsersAction) and getattr(parsed, a.dest, None) in a.choices
+                ),
                 None,
             )
             if nested is None:
@@ -71,8 +74,12 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     if choice:
         options = [c.strip().strip("'") for c in choice.group(3).split(",")]
         near = difflib.get_close_matches(choice.group(2), options, n=1, cutoff=0.5)
-        what = "unknown command" if choice.group(1) in (None, "COMMAND", "QUERY") else f"{choice.group(1)}: unknown choice"
-        return f"{what} {choice.group(2)!r}" + (f" (did you mean {near[0]}?)" if near else f"; choose from {', '.join(options)}")
+        what = (
+            "unknown command" if choice.group(1) in (None, "COMMAND", "QUERY") else f"{choice.group(1)}: unknown choice"
+        )
+        return f"{what} {choice.group(2)!r}" + (
+            f" (did you mean {near[0]}?)" if near else f"; choose from {', '.join(options)}"
+        )
     return message
 
 
@@ -95,13 +102,18 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         description="Will TensorFlow use your NVIDIA GPU? If not, what exactly to do.",
     )
     parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
-    parser.add_argument(
-        "--traceback", action="store_true", help="show the full traceback on errors (for bug reports)"
-    )
+    parser.add_argument("--traceback", action="store_true", help="show the full traceback on errors (for bug reports)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module_name, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text, formatter_class=argparse.RawDescriptionHelpFormatter)
-        p.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help="show the full traceback on errors (for bug reports)")
+        p = sub.add_parser(
+            name, help=help_text, description=help_text, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
+        p.add_argument(
+            "--traceback",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="show the full traceback on errors (for bug reports)",
+        )
         if only is None or only == name:
             module = importlib.import_module(module_name)
             module.configure(p)

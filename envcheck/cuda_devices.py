@@ -97,7 +97,7 @@ def read_visible_devices(value: Optional[str]) -> VisibleDevices:
             return VisibleDevices(value, tuple(accepted), stopped_at=text, reason=NEGATIVE)
         if any(e.ordinal == number for e in accepted):
             return VisibleDevices(value, tuple(accepted), stopped_at=text, reason=REPEATED)
-        accepted.append(Entry(text, number, text[match.end():]))
+        accepted.append(Entry(text, number, text[match.end() :]))
     return VisibleDevices(value, tuple(accepted))
 
 

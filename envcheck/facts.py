@@ -419,7 +419,9 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
             raise FactsError(f"{where}: {value} is out of range (a snapshot's numbers lie between -2**63 and 2**63)")
         number = float(value)
         if not math.isfinite(number) or abs(number) >= NUMBER_LIMIT:
-            raise FactsError(f"{where}: {value!r} is out of range (a snapshot's numbers are finite, between -2**63 and 2**63)")
+            raise FactsError(
+                f"{where}: {value!r} is out of range (a snapshot's numbers are finite, between -2**63 and 2**63)"
+            )
         return number
     if tp is str:
         if not isinstance(value, str):

@@ -18,7 +18,10 @@ def _on_sigint(signum, frame) -> None:
 def install() -> None:
     """Remember Ctrl-C from now on (main thread only, and only over Python's own default handler)."""
     _state["interrupted"] = False
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    ):
         signal.signal(signal.SIGINT, _on_sigint)
 
 

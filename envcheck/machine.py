@@ -95,7 +95,9 @@ def short_device(device: Optional[str]) -> str:
     return f"{match.group(1).upper()}:{match.group(2)}" if match else device
 
 
-_ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception|Failure)|Fatal Python error|Segmentation fault)\b[: ]")
+_ERROR_LINE = re.compile(
+    r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception|Failure)|Fatal Python error|Segmentation fault)\b[: ]"
+)
 
 
 def telling_line(text: Optional[str]) -> str:
@@ -125,7 +127,9 @@ def counted(names) -> list[str]:
 
 
 def _requires(dist: Distribution, other: str) -> bool:
-    return any(re.match(rf"{re.escape(other)}(?![a-z0-9-])", req.strip().lower().replace("_", "-")) for req in dist.requires)
+    return any(
+        re.match(rf"{re.escape(other)}(?![a-z0-9-])", req.strip().lower().replace("_", "-")) for req in dist.requires
+    )
 
 
 class Machine:
@@ -157,7 +161,7 @@ class Machine:
     # --- platform --------------------------------------------------------------------------
     @cached_property
     def os(self) -> str:
-        """"linux", "windows", "macos" or "wsl"."""
+        """ "linux", "windows", "macos" or "wsl"."""
         return self.facts.platform.os or "linux"
 
     @cached_property
@@ -336,7 +340,9 @@ class Machine:
         nothing that could tell was looked at."""
         facts = self.facts
         nvml, driver = facts.nvml, facts.driver
-        if driver.loaded or (nvml.status != SKIPPED and nvml.error_kind != "library_not_found" and nvml.status in (OK, ERROR)):
+        if driver.loaded or (
+            nvml.status != SKIPPED and nvml.error_kind != "library_not_found" and nvml.status in (OK, ERROR)
+        ):
             return True
         if driver.module_files or driver.dkms:
             return True
@@ -384,7 +390,12 @@ class Machine:
         if self.facts.nvml.status != OK:
             return ()
         return tuple(
-            cuda_devices.Gpu(index=g.index, uuid=g.uuid, compute_capability=self._capability(g.compute_capability, g.name), name=g.name)
+            cuda_devices.Gpu(
+                index=g.index,
+                uuid=g.uuid,
+                compute_capability=self._capability(g.compute_capability, g.name),
+                name=g.name,
+            )
             for g in sorted(self.facts.nvml.gpus, key=lambda g: g.index)
         )
 
@@ -408,7 +419,7 @@ class Machine:
         return None
 
     def build_support(self, compute_capability: Optional[str]) -> Optional[str]:
-        """"native"/"ptx"/"none" for the installed build on this capability; None when unknown."""
+        """ "native"/"ptx"/"none" for the installed build on this capability; None when unknown."""
         if not compute_capability or self.is_cuda_tf is not True:
             return None
         reported = self.facts.tensorflow.compute_capabilities
@@ -537,7 +548,10 @@ def _gpu_views(m: Machine) -> list[GpuView]:
         return views
     # Neither NVML nor the bus shows a GPU, but TensorFlow does (a container without NVML).
     listed = [d for d in tf.physical_devices if d.device_type.upper() == "GPU"]
-    tested = sorted({short_device(p.requested) for p in tf.placement if short_device(p.requested).startswith("GPU:")}, key=lambda d: int(d[4:]))
+    tested = sorted(
+        {short_device(p.requested) for p in tf.placement if short_device(p.requested).startswith("GPU:")},
+        key=lambda d: int(d[4:]),
+    )
     for position in range(max(len(listed), int(tested[-1][4:]) + 1 if tested else 0)):
         device = listed[position] if position < len(listed) else None
         details = device.details if device is not None else {}
@@ -583,7 +597,9 @@ def _tf_devices_by_cuda_index(m: Machine) -> dict[int, str]:
     return out
 
 
-def _usability(m: Machine, gpu, cc: Optional[str], cuda_index: Optional[int], tf_device: Optional[str], resolution) -> tuple[bool, Optional[str], bool]:
+def _usability(
+    m: Machine, gpu, cc: Optional[str], cuda_index: Optional[int], tf_device: Optional[str], resolution
+) -> tuple[bool, Optional[str], bool]:
     """(usable, why not, tested) for one GPU NVML lists."""
     facts = m.facts
     if gpu.status != OK:

@@ -136,7 +136,9 @@ def validate(**kw: Any) -> Settings:
             if isinstance(index, bool) or not isinstance(index, int):
                 raise TypeError(f"gpus: {index!r} is not a GPU index (an int as nvidia-smi numbers them)")
             if index < 0:
-                raise ValueError(f"gpus: {index} is negative; GPU indices start at 0 (use fallback or CUDA_VISIBLE_DEVICES='' for the CPU)")
+                raise ValueError(
+                    f"gpus: {index} is negative; GPU indices start at 0 (use fallback or CUDA_VISIBLE_DEVICES='' for the CPU)"
+                )
         if len(set(items)) != len(items):
             raise ValueError(f"gpus: {items} names a GPU twice")
         gpus = tuple(items)
@@ -197,15 +199,25 @@ def select_gpus(physical: Sequence[Any], wanted: Optional[tuple[int, ...]]) -> l
     for index in wanted:
         if index >= count:
             seen = f"indices 0 to {count - 1}" if count > 1 else "index 0"
-            raise ValueError(f"gpus: there is no GPU {index}; TensorFlow sees {count} GPU{'s' if count != 1 else ''} ({seen}, in nvidia-smi's order)")
+            raise ValueError(
+                f"gpus: there is no GPU {index}; TensorFlow sees {count} GPU{'s' if count != 1 else ''} ({seen}, in nvidia-smi's order)"
+            )
     return [physical[i] for i in wanted]
 
 
 def split_cpu(replicas: int) -> list:
     """Split the CPU into ``replicas`` logical devices (for MirroredStrategy without GPUs).
     Like ``configure``, it must run before TensorFlow initialises its devices."""
-    validate(gpus=None, memory_growth=None, memory_limit_mb=None, memory_fraction=None, soft_placement=None,
-             log_placement=None, fallback="cpu", cpu_replicas=replicas)
+    validate(
+        gpus=None,
+        memory_growth=None,
+        memory_limit_mb=None,
+        memory_fraction=None,
+        soft_placement=None,
+        log_placement=None,
+        fallback="cpu",
+        cpu_replicas=replicas,
+    )
     import tensorflow as tf
 
     _split_cpu(tf, replicas)
@@ -231,7 +243,10 @@ def _diagnosis(tf: Any = None) -> tuple[str, bool]:
             facts = dataclasses.replace(facts, tensorflow=_tensorflow_facts(tf))
         verdict = judge(facts).verdict
         if verdict.status == GPU_READY:
-            return "TensorFlow lists no GPU, though the quick checks found nothing wrong; run `envcheck doctor` for the full check", True
+            return (
+                "TensorFlow lists no GPU, though the quick checks found nothing wrong; run `envcheck doctor` for the full check",
+                True,
+            )
         if verdict.status == CPU_ONLY and verdict.finding_id == "EC-GPU-001":
             return "no NVIDIA GPU on this machine", False
         return verdict.reason, True
@@ -245,7 +260,11 @@ def _diagnosis(tf: Any = None) -> tuple[str, bool]:
 def _configure_cpu_fallback(tf: Any, settings: Settings) -> list:
     reason, fixable = _diagnosis(tf)
     if settings.fallback == "error":
-        advice = "Run `envcheck doctor` for the fix, or pass fallback='cpu'." if fixable else "Pass fallback='cpu' to run on the CPU."
+        advice = (
+            "Run `envcheck doctor` for the fix, or pass fallback='cpu'."
+            if fixable
+            else "Pass fallback='cpu' to run on the CPU."
+        )
         raise GpuUnavailableError(f"no GPU usable by TensorFlow: {reason}. {advice}")
     devices = _configure_cpu(tf, settings)
     if not _state.warned:
@@ -340,7 +359,10 @@ def _total_memory_mb(facts: Any) -> dict[int, int]:
     from envcheck import cuda_devices
 
     nvml_gpus = _nvml_gpus(facts)
-    gpus = [cuda_devices.Gpu(index=g.index, uuid=g.uuid, compute_capability=g.compute_capability, name=g.name) for g in nvml_gpus]
+    gpus = [
+        cuda_devices.Gpu(index=g.index, uuid=g.uuid, compute_capability=g.compute_capability, name=g.name)
+        for g in nvml_gpus
+    ]
     visible = cuda_devices.read_visible_devices(os.environ.get("CUDA_VISIBLE_DEVICES"))
     resolution = cuda_devices.resolve(visible, gpus, os.environ.get("CUDA_DEVICE_ORDER"))
     totals = {g.index: g.memory_total_mb for g in nvml_gpus if g.memory_total_mb}
@@ -366,9 +388,7 @@ def _tensorflow_facts(tf: Any):
         info = dict(tf.sysconfig.get_build_info())
     except Exception:  # noqa: BLE001
         info = {}
-    devices = tuple(
-        TfDevice(name=d.name, device_type=d.device_type) for d in tf.config.list_physical_devices()
-    )
+    devices = tuple(TfDevice(name=d.name, device_type=d.device_type) for d in tf.config.list_physical_devices())
     return TensorflowFacts(
         version=getattr(tf, "__version__", None),
         is_cuda_build=bool(info.get("is_cuda_build")) if "is_cuda_build" in info else None,

@@ -41,9 +41,18 @@ def test_doctor_gpu_path_installs_what_plan_installs(cli):
     """A Linux machine with a CPU-only TensorFlow and a GPU: the doctor's fix and the plan for the
     same release name the same requirement."""
     facts = b.with_distributions(b.server(), ("tensorflow-cpu", "2.15.1"), drop=("tensorflow",))
-    facts = b.change(facts, {"tensorflow.is_cuda_build": False, "tensorflow.distribution": "tensorflow-cpu", "tensorflow.distributions": ("tensorflow-cpu",)})
+    facts = b.change(
+        facts,
+        {
+            "tensorflow.is_cuda_build": False,
+            "tensorflow.distribution": "tensorflow-cpu",
+            "tensorflow.distributions": ("tensorflow-cpu",),
+        },
+    )
     report = judge(facts)
     finding = next(f for f in report.findings if f.id == "EC-TF-005")
     install = [c.pip_args for c in finding.fix.commands if c.pip_args and c.pip_args[0] == "install"]
-    plan = cli("plan", "--os", "linux", "--tf", "2.15", "--compute-capability", "7.0", "--python", "3.11", "--json").json()
+    plan = cli(
+        "plan", "--os", "linux", "--tf", "2.15", "--compute-capability", "7.0", "--python", "3.11", "--json"
+    ).json()
     assert install and install[0][-1].split("==")[0] == plan["requirement"].split("==")[0]

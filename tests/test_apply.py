@@ -65,26 +65,53 @@ def venv(tmp_path_factory):
 
 def installed(python: Path) -> dict[str, str]:
     out = subprocess.run(
-        [str(python), "-c", "import importlib.metadata as m; print('\\n'.join(f'{d.metadata[\"Name\"]}=={d.version}' for d in m.distributions()))"],
-        capture_output=True, text=True, check=True,
+        [
+            str(python),
+            "-c",
+            "import importlib.metadata as m; print('\\n'.join(f'{d.metadata[\"Name\"]}=={d.version}' for d in m.distributions()))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     return dict(line.split("==", 1) for line in out.split())
 
 
 def pip_env(links: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(links), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(links),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
 
 
 def reset(python: Path, links: Path) -> None:
     """Back to the broken state: only the tensorflow-gpu placeholder installed."""
-    subprocess.run([str(python), "-m", "pip", "uninstall", "-y", "-q", "tensorflow", "tensorflow-cpu", "tensorflow-gpu"], env=pip_env(links), check=True, capture_output=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "tensorflow-gpu==2.12.0"], env=pip_env(links), check=True, capture_output=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "uninstall", "-y", "-q", "tensorflow", "tensorflow-cpu", "tensorflow-gpu"],
+        env=pip_env(links),
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "tensorflow-gpu==2.12.0"],
+        env=pip_env(links),
+        check=True,
+        capture_output=True,
+    )
 
 
 def doctor(python: Path, links: Path, *extra: str, stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "envcheck", "doctor", "--quick", "--python", str(python), *extra],
-        capture_output=True, text=True, env=pip_env(links), cwd=str(REPO), stdin=stdin, timeout=300,
+        capture_output=True,
+        text=True,
+        env=pip_env(links),
+        cwd=str(REPO),
+        stdin=stdin,
+        timeout=300,
     )
 
 

@@ -38,8 +38,15 @@ def run_script(tmp_path: Path, script: str, *args: str, timeout: float = 300) ->
     env["KERAS_HOME"] = str(tmp_path / "keras-home")
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     env.pop("TF_CONFIG", None)
-    return subprocess.run([sys.executable, str(BENCHMARKS / script), *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def _has(module: str) -> bool:
@@ -73,8 +80,20 @@ def test_post_trainer_runs_the_posts_train_py_and_envcheck_train_and_prints_the_
     pytest.importorskip("tensorflow")
     pytest.importorskip("tf_keras")
     pytest.importorskip("scipy")
-    done = run_script(tmp_path, "post_trainer.py", "--images", "128", "--val-images", "64", "--steps", "1",
-                      "--rounds", "1", "--json", timeout=600)
+    done = run_script(
+        tmp_path,
+        "post_trainer.py",
+        "--images",
+        "128",
+        "--val-images",
+        "64",
+        "--steps",
+        "1",
+        "--rounds",
+        "1",
+        "--json",
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     for name in ("post", "envcheck"):
@@ -96,19 +115,33 @@ def test_the_posts_minigooglenet_in_tf_keras_has_the_posts_parameter_count():
 @pytest.mark.slow
 def test_train_throughput_runs_one_variant(tmp_path):
     pytest.importorskip("tensorflow")
-    done = run_script(tmp_path, "train_throughput.py", "--steps", "1", "--batch-per-replica", "8", "--gpus", "0",
-                      "--variants", "post", "--json")
+    done = run_script(
+        tmp_path,
+        "train_throughput.py",
+        "--steps",
+        "1",
+        "--batch-per-replica",
+        "8",
+        "--gpus",
+        "0",
+        "--variants",
+        "post",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     variant = json.loads(done.stdout)["variants"]["post"]
     assert "error" not in variant, variant
     assert variant["images_per_second"] > 0
 
 
-@pytest.mark.parametrize("script, args", [
-    ("cli_startup.py", ["--runs", "1"]),
-    ("matrix_load.py", ["--runs", "1"]),
-    ("rules_judge.py", ["--repeat", "1"]),
-])
+@pytest.mark.parametrize(
+    "script, args",
+    [
+        ("cli_startup.py", ["--runs", "1"]),
+        ("matrix_load.py", ["--runs", "1"]),
+        ("rules_judge.py", ["--repeat", "1"]),
+    ],
+)
 def test_the_quick_benchmarks_run(tmp_path, script, args):
     done = run_script(tmp_path, script, *args)
     assert done.returncode == 0, done.stderr
@@ -116,10 +149,13 @@ def test_the_quick_benchmarks_run(tmp_path, script, args):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script, args", [
-    ("doctor.py", ["--runs", "1", "--quick-runs", "1"]),
-    ("explain_large.py", ["--mb", "0.05", "--repeat", "1"]),
-])
+@pytest.mark.parametrize(
+    "script, args",
+    [
+        ("doctor.py", ["--runs", "1", "--quick-runs", "1"]),
+        ("explain_large.py", ["--mb", "0.05", "--repeat", "1"]),
+    ],
+)
 def test_the_slower_benchmarks_run(tmp_path, script, args):
     done = run_script(tmp_path, script, *args)
     assert done.returncode == 0, done.stderr
@@ -139,8 +175,14 @@ def test_run_all_dry_run_lists_every_training_benchmark_with_the_data(tmp_path):
     if bash is None:
         pytest.skip("no bash")
     env = {**os.environ, "PYTHON": sys.executable, "GPUS": "2"}
-    done = subprocess.run([bash, str(BENCHMARKS / "run_all.sh"), "--dry-run", "--quick", "--data", "cifar.tar.gz"],
-                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    done = subprocess.run(
+        [bash, str(BENCHMARKS / "run_all.sh"), "--dry-run", "--quick", "--data", "cifar.tar.gz"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     commands = [line for line in done.stderr.splitlines() if line.startswith("== ")]
     names = [line.split(":", 1)[0][3:] for line in commands]
@@ -149,29 +191,45 @@ def test_run_all_dry_run_lists_every_training_benchmark_with_the_data(tmp_path):
     for line in commands:
         if "input_pipeline" in line or "post_trainer" in line or "validate" in line:
             assert "--data cifar.tar.gz" in line and "--json" in line
-    unknown = subprocess.run([bash, str(BENCHMARKS / "run_all.sh"), "--frobnicate"], capture_output=True, text=True,
-                             env=env, check=False)
+    unknown = subprocess.run(
+        [bash, str(BENCHMARKS / "run_all.sh"), "--frobnicate"], capture_output=True, text=True, env=env, check=False
+    )
     assert unknown.returncode == 2 and "unknown argument" in unknown.stderr
 
 
 def test_summary_makes_one_table_and_marks_what_failed(tmp_path):
-    (tmp_path / "input_pipeline.json").write_text(json.dumps({
-        "date": "2026-12-01", "machine": "a test machine", "data": "synthetic",
-        "ratios_against": "image_data_generator",
-        "columns": {"image_data_generator": {"images_per_second": 2000.0, "ratio": 1.0},
-                    "trainer_pipeline": {"images_per_second": 50000.0, "ratio": 25.0}},
-    }))
-    (tmp_path / "post_trainer.json").write_text(json.dumps({
-        "steps": 40,
-        "medians": {"post": {"images_per_second_epoch_2": 100.0, "seconds_to_steps": 30.0, "wall_seconds": 50.0},
-                    "envcheck": {"images_per_second_epoch_2": 150.0, "seconds_to_steps": 20.0, "wall_seconds": 40.0}},
-        "envcheck_speedup": {"images_per_second_epoch_2": 1.5, "seconds_to_steps": 1.5, "wall_seconds": 1.25},
-    }))
+    (tmp_path / "input_pipeline.json").write_text(
+        json.dumps(
+            {
+                "date": "2026-12-01",
+                "machine": "a test machine",
+                "data": "synthetic",
+                "ratios_against": "image_data_generator",
+                "columns": {
+                    "image_data_generator": {"images_per_second": 2000.0, "ratio": 1.0},
+                    "trainer_pipeline": {"images_per_second": 50000.0, "ratio": 25.0},
+                },
+            }
+        )
+    )
+    (tmp_path / "post_trainer.json").write_text(
+        json.dumps(
+            {
+                "steps": 40,
+                "medians": {
+                    "post": {"images_per_second_epoch_2": 100.0, "seconds_to_steps": 30.0, "wall_seconds": 50.0},
+                    "envcheck": {"images_per_second_epoch_2": 150.0, "seconds_to_steps": 20.0, "wall_seconds": 40.0},
+                },
+                "envcheck_speedup": {"images_per_second_epoch_2": 1.5, "seconds_to_steps": 1.5, "wall_seconds": 1.25},
+            }
+        )
+    )
     (tmp_path / "train_throughput_1.json").write_text("")  # the run died before printing
     (tmp_path / "train_throughput_1.log").write_text("Traceback ...")
     (tmp_path / "train_throughput_all.skipped").write_text("fewer than 2 GPUs")
-    (tmp_path / "validate.json").write_text(json.dumps({"checks": [
-        {"name": "matmul on CPU:0", "passed": True, "summary": "max error 1e-7"}]}))
+    (tmp_path / "validate.json").write_text(
+        json.dumps({"checks": [{"name": "matmul on CPU:0", "passed": True, "summary": "max error 1e-7"}]})
+    )
     table = summary.render(summary.summary_rows(tmp_path))
     assert "25.0x the post's" in table and "post's ImageDataGenerator (tf_keras)" in table
     assert "1.50x images/s" in table and "1.50x as fast to the steps" in table

@@ -30,8 +30,13 @@ def run_bounded(*args: str, input: bytes | None = None, timeout: float = 60) -> 
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "envcheck", *args], capture_output=True, env=env, cwd=str(REPO),
-            input=input if input is not None else b"", timeout=timeout, preexec_fn=_limit_memory,
+            [sys.executable, "-m", "envcheck", *args],
+            capture_output=True,
+            env=env,
+            cwd=str(REPO),
+            input=input if input is not None else b"",
+            timeout=timeout,
+            preexec_fn=_limit_memory,
         )
     except subprocess.TimeoutExpired:
         pytest.fail(f"envcheck {' '.join(args)} did not finish within {timeout} s")
@@ -168,7 +173,9 @@ def test_numbers_out_of_range_in_a_matrix_are_line_numbered(cli, tmp_path, old, 
 
 def test_a_deeply_nested_matrix_is_refused(cli, tmp_path):
     path = tmp_path / "deep.yaml"
-    path.write_text("schema: 2\nsources:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(60)) + "  " * 61 + "x: 1\n")
+    path.write_text(
+        "schema: 2\nsources:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(60)) + "  " * 61 + "x: 1\n"
+    )
     assert_one_line_exit_2(cli("matrix", "--matrix", str(path), "cuda", "12.2"), "nested deeper than 32 levels")
 
 

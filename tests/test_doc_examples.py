@@ -82,4 +82,7 @@ def test_example_is_the_real_output(doc, line, command, shown, tmp_path, monkeyp
             position = real.index(text, position) + 1
         except ValueError:
             if not re.search(r"\.\.\.|…", text):
-                pytest.fail(f"{doc}:{line}: {command!r} does not print, at this point:\n  {text}\nit prints:\n" + "\n".join(real))
+                pytest.fail(
+                    f"{doc}:{line}: {command!r} does not print, at this point:\n  {text}\nit prints:\n"
+                    + "\n".join(real)
+                )

@@ -31,15 +31,23 @@ SECRETS = {
 
 
 def test_terraform_and_opentofu_secrets_are_never_recorded():
-    recorded = probe_environment({**SECRETS, "TF_FORCE_GPU_ALLOW_GROWTH": "true", "CUDA_PATH_V12_5": "C:/CUDA/v12.5"}).variables
+    recorded = probe_environment(
+        {**SECRETS, "TF_FORCE_GPU_ALLOW_GROWTH": "true", "CUDA_PATH_V12_5": "C:/CUDA/v12.5"}
+    ).variables
     assert recorded == {"TF_FORCE_GPU_ALLOW_GROWTH": "true", "CUDA_PATH_V12_5": "C:/CUDA/v12.5"}
 
 
 def test_the_doctors_json_and_markdown_carry_none_of_them():
     env = {**os.environ, **SECRETS, "PYTHONPATH": str(REPO)}
     for fmt in ("--json", "--markdown"):
-        done = subprocess.run([sys.executable, "-m", "envcheck", "doctor", "--quick", fmt], env=env, cwd=str(REPO),
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "envcheck", "doctor", "--quick", fmt],
+            env=env,
+            cwd=str(REPO),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode in (0, 1), done.stderr
         for name, value in SECRETS.items():
             assert "hunter2" not in done.stdout
@@ -60,11 +68,26 @@ unlisted = st.builds(
 @settings(max_examples=examples(300))
 @given(name=unlisted)
 def test_no_prefix_lets_a_name_through(name):
-    versioned = name.startswith("CUDA_PATH_V") and name[len("CUDA_PATH_V"):].replace("_", "", 1).isdigit() and name.count("_") == 3
+    versioned = (
+        name.startswith("CUDA_PATH_V")
+        and name[len("CUDA_PATH_V") :].replace("_", "", 1).isdigit()
+        and name.count("_") == 3
+    )
     assert allowed_variable(name) == versioned, name
 
 
 def test_every_variable_a_rule_reads_is_on_the_list():
-    for name in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_CPP_MIN_LOG_LEVEL",
-                 "LD_LIBRARY_PATH", "PATH", "XLA_FLAGS", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "VIRTUAL_ENV"):
+    for name in (
+        "CUDA_VISIBLE_DEVICES",
+        "CUDA_DEVICE_ORDER",
+        "TF_FORCE_GPU_ALLOW_GROWTH",
+        "TF_CPP_MIN_LOG_LEVEL",
+        "LD_LIBRARY_PATH",
+        "PATH",
+        "XLA_FLAGS",
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "CONDA_PREFIX",
+        "VIRTUAL_ENV",
+    ):
         assert allowed_variable(name), name

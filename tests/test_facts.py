@@ -52,7 +52,11 @@ def rich_facts() -> Facts:
             libraries=(
                 LibraryFacts(
                     family="cudart",
-                    copies=(LibraryCopy(path="/usr/lib/libcudart.so.12", directory="/usr/lib", origin="ldconfig", loads=True),),
+                    copies=(
+                        LibraryCopy(
+                            path="/usr/lib/libcudart.so.12", directory="/usr/lib", origin="ldconfig", loads=True
+                        ),
+                    ),
                     winner="/usr/lib/libcudart.so.12",
                 ),
             ),
@@ -62,8 +66,18 @@ def rich_facts() -> Facts:
             is_cuda_build=True,
             compute_capabilities=("sm_80", "compute_90"),
             build_info={"cuda_version": "12.2"},
-            physical_devices=(TfDevice(name="/physical_device:GPU:0", device_type="GPU", details={"compute_capability": "(8, 0)"}),),
-            placement=(PlacementResult(op="matmul", requested="/GPU:0", device="/job:localhost/replica:0/task:0/device:GPU:0", ok=True, seconds=0.01),),
+            physical_devices=(
+                TfDevice(name="/physical_device:GPU:0", device_type="GPU", details={"compute_capability": "(8, 0)"}),
+            ),
+            placement=(
+                PlacementResult(
+                    op="matmul",
+                    requested="/GPU:0",
+                    device="/job:localhost/replica:0/task:0/device:GPU:0",
+                    ok=True,
+                    seconds=0.01,
+                ),
+            ),
             seconds=3.5,
         ),
     )

@@ -10,7 +10,9 @@ from envcheck.filename_fields import expand
 
 def test_fields_are_the_slurm_node_number_or_the_host_name():
     assert expand("node-%n.json", {"SLURM_NODEID": "12"}, "gpu07") == "node-12.json"
-    assert expand("node-%n.json", {}, "gpu07.cluster.example") == "node-gpu07.cluster.example.json"  # pdsh, mpirun, a DaemonSet
+    assert (
+        expand("node-%n.json", {}, "gpu07.cluster.example") == "node-gpu07.cluster.example.json"
+    )  # pdsh, mpirun, a DaemonSet
     assert expand("%h-%n.json", {"SLURM_NODEID": "3"}, "gpu07") == "gpu07-3.json"
     assert expand("100%%-%h.json", {}, "a b/c") == "100%-a_b_c.json"  # a host name never makes a path
     assert expand("plain.json", {}, "x") == "plain.json"

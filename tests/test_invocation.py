@@ -36,7 +36,10 @@ def test_a_script_run_by_path_is_printed_by_path(monkeypatch, tmp_path):
 
 def test_python_m_envcheck_otherwise(monkeypatch):
     fresh(monkeypatch, "-c", None)
-    assert invocation.runnable("envcheck doctor --tf-timeout 600") == f"{sys.executable} -m envcheck doctor --tf-timeout 600"
+    assert (
+        invocation.runnable("envcheck doctor --tf-timeout 600")
+        == f"{sys.executable} -m envcheck doctor --tf-timeout 600"
+    )
     assert invocation.runnable("echo envcheckish") == "echo envcheckish"  # only the command word
 
 

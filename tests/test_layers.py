@@ -13,7 +13,20 @@ PACKAGE = Path(__file__).resolve().parents[1] / "envcheck"
 
 # Lowest first. A module may import from its own layer and the layers below, never above.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("envcheck", "errors", "fsutil", "resources", "shell", "cuda_devices", "procs", "invocation", "tfquiet", "words", "interrupts", "filename_fields"),
+    (
+        "envcheck",
+        "errors",
+        "fsutil",
+        "resources",
+        "shell",
+        "cuda_devices",
+        "procs",
+        "invocation",
+        "tfquiet",
+        "words",
+        "interrupts",
+        "filename_fields",
+    ),
     ("facts",),
     ("findings", "matrix", "redact"),
     ("machine", "probes"),

@@ -21,7 +21,11 @@ def slow_python(tmp_path: Path) -> tuple[Path, Path]:
     wrapper = tmp_path / "python"
     wrapper.write_text(
         "#!/bin/sh\n"
-        'case "$*" in *tf_worker.py*) sleep 3; "' + sys.executable + '" "$@"; status=$?; touch "' + str(done) + '"; exit $status;; esac\n'
+        'case "$*" in *tf_worker.py*) sleep 3; "'
+        + sys.executable
+        + '" "$@"; status=$?; touch "'
+        + str(done)
+        + '"; exit $status;; esac\n'
         'exec "' + sys.executable + '" "$@"\n'
     )
     wrapper.chmod(0o755)
@@ -70,7 +74,9 @@ def test_the_first_status_lines_come_while_tensorflow_is_still_importing(tmp_pat
             state["live"] = True
             state["worker_done_then"] = done.exists()  # read the moment the first live line is here
 
-    chunks = run_in_pty([sys.executable, "-m", "envcheck", "doctor", "--python", str(wrapper)], env, b"Verdict:", on_chunk=watch)
+    chunks = run_in_pty(
+        [sys.executable, "-m", "envcheck", "doctor", "--python", str(wrapper)], env, b"Verdict:", on_chunk=watch
+    )
     text = b"".join(chunks)
     # Checked at once above, so this is an ordering, not a timing: the live lines came first.
     assert state.get("live"), text[-2000:]
@@ -82,7 +88,9 @@ def test_the_first_status_lines_come_while_tensorflow_is_still_importing(tmp_pat
 @pytest.mark.slow
 def test_nothing_live_when_stdout_is_not_a_terminal():
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-m", "envcheck", "doctor", "--quick"], capture_output=True, text=True, env=env, cwd=REPO)
+    out = subprocess.run(
+        [sys.executable, "-m", "envcheck", "doctor", "--quick"], capture_output=True, text=True, env=env, cwd=REPO
+    )
     assert "\x1b[" not in out.stdout and "importing TensorFlow" not in out.stdout and "⠋" not in out.stdout
 
 

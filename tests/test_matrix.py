@@ -210,8 +210,12 @@ def test_every_gpu_build_names_known_cuda_and_cudnn_that_fit_together(m):
         cuda = m.cuda(build.cuda)
         cudnn = m.cudnn(build.cudnn)
         assert cuda is not None and cudnn is not None, build
-        assert str(cuda.version) in cudnn.cuda, f"TF {build.tf} {build.os}: cuDNN {cudnn.version} was not built for CUDA {cuda.version}"
-        assert str(build.min_compute_capability) in cuda.architectures, f"TF {build.tf} {build.os}: CUDA {cuda.version} cannot build for {build.min_compute_capability}"
+        assert str(cuda.version) in cudnn.cuda, (
+            f"TF {build.tf} {build.os}: cuDNN {cudnn.version} was not built for CUDA {cuda.version}"
+        )
+        assert str(build.min_compute_capability) in cuda.architectures, (
+            f"TF {build.tf} {build.os}: CUDA {cuda.version} cannot build for {build.min_compute_capability}"
+        )
 
 
 def test_library_names_follow_the_platform(m):
@@ -306,7 +310,11 @@ def test_pip_cuda_runtime_wheel_ships_the_soname_the_matrix_names(m):
 
 
 def _nvcc() -> str | None:
-    for candidate in (shutil.which("nvcc"), *(os.path.join(os.environ[k], "bin", "nvcc") for k in ("CUDA_HOME", "CUDA_PATH") if k in os.environ), "/usr/local/cuda/bin/nvcc"):
+    for candidate in (
+        shutil.which("nvcc"),
+        *(os.path.join(os.environ[k], "bin", "nvcc") for k in ("CUDA_HOME", "CUDA_PATH") if k in os.environ),
+        "/usr/local/cuda/bin/nvcc",
+    ):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -316,7 +324,9 @@ def test_local_cuda_toolkit_architectures_match_the_matrix(m):
     nvcc = _nvcc()
     if nvcc is None:
         pytest.skip("no CUDA toolkit on this machine")
-    version = re.search(r"release (\d+\.\d+)", subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout)
+    version = re.search(
+        r"release (\d+\.\d+)", subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
+    )
     release = m.cuda(version.group(1)) if version else None
     if release is None:
         pytest.skip("the local toolkit's release is not in the matrix")

@@ -26,7 +26,17 @@ def run_json(capsys, *argv: str) -> dict:
 
 def test_tf_json_keys_and_values(capsys):
     answer = run_json(capsys, "tf", "2.15")
-    assert {"tf", "os", "python", "cuda", "cudnn", "compute_capabilities", "min_compute_capability", "libraries", "sources"} <= answer.keys()
+    assert {
+        "tf",
+        "os",
+        "python",
+        "cuda",
+        "cudnn",
+        "compute_capabilities",
+        "min_compute_capability",
+        "libraries",
+        "sources",
+    } <= answer.keys()
     assert answer["tf"] == "2.15" and answer["os"] == "linux"
     assert answer["python"] == ["3.9", "3.10", "3.11"]
     assert (answer["cuda"], answer["cudnn"], answer["min_compute_capability"]) == ("12.2", "8.9", "5.0")
@@ -166,7 +176,11 @@ def test_gpu_text_says_which_drivers_the_gpu_can_never_get(capsys):
 
 def test_gpu_laptop_part_that_has_no_desktop_twin(capsys):
     answer = run_json(capsys, "gpu", "RTX 4050")
-    assert (answer["name"], answer["compute_capability"], answer["architecture"]) == ("GeForce RTX 4050 Laptop GPU", "8.9", "Ada Lovelace")
+    assert (answer["name"], answer["compute_capability"], answer["architecture"]) == (
+        "GeForce RTX 4050 Laptop GPU",
+        "8.9",
+        "Ada Lovelace",
+    )
 
 
 @pytest.mark.parametrize(
@@ -185,7 +199,9 @@ def test_unknown_gpu_is_one_line_with_the_nearest_products(capsys, name, says):
     assert err.count("\n") == 1
 
 
-@pytest.mark.parametrize("query", [("tf", "2.15"), ("tf", "1.13", "--os", "windows"), ("cuda", "12.2"), ("gpu", "RTX 3090")])
+@pytest.mark.parametrize(
+    "query", [("tf", "2.15"), ("tf", "1.13", "--os", "windows"), ("cuda", "12.2"), ("gpu", "RTX 3090")]
+)
 @pytest.mark.parametrize("columns", [60, 80])
 def test_text_fits_the_terminal_width(capsys, monkeypatch, query, columns):
     monkeypatch.setenv("COLUMNS", str(columns))
@@ -194,7 +210,9 @@ def test_text_fits_the_terminal_width(capsys, monkeypatch, query, columns):
     for line in out.splitlines():
         if len(line) > columns:
             # Only what cannot be broken runs past: a command to copy, a source URL, one long word.
-            label, _, rest = line.partition("  ") if not line.startswith(("note: ", "source: ")) else line.partition(" ")
+            label, _, rest = (
+                line.partition("  ") if not line.startswith(("note: ", "source: ")) else line.partition(" ")
+            )
             assert line.startswith(("install ", "source: ")) or " " not in rest.strip(), line
     monkeypatch.setenv("COLUMNS", "200")
     _, wide, _ = run(capsys, *query)

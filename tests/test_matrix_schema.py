@@ -45,7 +45,11 @@ def line_of(path: Path, needle: str) -> int:
 
 def test_the_fixture_itself_is_valid():
     matrix = load_matrix(MINIMAL)
-    assert [(str(b.tf), b.os) for b in matrix.tf_releases()] == [("2.10", "linux"), ("2.10", "windows"), ("2.11", "windows")]
+    assert [(str(b.tf), b.os) for b in matrix.tf_releases()] == [
+        ("2.10", "linux"),
+        ("2.10", "windows"),
+        ("2.11", "windows"),
+    ]
 
 
 def test_wrong_type_names_field_line_and_expectation(tmp_path):
@@ -133,23 +137,43 @@ def test_yaml_syntax_error_names_the_line(tmp_path):
 
 
 def test_cpu_only_build_may_not_list_gpu_code(tmp_path):
-    path = broken(tmp_path, "    python: [\"3.10\"]\n    cuda: null\n", "    python: [\"3.10\"]\n    cuda: null\n    compute_capabilities: [sm_50]\n")
+    path = broken(
+        tmp_path,
+        '    python: ["3.10"]\n    cuda: null\n',
+        '    python: ["3.10"]\n    cuda: null\n    compute_capabilities: [sm_50]\n',
+    )
     assert "tensorflow[1].windows.compute_capabilities: expected nothing for a CPU-only build" in error_for(path)
 
 
 def test_tf_row_must_name_a_known_cuda_release(tmp_path):
-    path = broken(tmp_path, '    cuda: "11.2"\n    cudnn: "8.1"\n    compute_capabilities: [sm_35, sm_50, compute_80]\n    libraries: [libcudart', '    cuda: "11.8"\n    cudnn: "8.1"\n    compute_capabilities: [sm_35, sm_50, compute_80]\n    libraries: [libcudart')
+    path = broken(
+        tmp_path,
+        '    cuda: "11.2"\n    cudnn: "8.1"\n    compute_capabilities: [sm_35, sm_50, compute_80]\n    libraries: [libcudart',
+        '    cuda: "11.8"\n    cudnn: "8.1"\n    compute_capabilities: [sm_35, sm_50, compute_80]\n    libraries: [libcudart',
+    )
     assert "tensorflow[0].linux.cuda: CUDA 11.8 has no row in the 'cuda' table" in error_for(path)
 
 
 def test_architecture_entries_are_checked(tmp_path):
-    path = broken(tmp_path, "compute_capabilities: [sm_35, sm_50, compute_80]", "compute_capabilities: [sm_35, sm50, compute_80]")
-    assert "tensorflow[0].linux.compute_capabilities[1]: expected an architecture like 'sm_70' or 'compute_80', got 'sm50'" in error_for(path)
+    path = broken(
+        tmp_path, "compute_capabilities: [sm_35, sm_50, compute_80]", "compute_capabilities: [sm_35, sm50, compute_80]"
+    )
+    assert (
+        "tensorflow[0].linux.compute_capabilities[1]: expected an architecture like 'sm_70' or 'compute_80', got 'sm50'"
+        in error_for(path)
+    )
 
 
 def test_pip_cuda_specifiers_are_checked(tmp_path):
-    path = broken(tmp_path, "    libraries: [libcudart.so.11.0, libcudnn.so.8]\n", "    libraries: [libcudart.so.11.0, libcudnn.so.8]\n    pip_cuda:\n      extra: and-cuda\n      packages: {nvidia-cudnn-cu11: \"=> 8.6\"}\n")
-    assert "tensorflow[0].linux.pip_cuda.packages.nvidia-cudnn-cu11: expected a package name and a PEP 440 specifier" in error_for(path)
+    path = broken(
+        tmp_path,
+        "    libraries: [libcudart.so.11.0, libcudnn.so.8]\n",
+        '    libraries: [libcudart.so.11.0, libcudnn.so.8]\n    pip_cuda:\n      extra: and-cuda\n      packages: {nvidia-cudnn-cu11: "=> 8.6"}\n',
+    )
+    assert (
+        "tensorflow[0].linux.pip_cuda.packages.nvidia-cudnn-cu11: expected a package name and a PEP 440 specifier"
+        in error_for(path)
+    )
 
 
 def test_boolean_field_rejects_text(tmp_path):
@@ -193,7 +217,11 @@ def test_cache_reloads_an_edited_file(tmp_path):
     path.write_text(MINIMAL.read_text())
     first = load_matrix(path)
     assert load_matrix(path) is first, "an unchanged file is parsed once"
-    path.write_text(MINIMAL.read_text().replace('cudnn: "8.1"\n    compute', 'cudnn: "8.1"\n    compiler: GCC 9.3.1\n    compute', 1))
+    path.write_text(
+        MINIMAL.read_text().replace(
+            'cudnn: "8.1"\n    compute', 'cudnn: "8.1"\n    compiler: GCC 9.3.1\n    compute', 1
+        )
+    )
     second = load_matrix(path)
     assert second is not first
     assert second.tf_build("2.10", "linux").compiler == "GCC 9.3.1"
@@ -214,7 +242,7 @@ def test_architectures_are_required(tmp_path):
     text = MINIMAL.read_text()
     start, end = text.index("architectures:\n"), text.index("\ngpus:")
     path = tmp_path / "matrix.yaml"
-    path.write_text(text[:start] + text[end + 1:])
+    path.write_text(text[:start] + text[end + 1 :])
     assert "(top level): missing key 'architectures'" in error_for(path)
 
 
@@ -226,7 +254,11 @@ def test_gpu_row_must_name_a_known_architecture(tmp_path):
 
 
 def test_gpu_row_capability_must_be_within_its_architecture(tmp_path):
-    path = broken(tmp_path, '- architecture: Pascal\n  compute_capability: "6.1"', '- architecture: Pascal\n  compute_capability: "7.5"')
+    path = broken(
+        tmp_path,
+        '- architecture: Pascal\n  compute_capability: "6.1"',
+        '- architecture: Pascal\n  compute_capability: "7.5"',
+    )
     assert "gpus[0].compute_capability: 7.5 is not a compute capability of Pascal (6.0, 6.1, 6.2)" in error_for(path)
 
 
@@ -245,7 +277,10 @@ def test_last_driver_branch_is_a_branch_number_or_null(tmp_path, branch, shown):
     path = broken(tmp_path, 'last_driver_branch: "470"', f"last_driver_branch: {branch}")
     message = error_for(path)
     assert f"line {line_of(path, 'last_driver_branch: ' + branch)}" in message
-    assert f"architectures[0].last_driver_branch: expected a driver branch like '470' (or null while supported), got {shown}" in message
+    assert (
+        f"architectures[0].last_driver_branch: expected a driver branch like '470' (or null while supported), got {shown}"
+        in message
+    )
 
 
 def test_last_driver_branch_is_required(tmp_path):
@@ -282,9 +317,15 @@ def test_pci_ids_must_be_a_list(tmp_path):
 
 def test_a_laptop_name_is_another_name_than_the_desktop_one(tmp_path):
     # "RTX 3060 Laptop GPU" may be its own product; "RTX 3060 Mobile" then names the same one.
-    path = broken(tmp_path, "  products: [GeForce RTX 3060]", "  products: [GeForce RTX 3060, GeForce RTX 3060 Laptop GPU, NVIDIA GeForce RTX 3060 Mobile]")
+    path = broken(
+        tmp_path,
+        "  products: [GeForce RTX 3060]",
+        "  products: [GeForce RTX 3060, GeForce RTX 3060 Laptop GPU, NVIDIA GeForce RTX 3060 Mobile]",
+    )
     assert "duplicate row: GPU name 'NVIDIA GeForce RTX 3060 Mobile' is already given" in error_for(path)
-    ok = broken(tmp_path, "  products: [GeForce RTX 3060]", "  products: [GeForce RTX 3060, GeForce RTX 3060 Laptop GPU]")
+    ok = broken(
+        tmp_path, "  products: [GeForce RTX 3060]", "  products: [GeForce RTX 3060, GeForce RTX 3060 Laptop GPU]"
+    )
     matrix = load_matrix(ok)
     assert matrix.gpu("RTX 3060 Max-Q").name == "GeForce RTX 3060 Laptop GPU"
     assert matrix.gpu("RTX 3060").name == "GeForce RTX 3060"

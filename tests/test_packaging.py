@@ -23,7 +23,9 @@ def wheel(tmp_path_factory):
     shutil.copytree(
         REPO,
         source,
-        ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis", ".pytest_cache", ".ruff_cache"),
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis", ".pytest_cache", ".ruff_cache"
+        ),
     )
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(source)],
@@ -54,7 +56,9 @@ def test_installed_wheel_finds_its_matrix(wheel, tmp_path):
         f"import sys; sys.path.insert(0, {str(tmp_path)!r}); "
         "from envcheck.resources import data_file; p = data_file('compat_matrix.yaml'); print(p, p.exists())"
     )
-    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, cwd=str(tmp_path), check=True)
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", code], capture_output=True, text=True, cwd=str(tmp_path), check=True
+    )
     path, exists = out.stdout.split()
     assert exists == "True"
     assert path.startswith(str(tmp_path))

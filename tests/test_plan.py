@@ -35,7 +35,9 @@ def newest_gpu_build(matrix, os, python, capability):
     builds = [
         b
         for b in matrix.tf_releases(os)
-        if b.gpu and b.supports_python(python) and matrix.support(b, capability) != "none"
+        if b.gpu
+        and b.supports_python(python)
+        and matrix.support(b, capability) != "none"
         and not (os == "windows" and b.tf > matrix.platform.windows_native_gpu_last)
     ]
     return builds[-1] if builds else None
@@ -97,7 +99,9 @@ def test_card_below_every_release_gets_the_cpu_plan(cli, matrix):
 
 
 def test_windows_with_tf_beyond_native_gpu_support(cli, matrix):
-    data = plan_json(cli, "--os", "windows", "--tf", "2.15", "--python", "3.11", "--gpu", "GeForce GTX 1060", "--driver", "537.13")
+    data = plan_json(
+        cli, "--os", "windows", "--tf", "2.15", "--python", "3.11", "--gpu", "GeForce GTX 1060", "--driver", "537.13"
+    )
     assert (data["kind"], data["os"], data["tensorflow"]) == ("gpu", "wsl", "2.15")
     assert data["requirement"] == "tensorflow[and-cuda]==2.15.*"
     native = alternative(data, "native-windows")["plan"]
@@ -122,7 +126,9 @@ def test_macos_gets_the_cpu_plan(cli):
 
 def test_cpu_only(cli):
     data = plan_json(cli, "--os", "linux", "--python", "3.11", "--cpu")
-    assert data["kind"] == "cpu" and data["requirement"].startswith("tensorflow-cpu==")  # no CUDA, no CUDA start-up errors
+    assert data["kind"] == "cpu" and data["requirement"].startswith(
+        "tensorflow-cpu=="
+    )  # no CUDA, no CUDA start-up errors
     assert data["target"]["origins"]["gpu"] == "--cpu"
 
 
@@ -153,7 +159,11 @@ def _write_facts(tmp_path, **sections):
 def test_plan_from_a_saved_snapshot_with_nvml_gpus(cli, tmp_path, matrix):
     path = _write_facts(
         tmp_path,
-        nvml=NvmlFacts(status=OK, driver_version="535.104.05", gpus=(NvmlGpu(index=0, name="NVIDIA GeForce RTX 3090", compute_capability="8.6"),)),
+        nvml=NvmlFacts(
+            status=OK,
+            driver_version="535.104.05",
+            gpus=(NvmlGpu(index=0, name="NVIDIA GeForce RTX 3090", compute_capability="8.6"),),
+        ),
         pci=PciFacts(status=OK),
     )
     data = plan_json(cli, "--facts", path)
@@ -245,7 +255,12 @@ def test_plan_for_the_setup_posts_saved_snapshot(cli):
 
     snapshot = str(Path(__file__).resolve().parent / "fixtures" / "facts" / "setup_post_win10.json")
     data = plan_json(cli, "--facts", snapshot)
-    assert (data["os"], data["tensorflow"], data["python"], data["driver_status"]) == ("windows", "2.10", "3.7", "upgrade")
+    assert (data["os"], data["tensorflow"], data["python"], data["driver_status"]) == (
+        "windows",
+        "2.10",
+        "3.7",
+        "upgrade",
+    )
     # The same machine under WSL2: its GPU and Windows driver carry over, its Windows Python does not.
     wsl = plan_json(cli, "--facts", snapshot, "--os", "wsl")
     assert wsl["os"] == "wsl" and wsl["target"]["driver"] == "417.35" and wsl["target"]["python"] is None
@@ -253,7 +268,13 @@ def test_plan_for_the_setup_posts_saved_snapshot(cli):
 
 @pytest.mark.parametrize(
     "args",
-    [("--driver", "５５０.５４"), ("--compute-capability", "８.６"), ("--python", "3.１１"), ("--gpu", ""), ("--gpu", "  ")],
+    [
+        ("--driver", "５５０.５４"),
+        ("--compute-capability", "８.６"),
+        ("--python", "3.１１"),
+        ("--gpu", ""),
+        ("--gpu", "  "),
+    ],
 )
 def test_non_ascii_digits_and_empty_names_are_bad_input(cli, args):
     result = cli("plan", "--os", "linux", *args)
@@ -273,7 +294,9 @@ def test_tensorflow_1_cpu_check_runs_a_session(cli):
 def test_pinned_release_says_when_it_runs_through_ptx_or_unchecked(cli, matrix):
     # An RTX 3060 (8.6) and 2.15's Linux build (sm_75, compute_80): PTX, so the full driver minimum.
     assert matrix.support(matrix.tf_build("2.15", "linux"), "8.6") == "ptx"
-    data = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", "RTX 3060", "--driver", "550.54.14", "--tf", "2.15")
+    data = plan_json(
+        cli, "--os", "linux", "--python", "3.11", "--gpu", "RTX 3060", "--driver", "550.54.14", "--tf", "2.15"
+    )
     assert data["gpu_support"] == "ptx" and any("runs through PTX" in r for r in data["reasons"])
     data = plan_json(cli, "--os", "linux", "--python", "3.11", "--driver", "550.54.14", "--tf", "2.15")
     assert any("compute capability is not known" in r for r in data["reasons"])
@@ -282,30 +305,46 @@ def test_pinned_release_says_when_it_runs_through_ptx_or_unchecked(cli, matrix):
 def test_pinned_past_native_windows_on_a_card_wsl2_cannot_run_says_why(cli, matrix):
     wsl = matrix.tf_build("2.15", "wsl")
     assert matrix.support(wsl, "3.5") == "none"
-    data = plan_json(cli, "--os", "windows", "--python", "3.11", "--gpu", "GTX 780", "--driver", "472.12", "--tf", "2.15")
+    data = plan_json(
+        cli, "--os", "windows", "--python", "3.11", "--gpu", "GTX 780", "--driver", "472.12", "--tf", "2.15"
+    )
     assert data["kind"] == "cpu"
     assert any("WSL2" in r and f"needs {wsl.min_compute_capability} or higher" in r for r in data["reasons"])
 
 
 def test_a_pinned_patch_release_is_installed_exactly(cli):
-    data = plan_json(cli, "--os", "linux", "--python", "3.10", "--gpu", "RTX 3060", "--driver", "550.54.14", "--tf", "2.14.0")
+    data = plan_json(
+        cli, "--os", "linux", "--python", "3.10", "--gpu", "RTX 3060", "--driver", "550.54.14", "--tf", "2.14.0"
+    )
     assert data["tensorflow"] == "2.14" and data["requirement"] == "tensorflow[and-cuda]==2.14.0"
     assert alternative(data, "cpu")["plan"]["requirement"] == "tensorflow-cpu==2.14.0"
     steps = " ".join(c["line"] for s in data["steps"] for c in s["commands"])
     assert '"tensorflow[and-cuda]==2.14.0"' in steps
     # A minor release still takes the series' newest patch.
-    assert plan_json(cli, "--os", "linux", "--python", "3.10", "--cpu", "--tf", "2.14")["requirement"] == "tensorflow-cpu==2.14.*"
+    assert (
+        plan_json(cli, "--os", "linux", "--python", "3.10", "--cpu", "--tf", "2.14")["requirement"]
+        == "tensorflow-cpu==2.14.*"
+    )
 
 
 @pytest.mark.parametrize(
     "capability, version, shown",
-    [("9.x", "3.11.2", "Python 3.11"), ("８.６", "3.12.0rc1", "Python 3.12"), ("8.6", "three", "Python not given"), ("8.6", "2.7.18", "Python 2.7")],
+    [
+        ("9.x", "3.11.2", "Python 3.11"),
+        ("８.６", "3.12.0rc1", "Python 3.12"),
+        ("8.6", "three", "Python not given"),
+        ("8.6", "2.7.18", "Python 2.7"),
+    ],
 )
 def test_a_snapshot_with_odd_values_plans_without_crashing(cli, tmp_path, capability, version, shown):
     facts = Facts(
         python=PythonFacts(version=version, bits=64),
         platform=PlatformFacts(os="linux", system="Linux"),
-        nvml=NvmlFacts(status=OK, driver_version="550.54.14", gpus=(NvmlGpu(index=0, name="Weird GPU", compute_capability=capability),)),
+        nvml=NvmlFacts(
+            status=OK,
+            driver_version="550.54.14",
+            gpus=(NvmlGpu(index=0, name="Weird GPU", compute_capability=capability),),
+        ),
     )
     path = tmp_path / "odd.json"
     path.write_text(to_json(facts))

@@ -262,7 +262,9 @@ def test_python_newer_than_every_release_is_replaced_by_the_newest_supported(mat
 
 
 def test_32_bit_python_is_never_planned_for(matrix):
-    target = replace(machine(matrix, os="windows", python="3.7", gpu="GeForce GTX 1060", driver="452.39"), python_bits=32)
+    target = replace(
+        machine(matrix, os="windows", python="3.7", gpu="GeForce GTX 1060", driver="452.39"), python_bits=32
+    )
     choice = choose(matrix, target)
     assert choice.option.tf == "2.10" and choice.option.python_change
     assert any("32-bit" in w for w in choice.warnings)
@@ -296,7 +298,9 @@ def test_unknown_gpu_still_plans_for_the_gpu_but_says_the_capability_was_not_che
 
 
 def test_pinned_release_beyond_native_windows_gpu_moves_to_wsl2(matrix):
-    choice = choose(matrix, machine(matrix, os="windows", python="3.11", gpu="GeForce GTX 1060", driver="537.13", tf="2.16"))
+    choice = choose(
+        matrix, machine(matrix, os="windows", python="3.11", gpu="GeForce GTX 1060", driver="537.13", tf="2.16")
+    )
     o = choice.option
     assert (o.kind, o.os, o.tf, o.cuda_extra) == (GPU, "wsl", "2.16", "and-cuda")
     native = alternative(choice, "native-windows").option
@@ -335,12 +339,17 @@ def test_release_before_the_cuda_extra_gets_a_constraints_file_and_the_wheel_lib
     lines = _lines(plan)
     assert plan.option.cuda_extra is None  # 2.13 predates tensorflow[and-cuda]
     assert any("tf-constraints.txt" in l and "'nvidia-cudnn-cu11==8.6.0.163'" in l for l in lines)
-    assert any('pip install -c tf-constraints.txt "tensorflow==2.13.*" nvidia-cuda-runtime-cu11 nvidia-cudnn-cu11' in l for l in lines)
+    assert any(
+        'pip install -c tf-constraints.txt "tensorflow==2.13.*" nvidia-cuda-runtime-cu11 nvidia-cudnn-cu11' in l
+        for l in lines
+    )
     assert any(l.startswith("export LD_LIBRARY_PATH=") and "nvidia" in l for l in lines)
 
 
 def test_release_without_cuda_wheels_on_linux_gets_the_toolkit_and_cudnn_downloads(matrix):
-    plan = make_plan(matrix, machine(matrix, os="linux", python="3.10", gpu="GeForce GTX 1060", driver="470.82.01", tf="2.10"))
+    plan = make_plan(
+        matrix, machine(matrix, os="linux", python="3.10", gpu="GeForce GTX 1060", driver="470.82.01", tf="2.10")
+    )
     assert plan.option.kind == GPU and plan.option.cuda_extra is None
     links = [s.url for s in plan.steps]
     assert "https://developer.nvidia.com/cuda-11.2.0-download-archive" in links
@@ -365,7 +374,9 @@ def test_native_windows_steps_name_the_exact_dlls_folders_and_path(matrix):
 
 
 def test_native_windows_1x_release_installs_tensorflow_gpu_and_checks_with_the_1x_api(matrix):
-    plan = make_plan(matrix, machine(matrix, os="windows", python="3.7", gpu="GeForce GTX 1060", driver="417.35", tf="1.15"))
+    plan = make_plan(
+        matrix, machine(matrix, os="windows", python="3.7", gpu="GeForce GTX 1060", driver="417.35", tf="1.15")
+    )
     lines = _lines(plan)
     assert any('"tensorflow-gpu==1.15.*"' in l for l in lines)
     assert any("cudart64_100.dll" in l for l in lines)
@@ -428,7 +439,11 @@ def test_script_for_the_wrong_shell_is_a_usage_error(matrix):
 def test_json_has_the_documented_keys(matrix):
     import json
 
-    data = json.loads(render_json(make_plan(matrix, machine(matrix, os="windows", python="3.7", gpu="GeForce GTX 1060", driver="417.35"))))
+    data = json.loads(
+        render_json(
+            make_plan(matrix, machine(matrix, os="windows", python="3.7", gpu="GeForce GTX 1060", driver="417.35"))
+        )
+    )
     for key in ("tensorflow", "python", "cuda", "cudnn", "driver_min", "steps", "alternatives", "reasons"):
         assert key in data
     assert (data["tensorflow"], data["cuda"], data["cudnn"], data["driver_min"]) == ("2.10", "11.2", "8.1", "452.39")
@@ -437,7 +452,9 @@ def test_json_has_the_documented_keys(matrix):
 
 
 def test_text_names_the_decision_and_the_upgrade(matrix):
-    text = render_text(make_plan(matrix, machine(matrix, os="windows", python="3.7", gpu="GeForce GTX 1060", driver="417.35")))
+    text = render_text(
+        make_plan(matrix, machine(matrix, os="windows", python="3.7", gpu="GeForce GTX 1060", driver="417.35"))
+    )
     assert "Recommended: TensorFlow 2.10 on the GPU, Windows (native)" in text
     assert "452.39 or newer (you have 417.35: upgrade it)" in text
     assert "Keep driver 417.35" in text
@@ -479,14 +496,31 @@ def test_target_from_nvml_takes_the_lowest_capability_and_the_driver(matrix):
         )
     )
     t = target_from_facts(facts, matrix)
-    assert (t.has_gpu, t.compute_capability, str(t.driver), t.python, t.os) == (True, Version("6.1"), "535.104.05", "3.10", "linux")
+    assert (t.has_gpu, t.compute_capability, str(t.driver), t.python, t.os) == (
+        True,
+        Version("6.1"),
+        "535.104.05",
+        "3.10",
+        "linux",
+    )
     assert t.origin("gpu") == "NVML" and t.origin("driver") == "NVML"
     assert choose(matrix, t).option.tf == "2.16"
 
 
 def test_target_from_pci_without_driver_asks_for_a_driver_install(matrix):
     facts = _facts(
-        pci=PciFacts(status=OK, devices=(PciDevice(address="0000:01:00.0", vendor_id="0x10de", device_id="0x1c03", class_code="0x030000", name="GeForce GTX 1060"),)),
+        pci=PciFacts(
+            status=OK,
+            devices=(
+                PciDevice(
+                    address="0000:01:00.0",
+                    vendor_id="0x10de",
+                    device_id="0x1c03",
+                    class_code="0x030000",
+                    name="GeForce GTX 1060",
+                ),
+            ),
+        ),
     )
     t = target_from_facts(facts, matrix)
     assert t.has_gpu and t.compute_capability == Version("6.1") and t.driver is None
@@ -547,7 +581,9 @@ def test_unknown_gpu_name_is_not_found_with_suggestions(matrix):
 
 
 def test_pinned_release_that_needs_a_newer_driver_offers_keeping_it(matrix):
-    choice = choose(matrix, machine(matrix, os="linux", python="3.10", gpu="GeForce GTX 1060", driver="440.33", tf="2.10"))
+    choice = choose(
+        matrix, machine(matrix, os="linux", python="3.10", gpu="GeForce GTX 1060", driver="440.33", tf="2.10")
+    )
     assert choice.option.driver_status == DRIVER_UPGRADE
     assert alternative(choice, "keep-driver").option.tf == "1.15"
 
@@ -564,7 +600,11 @@ def test_windows_machine_planned_for_wsl2_keeps_gpu_and_driver_but_not_python(ma
     facts = _facts(
         platform=PlatformFacts(os="windows"),
         python=PythonFacts(version="3.7.9", bits=64),
-        nvml=NvmlFacts(status=OK, driver_version="531.41", gpus=(NvmlGpu(index=0, name="GeForce RTX 4090", compute_capability="8.9"),)),
+        nvml=NvmlFacts(
+            status=OK,
+            driver_version="531.41",
+            gpus=(NvmlGpu(index=0, name="GeForce RTX 4090", compute_capability="8.9"),),
+        ),
     )
     windows = target_from_facts(facts, matrix)
     wsl = retarget(windows, "wsl")

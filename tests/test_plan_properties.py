@@ -23,9 +23,19 @@ RELEASES = sorted({str(b.tf) for b in MATRIX.tf_releases()})
 machines = st.fixed_dictionaries(
     {
         "os": st.sampled_from(["linux", "windows", "wsl", "macos"]),
-        "python": st.one_of(st.none(), st.sampled_from(["3.5", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14"])),
-        "compute_capability": st.one_of(st.none(), st.sampled_from(["2.1", "3.0", "3.5", "3.7", "5.0", "6.1", "7.0", "7.5", "8.6", "8.9", "9.0", "10.0", "12.0"])),
-        "driver": st.one_of(st.none(), st.sampled_from(["390.48", "411.31", "417.35", "452.39", "470.82.01", "527.41", "535.104.05", "560.35.03"])),
+        "python": st.one_of(
+            st.none(), st.sampled_from(["3.5", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14"])
+        ),
+        "compute_capability": st.one_of(
+            st.none(),
+            st.sampled_from(
+                ["2.1", "3.0", "3.5", "3.7", "5.0", "6.1", "7.0", "7.5", "8.6", "8.9", "9.0", "10.0", "12.0"]
+            ),
+        ),
+        "driver": st.one_of(
+            st.none(),
+            st.sampled_from(["390.48", "411.31", "417.35", "452.39", "470.82.01", "527.41", "535.104.05", "560.35.03"]),
+        ),
         "tf": st.one_of(st.none(), st.sampled_from(RELEASES)),
         "cpu": st.booleans(),
     }

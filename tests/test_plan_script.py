@@ -14,8 +14,18 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_the_plan_for_this_machine_runs_to_the_end(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    script = subprocess.run([sys.executable, "-m", "envcheck", "plan", "--format", "bash"], capture_output=True, text=True, env=env, check=True).stdout
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    script = subprocess.run(
+        [sys.executable, "-m", "envcheck", "plan", "--format", "bash"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout
     if "nvidia" in script.lower() and "tensorflow-cpu" not in script:
         pytest.skip("this machine's plan needs a GPU driver or CUDA downloads, which a test cannot make")
     path = tmp_path / "install-tf.sh"

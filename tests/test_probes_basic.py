@@ -40,7 +40,9 @@ def test_metadata_headers_are_read_directly(tmp_path, monkeypatch):
 
     info = tmp_path / "Fake_Pkg-1.2.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: Fake_Pkg\nVersion: 1.2\nRequires-Dist: numpy>=1.16\n\nRequires-Dist: not-a-header\n")
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: Fake_Pkg\nVersion: 1.2\nRequires-Dist: numpy>=1.16\n\nRequires-Dist: not-a-header\n"
+    )
     egg = tmp_path / "old.egg-info"
     egg.mkdir()
     (egg / "PKG-INFO").write_text("Name: old\nVersion: 0.9\n")

@@ -52,7 +52,9 @@ def test_input_and_ordinary_output_pass_through():
 
 
 def test_a_tensorflow_worker_that_floods_becomes_a_fact():
-    child = procs.Child([sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('y' * 65536)"], timeout=60, max_bytes=1 << 20)
+    child = procs.Child(
+        [sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('y' * 65536)"], timeout=60, max_bytes=1 << 20
+    )
     facts = TfWorker(child, 60).finish()
     assert facts.error_kind == "bad_output" and "MiB" in facts.error
 

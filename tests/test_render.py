@@ -35,7 +35,11 @@ def sample_report() -> Report:
         env=EnvFacts(variables={"PATH": f"{HOME}/bin:/usr/bin"}),
         nvml=NvmlFacts(
             driver_version="470.57",
-            gpus=(NvmlGpu(index=0, name="NVIDIA GeForce GTX 1060", uuid=UUID, serial="0324118012345", compute_capability="6.1"),),
+            gpus=(
+                NvmlGpu(
+                    index=0, name="NVIDIA GeForce GTX 1060", uuid=UUID, serial="0324118012345", compute_capability="6.1"
+                ),
+            ),
         ),
     )
     root = Finding(
@@ -52,9 +56,15 @@ def sample_report() -> Report:
         ),
     )
     child = Finding(
-        id="EC-PLC-002", severity=Severity.ERROR, title="the placement test ran on the CPU", link="placement", caused_by="EC-DRV-001"
+        id="EC-PLC-002",
+        severity=Severity.ERROR,
+        title="the placement test ran on the CPU",
+        link="placement",
+        caused_by="EC-DRV-001",
     )
-    warning = Finding(id="EC-ENV-004", severity=Severity.WARNING, title="CUDA_DEVICE_ORDER is unset", link="environment")
+    warning = Finding(
+        id="EC-ENV-004", severity=Severity.WARNING, title="CUDA_DEVICE_ORDER is unset", link="environment"
+    )
     verdict = Verdict(
         status=CPU_ONLY,
         reason=root.title,
@@ -67,7 +77,14 @@ def sample_report() -> Report:
         LinkStatus(name="python", status=LINK_OK, summary="CPython 3.11.7, 64-bit", seconds=0.002),
         LinkStatus(name="driver", status=LINK_ERROR, summary="driver 470.57"),
     )
-    return Report(facts=facts, findings=(root, child, warning), verdict=verdict, links=links, exit_code=1, envcheck_version="0.1.0")
+    return Report(
+        facts=facts,
+        findings=(root, child, warning),
+        verdict=verdict,
+        links=links,
+        exit_code=1,
+        envcheck_version="0.1.0",
+    )
 
 
 def test_terminal_plain_ascii_when_not_a_tty():
@@ -190,7 +207,9 @@ def test_every_key_in_the_readme_schema_is_in_real_json_output():
 
     from envcheck.facts import Distribution, PackagesFacts
 
-    packages = PackagesFacts(distributions=(Distribution(name="tensorflow", version="2.21.0", location="/x", requires=("numpy",)),))
+    packages = PackagesFacts(
+        distributions=(Distribution(name="tensorflow", version="2.21.0", location="/x", requires=("numpy",)),)
+    )
     data = json.loads(json_render.render(judge(Facts(packages=packages))))
     data["findings"] = json.loads(json_render.render(sample_report()))["findings"]
     from rules import builders
@@ -208,8 +227,30 @@ def test_every_key_in_the_readme_schema_is_in_real_json_output():
                 walk(item)
 
     walk(data)
-    values = {"gpu-ready", "cpu-only", "broken", "not-installed", "ok", "warning", "error", "skipped", "info", "bash", "powershell", "any",
-              "python", "gpu", "driver", "compute", "libraries", "tensorflow", "placement", "environment", "nvml", "pci"}
+    values = {
+        "gpu-ready",
+        "cpu-only",
+        "broken",
+        "not-installed",
+        "ok",
+        "warning",
+        "error",
+        "skipped",
+        "info",
+        "bash",
+        "powershell",
+        "any",
+        "python",
+        "gpu",
+        "driver",
+        "compute",
+        "libraries",
+        "tensorflow",
+        "placement",
+        "environment",
+        "nvml",
+        "pci",
+    }
     missing = sorted(documented - seen - values)
     assert not missing, missing
     assert {"python", "platform", "env", "packages"} <= set(facts_sections) <= set(data["facts"])

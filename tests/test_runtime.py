@@ -88,7 +88,11 @@ def scenarios():
     procs = {
         name: subprocess.Popen(
             [sys.executable, "-c", PRELUDE + textwrap.dedent(body)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=str(REPO),
         )
         for name, body in SCENARIOS.items()
     }
@@ -97,7 +101,7 @@ def scenarios():
         out, err = proc.communicate(timeout=300)
         lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
         assert proc.returncode == 0 and lines, f"{name} failed:\n{err[-3000:]}"
-        results[name] = json.loads(lines[-1][len("RESULT "):])
+        results[name] = json.loads(lines[-1][len("RESULT ") :])
     return results
 
 
@@ -123,7 +127,10 @@ def test_error_mode_raises_with_the_reason(scenarios):
     result = scenarios["error"]
     assert result["raised"] == "GpuUnavailableError" and result["runtime_error"]
     # No NVIDIA GPU at all: nothing for the doctor to fix, the CPU is the way.
-    assert result["message"] == "no GPU usable by TensorFlow: no NVIDIA GPU on this machine. Pass fallback='cpu' to run on the CPU."
+    assert (
+        result["message"]
+        == "no GPU usable by TensorFlow: no NVIDIA GPU on this machine. Pass fallback='cpu' to run on the CPU."
+    )
 
 
 @pytest.mark.slow
@@ -172,8 +179,16 @@ def test_bad_arguments_are_refused_before_tensorflow_is_touched(kwargs, error, w
 
 
 def test_good_arguments_are_normalised():
-    settings = runtime.validate(gpus=1, memory_growth=None, memory_limit_mb=2048.0, memory_fraction=None,
-                                soft_placement=True, log_placement=None, fallback="error", cpu_replicas=2)
+    settings = runtime.validate(
+        gpus=1,
+        memory_growth=None,
+        memory_limit_mb=2048.0,
+        memory_fraction=None,
+        soft_placement=True,
+        log_placement=None,
+        fallback="error",
+        cpu_replicas=2,
+    )
     assert settings.gpus == (1,) and settings.memory_limit_mb == 2048 and settings.cpu_replicas == 2
 
 
@@ -195,10 +210,15 @@ def test_gpu_selection_checks_the_index():
 def test_total_memory_follows_cuda_visible_devices(monkeypatch, tmp_path):
     from rules import builders
 
-    facts = builders.change(builders.server(), {"nvml.gpus": (
-        NvmlGpu(index=0, name="A", uuid="GPU-aaaa", memory_total_mb=16000),
-        NvmlGpu(index=1, name="B", uuid="GPU-bbbb", memory_total_mb=24000),
-    )})
+    facts = builders.change(
+        builders.server(),
+        {
+            "nvml.gpus": (
+                NvmlGpu(index=0, name="A", uuid="GPU-aaaa", memory_total_mb=16000),
+                NvmlGpu(index=1, name="B", uuid="GPU-bbbb", memory_total_mb=24000),
+            )
+        },
+    )
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert runtime._total_memory_mb(facts) == {0: 16000, 1: 24000}
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
@@ -209,7 +229,9 @@ def test_total_memory_follows_cuda_visible_devices(monkeypatch, tmp_path):
     assert runtime._total_memory_mb(facts) == {0: 24000}
 
 
-@pytest.mark.parametrize("limit, words", [(float("inf"), "positive"), (float("nan"), "positive"), (0.5, "at least 1 MiB")])
+@pytest.mark.parametrize(
+    "limit, words", [(float("inf"), "positive"), (float("nan"), "positive"), (0.5, "at least 1 MiB")]
+)
 def test_a_memory_limit_must_be_a_finite_whole_mib(limit, words):
     # inf used to escape as an OverflowError, and 0.5 became a limit of 0 MiB.
     with pytest.raises(ValueError) as info:
@@ -227,8 +249,12 @@ def test_configure_keeps_tensorflows_start_up_noise_out_unless_asked(tmp_path):
     code = "from envcheck import runtime; runtime.configure(fallback='cpu', quiet={quiet}); print('configured')"
     env = {**os.environ, "PYTHONPATH": str(repo)}
     env.pop("TF_CPP_MIN_LOG_LEVEL", None)
-    quiet = subprocess.run([_sys.executable, "-c", code.format(quiet=True)], capture_output=True, text=True, env=env, timeout=300)
-    loud = subprocess.run([_sys.executable, "-c", code.format(quiet=False)], capture_output=True, text=True, env=env, timeout=300)
+    quiet = subprocess.run(
+        [_sys.executable, "-c", code.format(quiet=True)], capture_output=True, text=True, env=env, timeout=300
+    )
+    loud = subprocess.run(
+        [_sys.executable, "-c", code.format(quiet=False)], capture_output=True, text=True, env=env, timeout=300
+    )
     assert quiet.returncode == 0 and "configured" in quiet.stdout
     assert "oneDNN" not in quiet.stderr and "cpu_feature_guard" not in quiet.stderr
     assert "oneDNN" in loud.stderr  # the same start, not captured

@@ -38,10 +38,45 @@ PS_QUOTES = "'\u2018\u2019\u201a\u201b"
 
 # Fragments an attacker (or an unlucky folder name) would use; each injection makes a file.
 HOSTILE = [
-    "$(>pwned)", "`>pwned`", ";>pwned", "&>pwned", "|>pwned", "'$(>pwned)'", '"$(>pwned)"', "\n>pwned\n",
-    "$(Set-Content pwned x)", "'; Set-Content pwned x; '", "\u2019; Set-Content pwned x; \u2019", "`$(Set-Content pwned x)",
-    " ", "'", '"', "\\", "#", "$HOME", "${PATH}", "!", "*", "?", "~", "{a,b}", "(", ")", "<", "\t", "\u00e9", "\u4e2d",
-    "\u2018", "\u201c", "--%", "@", ",", "/opt/cuda", "C:\\CUDA", "lib64", "-",
+    "$(>pwned)",
+    "`>pwned`",
+    ";>pwned",
+    "&>pwned",
+    "|>pwned",
+    "'$(>pwned)'",
+    '"$(>pwned)"',
+    "\n>pwned\n",
+    "$(Set-Content pwned x)",
+    "'; Set-Content pwned x; '",
+    "\u2019; Set-Content pwned x; \u2019",
+    "`$(Set-Content pwned x)",
+    " ",
+    "'",
+    '"',
+    "\\",
+    "#",
+    "$HOME",
+    "${PATH}",
+    "!",
+    "*",
+    "?",
+    "~",
+    "{a,b}",
+    "(",
+    ")",
+    "<",
+    "\t",
+    "\u00e9",
+    "\u4e2d",
+    "\u2018",
+    "\u201c",
+    "--%",
+    "@",
+    ",",
+    "/opt/cuda",
+    "C:\\CUDA",
+    "lib64",
+    "-",
 ]
 folders = st.one_of(
     st.lists(st.sampled_from(HOSTILE), min_size=1, max_size=6).map("".join),
@@ -53,7 +88,10 @@ def run_bash(line: str, variable: str, cwd) -> str:
     """Run one printed assignment line in bash with nothing on PATH; return the variable's value."""
     done = subprocess.run(
         [BASH, "--norc", "--noprofile", "-c", line + f'\nprintf %s "${{{variable}}}"'],
-        cwd=str(cwd), env={"PATH": ""}, capture_output=True, timeout=30,
+        cwd=str(cwd),
+        env={"PATH": ""},
+        capture_output=True,
+        timeout=30,
     )
     assert done.returncode == 0, (line, done.stderr)
     return done.stdout.decode("utf-8", "surrogateescape")
@@ -71,7 +109,7 @@ def powershell_literal_value(text: str) -> tuple[str, str]:
                 out.append(c)
                 i += 2
                 continue
-            return "".join(out), text[i + 1:]
+            return "".join(out), text[i + 1 :]
         out.append(c)
         i += 1
     raise AssertionError(f"unterminated string: {text!r}")
@@ -100,7 +138,7 @@ def test_powershell_reads_a_hostile_folder_as_one_literal_word(folder):
     ):
         head = f"$env:{variable} = "
         assert line.startswith(head)
-        got, rest = powershell_literal_value(line[len(head):])
+        got, rest = powershell_literal_value(line[len(head) :])
         assert got == value
         assert rest in ("", f" + $env:{variable}"), rest
     word = shell.quote(folder, shell.POWERSHELL)
@@ -111,11 +149,17 @@ def test_powershell_reads_a_hostile_folder_as_one_literal_word(folder):
 @pytest.mark.skipif(PWSH is None, reason="pwsh is not installed (not installable here: see the module docstring)")
 @settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(folder=folders)
-def test_pwsh_itself_sees_a_hostile_folder_as_one_literal_word(folder, tmp_path_factory):  # pragma: no cover - needs pwsh
+def test_pwsh_itself_sees_a_hostile_folder_as_one_literal_word(
+    folder, tmp_path_factory
+):  # pragma: no cover - needs pwsh
     cwd = tmp_path_factory.mktemp("pwsh")
     line = shell.set_variable("ENVCHECK_TEST", folder, shell.POWERSHELL)
-    done = subprocess.run([PWSH, "-NoProfile", "-NonInteractive", "-Command", line + "; [Console]::Out.Write($env:ENVCHECK_TEST)"],
-                          cwd=str(cwd), capture_output=True, timeout=60)
+    done = subprocess.run(
+        [PWSH, "-NoProfile", "-NonInteractive", "-Command", line + "; [Console]::Out.Write($env:ENVCHECK_TEST)"],
+        cwd=str(cwd),
+        capture_output=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode("utf-8") == folder
     assert not os.listdir(cwd)
@@ -123,7 +167,12 @@ def test_pwsh_itself_sees_a_hostile_folder_as_one_literal_word(folder, tmp_path_
 
 def _fix_lines(report, shell_name: str) -> list[str]:
     lines = [c.line for f in report.findings if f.fix for c in f.fix.commands if c.shell == shell_name]
-    lines += [c.line for s in (*report.verdict.gpu_path, *report.verdict.cpu_path) for c in s.commands if c.shell == shell_name]
+    lines += [
+        c.line
+        for s in (*report.verdict.gpu_path, *report.verdict.cpu_path)
+        for c in s.commands
+        if c.shell == shell_name
+    ]
     return lines
 
 
@@ -132,9 +181,18 @@ def _fix_lines(report, shell_name: str) -> list[str]:
 @given(folder=folders)
 def test_the_doctors_own_fix_for_a_library_in_a_hostile_folder(folder, tmp_path_factory):
     """Through the rules: cuDNN found only in a folder no loader searches gives an export line."""
-    facts = b.library_copies(b.named("fake_nvml_2gpu"), "cudnn", LibraryCopy(
-        path=folder + "/libcudnn.so.9", directory=folder, origin="CUDA_HOME", file_version="9",
-        on_loader_path=False, names=("libcudnn.so.9",)))
+    facts = b.library_copies(
+        b.named("fake_nvml_2gpu"),
+        "cudnn",
+        LibraryCopy(
+            path=folder + "/libcudnn.so.9",
+            directory=folder,
+            origin="CUDA_HOME",
+            file_version="9",
+            on_loader_path=False,
+            names=("libcudnn.so.9",),
+        ),
+    )
     exports = [line for line in _fix_lines(judge(facts), "bash") if line.startswith("export LD_LIBRARY_PATH=")]
     assert exports
     cwd = tmp_path_factory.mktemp("fix")
@@ -146,12 +204,21 @@ def test_the_doctors_own_fix_for_a_library_in_a_hostile_folder(folder, tmp_path_
 @settings(max_examples=examples(60), deadline=None)
 @given(folder=folders)
 def test_the_doctors_own_powershell_fix_for_a_library_in_a_hostile_folder(folder):
-    facts = b.library_copies(b.named("setup_post_win10"), "cudart", LibraryCopy(
-        path=folder + "\\cudart64_100.dll", directory=folder, origin="CUDA_PATH", file_version="10.0",
-        on_loader_path=False, names=("cudart64_100.dll",)))
+    facts = b.library_copies(
+        b.named("setup_post_win10"),
+        "cudart",
+        LibraryCopy(
+            path=folder + "\\cudart64_100.dll",
+            directory=folder,
+            origin="CUDA_PATH",
+            file_version="10.0",
+            on_loader_path=False,
+            names=("cudart64_100.dll",),
+        ),
+    )
     lines = [line for line in _fix_lines(judge(facts), "powershell") if line.startswith("$env:Path = ")]
     assert lines
-    values = {powershell_literal_value(line[len("$env:Path = "):]) for line in lines}
+    values = {powershell_literal_value(line[len("$env:Path = ") :]) for line in lines}
     assert (folder + ";", " + $env:Path") in values
 
 
@@ -185,7 +252,9 @@ def test_every_powershell_line_in_the_golden_reports_parses(golden):
     if PWSH is not None:  # pragma: no cover - needs pwsh
         for line in lines:
             script = f"$e = $null; [void][System.Management.Automation.Language.Parser]::ParseInput({shell.quote_always(line, shell.POWERSHELL)}, [ref]$null, [ref]$e); $e.Count"
-            done = subprocess.run([PWSH, "-NoProfile", "-NonInteractive", "-Command", script], capture_output=True, text=True, timeout=60)
+            done = subprocess.run(
+                [PWSH, "-NoProfile", "-NonInteractive", "-Command", script], capture_output=True, text=True, timeout=60
+            )
             assert done.stdout.strip() == "0", (golden.name, line, done.stdout, done.stderr)
         return
     for line in lines:  # without pwsh: every quoted string closes where the language says

@@ -26,7 +26,7 @@ def test_the_float64_convolution_reference_matches_a_direct_sum():
     direct = np.zeros((2, 5, 6, 4))
     for y in range(5):
         for x in range(6):
-            direct[:, y, x, :] = np.einsum("nhwc,hwco->no", padded[:, y:y + 3, x:x + 3, :], kernel)
+            direct[:, y, x, :] = np.einsum("nhwc,hwco->no", padded[:, y : y + 3, x : x + 3, :], kernel)
     np.testing.assert_allclose(conv2d_reference(images, kernel), direct, atol=1e-10)
 
 
@@ -46,46 +46,74 @@ def test_the_loss_must_fall_from_the_first_epoch_to_the_last():
     assert not loss_falls([{"loss": 2.3}, {"loss": None}])[0]
 
 
-@pytest.mark.parametrize("used, usable, passed", [
-    (["/job:localhost/replica:0/task:0/device:GPU:0", "/job:localhost/replica:0/task:0/device:GPU:1"],
-     ["/GPU:0", "/GPU:1"], True),
-    (["/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:1"], [], True),
-    (["/job:localhost/replica:0/task:0/device:CPU:0"], ["/GPU:0"], False),  # a usable GPU left idle
-    (["/job:localhost/replica:0/task:0/device:GPU:0"], ["/GPU:0", "/GPU:1"], False),  # one of two GPUs
-    (["/job:localhost/replica:0/task:0/device:GPU:1"], ["/GPU:0"], False),  # a GPU the doctor rejects
-])
+@pytest.mark.parametrize(
+    "used, usable, passed",
+    [
+        (
+            ["/job:localhost/replica:0/task:0/device:GPU:0", "/job:localhost/replica:0/task:0/device:GPU:1"],
+            ["/GPU:0", "/GPU:1"],
+            True,
+        ),
+        (["/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:1"], [], True),
+        (["/job:localhost/replica:0/task:0/device:CPU:0"], ["/GPU:0"], False),  # a usable GPU left idle
+        (["/job:localhost/replica:0/task:0/device:GPU:0"], ["/GPU:0", "/GPU:1"], False),  # one of two GPUs
+        (["/job:localhost/replica:0/task:0/device:GPU:1"], ["/GPU:0"], False),  # a GPU the doctor rejects
+    ],
+)
 def test_training_devices_must_be_the_gpus_the_doctor_finds_usable(used, usable, passed):
     assert compare_devices(used, usable)[0] is passed
 
 
-@pytest.mark.parametrize("used, usable, requested, passed", [
-    # validate --gpus 1 on a two-GPU machine (the documented --full run) used to fail this check.
-    (["/job:localhost/replica:0/task:0/device:GPU:0"], ["/GPU:0", "/GPU:1"], 1, True),
-    (["/job:localhost/replica:0/task:0/device:GPU:0"], ["/GPU:1"], 1, False),  # GPU 0 is not usable
-    (["/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:1"],
-     ["/GPU:0"], 0, True),  # --gpus 0 / --cpu-replicas: the CPU on purpose
-    (["/job:localhost/replica:0/task:0/device:GPU:0"], ["/GPU:0"], 0, False),
-])
+@pytest.mark.parametrize(
+    "used, usable, requested, passed",
+    [
+        # validate --gpus 1 on a two-GPU machine (the documented --full run) used to fail this check.
+        (["/job:localhost/replica:0/task:0/device:GPU:0"], ["/GPU:0", "/GPU:1"], 1, True),
+        (["/job:localhost/replica:0/task:0/device:GPU:0"], ["/GPU:1"], 1, False),  # GPU 0 is not usable
+        (
+            ["/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:1"],
+            ["/GPU:0"],
+            0,
+            True,
+        ),  # --gpus 0 / --cpu-replicas: the CPU on purpose
+        (["/job:localhost/replica:0/task:0/device:GPU:0"], ["/GPU:0"], 0, False),
+    ],
+)
 def test_asked_for_gpus_are_compared_with_the_first_usable_ones(used, usable, requested, passed):
     assert compare_devices(used, usable, requested)[0] is passed
 
 
 def test_usable_gpus_are_those_where_both_doctor_ops_ran_right_on_that_gpu():
-    facts = TensorflowFacts(placement=(
-        PlacementResult(op="matmul", requested="/GPU:0", device="/job:localhost/replica:0/task:0/device:GPU:0", ok=True),
-        PlacementResult(op="conv2d", requested="/GPU:0", device="/job:localhost/replica:0/task:0/device:GPU:0", ok=True),
-        PlacementResult(op="matmul", requested="/GPU:1", device="/job:localhost/replica:0/task:0/device:GPU:1", ok=True),
-        PlacementResult(op="conv2d", requested="/GPU:1", device=None, ok=False, error="CUDNN_STATUS_NOT_INITIALIZED"),
-        PlacementResult(op="matmul", requested="/GPU:2", device="/job:localhost/replica:0/task:0/device:CPU:0", ok=True),
-    ))
+    facts = TensorflowFacts(
+        placement=(
+            PlacementResult(
+                op="matmul", requested="/GPU:0", device="/job:localhost/replica:0/task:0/device:GPU:0", ok=True
+            ),
+            PlacementResult(
+                op="conv2d", requested="/GPU:0", device="/job:localhost/replica:0/task:0/device:GPU:0", ok=True
+            ),
+            PlacementResult(
+                op="matmul", requested="/GPU:1", device="/job:localhost/replica:0/task:0/device:GPU:1", ok=True
+            ),
+            PlacementResult(
+                op="conv2d", requested="/GPU:1", device=None, ok=False, error="CUDNN_STATUS_NOT_INITIALIZED"
+            ),
+            PlacementResult(
+                op="matmul", requested="/GPU:2", device="/job:localhost/replica:0/task:0/device:CPU:0", ok=True
+            ),
+        )
+    )
     assert usable_gpus_from(facts) == ["GPU:0"]
     assert usable_gpus_from(TensorflowFacts(error_kind="import_failed")) is None
     assert usable_gpus_from(None) is None
 
 
 def test_the_report_fails_when_any_check_fails_and_says_so_in_json():
-    report = ValidationReport(level=2, devices=["CPU:0"], checks=[
-        Check(1, "matmul on CPU:0", True, "fine"), Check(2, "all-reduce", False, "replicas disagree")])
+    report = ValidationReport(
+        level=2,
+        devices=["CPU:0"],
+        checks=[Check(1, "matmul on CPU:0", True, "fine"), Check(2, "all-reduce", False, "replicas disagree")],
+    )
     data = report.to_dict()
     assert data["passed"] is False and data["exit_code"] == 1
     assert [c["passed"] for c in data["checks"]] == [True, False]
@@ -97,7 +125,7 @@ def test_a_wrong_result_and_a_wrong_device_fail_level_one():
     from envcheck.validation.compute import check_op
 
     a = np.random.default_rng(0).normal(size=(128, 128)).astype(np.float32)
-    product, flops = a.astype(np.float64) @ a, 2 * 128 ** 3
+    product, flops = a.astype(np.float64) @ a, 2 * 128**3
     wrong = check_op("matmul", "/CPU:0", lambda x, y: tf.linalg.matmul(x, y) * 1.5, (a, a), product, flops)
     assert not wrong.passed and "wrong result" in wrong.summary
     right = check_op("matmul", "/CPU:0", tf.linalg.matmul, (a, a), product, flops)
@@ -115,8 +143,9 @@ def _envcheck(tmp_path: Path, *args: str, timeout: float = 400):
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["KERAS_HOME"] = str(tmp_path / "keras-home")  # empty: the quick run uses synthetic data
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    return subprocess.run([sys.executable, "-m", "envcheck", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "envcheck", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.mark.slow
@@ -147,17 +176,20 @@ def test_level_one_prints_pass_lines_and_exits_0(tmp_path):
     assert "level 2" not in result.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--level", "4"], "invalid choice: 4"),
-    (["--level", "1", "--train"], "--train is level 3"),
-    (["--gpus", "1", "--cpu-replicas", "2"], "exclude each other"),
-    (["--train", "--data", "no/such/cifar"], "--data no/such/cifar: no such file or folder"),
-    # These used to be accepted and silently ignored (or to run level 3 after all).
-    (["--level", "1", "--full"], "--full is level 3"),
-    (["--level", "2", "--data", "no/such/cifar"], "--data is for the training run of level 3"),
-    (["--level", "1", "--output", "runs/x"], "--output is for the training run of level 3"),
-    (["--train", "--output", ""], "needs a path, got an empty string"),  # was: outputs in the current folder
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--level", "4"], "invalid choice: 4"),
+        (["--level", "1", "--train"], "--train is level 3"),
+        (["--gpus", "1", "--cpu-replicas", "2"], "exclude each other"),
+        (["--train", "--data", "no/such/cifar"], "--data no/such/cifar: no such file or folder"),
+        # These used to be accepted and silently ignored (or to run level 3 after all).
+        (["--level", "1", "--full"], "--full is level 3"),
+        (["--level", "2", "--data", "no/such/cifar"], "--data is for the training run of level 3"),
+        (["--level", "1", "--output", "runs/x"], "--output is for the training run of level 3"),
+        (["--train", "--output", ""], "needs a path, got an empty string"),  # was: outputs in the current folder
+    ],
+)
 def test_bad_validate_flags_are_one_line_and_exit_2(cli, args, message):
     result = cli("validate", *args)
     assert result.code == 2 and message in result.err
@@ -200,8 +232,9 @@ def test_a_reader_that_goes_away_does_not_turn_a_pass_into_exit_1():
         "sys.exit(report.exit_code)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert proc.stdout.readline().startswith("PASS")
     proc.stdout.close()
     assert proc.wait(timeout=60) == 0
@@ -212,14 +245,34 @@ def test_validate_never_says_more_than_the_doctor():
     from envcheck.validation.checks import Check, ValidationReport
 
     checks = [Check(1, "matmul on CPU:0", True, "ok")]
-    no_gpu = ValidationReport(level=1, devices=["CPU:0"], checks=list(checks), doctor={"status": "cpu-only", "line": "CPU only: no NVIDIA GPU", "gpus": 0, "exit_code": 0})
+    no_gpu = ValidationReport(
+        level=1,
+        devices=["CPU:0"],
+        checks=list(checks),
+        doctor={"status": "cpu-only", "line": "CPU only: no NVIDIA GPU", "gpus": 0, "exit_code": 0},
+    )
     assert no_gpu.exit_code == 0 and no_gpu.problems == []
-    broken_gpu = ValidationReport(level=1, devices=["CPU:0"], checks=list(checks), doctor={"status": "cpu-only", "line": "CPU only: driver too old", "gpus": 0, "exit_code": 1})
+    broken_gpu = ValidationReport(
+        level=1,
+        devices=["CPU:0"],
+        checks=list(checks),
+        doctor={"status": "cpu-only", "line": "CPU only: driver too old", "gpus": 0, "exit_code": 1},
+    )
     assert broken_gpu.exit_code == 1 and broken_gpu.problems == ["the doctor finds: CPU only: driver too old"]
-    unused = ValidationReport(level=1, devices=["CPU:0"], checks=list(checks), doctor={"status": "gpu-ready", "line": "GPU ready (1 GPU)", "gpus": 1, "exit_code": 0})
+    unused = ValidationReport(
+        level=1,
+        devices=["CPU:0"],
+        checks=list(checks),
+        doctor={"status": "gpu-ready", "line": "GPU ready (1 GPU)", "gpus": 1, "exit_code": 0},
+    )
     assert unused.exit_code == 1 and "TensorFlow used none" in unused.problems[0]
     gate = ValidationReport(level=1, devices=["CPU:0"], checks=list(checks), doctor=None, require_gpu=True)
     assert gate.exit_code == 1 and gate.to_dict()["passed"] is False and gate.to_dict()["checks_passed"] is True
-    on_gpu = ValidationReport(level=1, devices=["GPU:0"], checks=[Check(1, "matmul on GPU:0", True, "ok")], require_gpu=True,
-                              doctor={"status": "gpu-ready", "line": "GPU ready (1 GPU)", "gpus": 1, "exit_code": 0})
+    on_gpu = ValidationReport(
+        level=1,
+        devices=["GPU:0"],
+        checks=[Check(1, "matmul on GPU:0", True, "ok")],
+        require_gpu=True,
+        doctor={"status": "gpu-ready", "line": "GPU ready (1 GPU)", "gpus": 1, "exit_code": 0},
+    )
     assert on_gpu.exit_code == 0

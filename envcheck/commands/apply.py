@@ -89,7 +89,9 @@ def apply_path(
         if interactive is None:
             interactive = sys.stdin.isatty()
         if not interactive:
-            raise UsageError("--apply asks before changing anything and there is no terminal to ask in; add --yes to run the steps above")
+            raise UsageError(
+                "--apply asks before changing anything and there is no terminal to ask in; add --yes to run the steps above"
+            )
         try:
             answer = (ask or input)(f"Run {'this step' if len(steps) == 1 else f'these {len(steps)} steps'}? [y/N] ")
         except EOFError:  # Ctrl-D at the question: a no
@@ -138,7 +140,12 @@ def _run_pip(python: str, args: tuple[str, ...]) -> tuple[int, Optional[str]]:
 
 
 def _summary(
-    out: TextIO, python: str, done: list[PipStep], failed: Optional[PipStep], left: list[PipStep], failed_label: str = "FAILED"
+    out: TextIO,
+    python: str,
+    done: list[PipStep],
+    failed: Optional[PipStep],
+    left: list[PipStep],
+    failed_label: str = "FAILED",
 ) -> None:
     out.write("\nDone:\n" if done else "\nDone: nothing.\n")
     for step in done:
@@ -168,5 +175,7 @@ def _judge_again(args: argparse.Namespace, before: Report, out: TextIO, rejudge)
     again = argparse.Namespace(**{**vars(args), "apply": None, "save_facts": None})
     after = rejudge(again)
     out.write("\n" + render(after, verbose=getattr(args, "verbose", False)))
-    out.write(f"\nBefore: {before.verdict.line}  [{_counts(before)}]\nAfter:  {after.verdict.line}  [{_counts(after)}]\n")
+    out.write(
+        f"\nBefore: {before.verdict.line}  [{_counts(before)}]\nAfter:  {after.verdict.line}  [{_counts(after)}]\n"
+    )
     return after.exit_code

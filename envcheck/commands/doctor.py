@@ -16,13 +16,20 @@ def configure(p: argparse.ArgumentParser) -> None:
     out.add_argument("--markdown", action="store_true", help="print a paste-ready bug report (redacted)")
     p.add_argument("--no-redact", action="store_true", help="with --markdown: keep user, host, home, GPU UUIDs")
     p.add_argument("--facts", metavar="FILE", help="judge a saved snapshot (from --json) instead of this machine")
-    p.add_argument("--save-facts", metavar="FILE",
-                   help="also write the facts snapshot to FILE; %%n in it is the SLURM node number (else the host name), "
-                        "%%h the host name: one command for every node of a cluster")
+    p.add_argument(
+        "--save-facts",
+        metavar="FILE",
+        help="also write the facts snapshot to FILE; %%n in it is the SLURM node number (else the host name), "
+        "%%h the host name: one command for every node of a cluster",
+    )
     p.add_argument("--python", metavar="PATH", help="probe this interpreter (a venv or conda env) instead")
     p.add_argument("--quick", action="store_true", help="skip everything that imports TensorFlow")
     p.add_argument(
-        "--tf-timeout", type=_positive_float, default=TF_TIMEOUT, metavar="SECONDS", help=f"TensorFlow worker timeout ({TF_TIMEOUT:g})"
+        "--tf-timeout",
+        type=_positive_float,
+        default=TF_TIMEOUT,
+        metavar="SECONDS",
+        help=f"TensorFlow worker timeout ({TF_TIMEOUT:g})",
     )
     p.add_argument(
         "--timeout",
@@ -38,8 +45,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         default="error",
         help="lowest severity that makes the exit code 1 (default: error)",
     )
-    p.add_argument("--require-gpu", action="store_true", help="exit 1 when no GPU is usable (for CI gates), whatever else holds")
-    p.add_argument("--select", metavar="IDS", default="", help="only rules whose id starts with one of these (comma-separated)")
+    p.add_argument(
+        "--require-gpu", action="store_true", help="exit 1 when no GPU is usable (for CI gates), whatever else holds"
+    )
+    p.add_argument(
+        "--select", metavar="IDS", default="", help="only rules whose id starts with one of these (comma-separated)"
+    )
     p.add_argument("--ignore", metavar="IDS", default="", help="skip rules whose id starts with one of these")
     p.add_argument("-v", "--verbose", action="store_true", help="show evidence and per-probe timings")
     p.add_argument("--apply", choices=("cpu", "gpu"), help="run the pip steps of the CPU or GPU path (asks first)")
@@ -81,7 +92,13 @@ def build_report(args: argparse.Namespace):
         show = not (getattr(args, "json", False) or getattr(args, "markdown", False))
         with live_progress(args.quick, enabled=show) as progress:
             facts = collect(
-                ProbeOptions(python=args.python, quick=args.quick, tf_timeout=args.tf_timeout, timeout=args.timeout, progress=progress)
+                ProbeOptions(
+                    python=args.python,
+                    quick=args.quick,
+                    tf_timeout=args.tf_timeout,
+                    timeout=args.timeout,
+                    progress=progress,
+                )
             )
     matrix_loader = None
     if args.matrix:
@@ -131,7 +148,9 @@ def _check_ids(flag: str, prefixes: tuple[str, ...]) -> None:
     known = (*RULES, "EC-INT-001")
     for prefix in prefixes:
         if not any(rule_id.startswith(prefix) for rule_id in known):
-            raise UsageError(f"--{flag} {prefix}: no rule id starts with it (ids look like EC-LIB-001; see docs/rules.md)")
+            raise UsageError(
+                f"--{flag} {prefix}: no rule id starts with it (ids look like EC-LIB-001; see docs/rules.md)"
+            )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -227,7 +246,9 @@ def _write_into(path: str, data: bytes) -> None:
             if exc.errno != errno.ENXIO:  # ENXIO: a FIFO with no reader yet
                 raise
             if time.monotonic() >= deadline:
-                raise UsageError(f"--save-facts {path}: is a pipe (FIFO) that nobody opened for reading within {SAVE_FACTS_WAIT:g} s") from None
+                raise UsageError(
+                    f"--save-facts {path}: is a pipe (FIFO) that nobody opened for reading within {SAVE_FACTS_WAIT:g} s"
+                ) from None
             time.sleep(0.05)
     try:
         view = memoryview(data)
@@ -236,7 +257,7 @@ def _write_into(path: str, data: bytes) -> None:
             if left <= 0 or not select.select([], [fd], [], left)[1]:
                 raise UsageError(f"--save-facts {path}: nobody read the snapshot within {SAVE_FACTS_WAIT:g} s")
             try:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             except BlockingIOError:
                 continue
     finally:

@@ -40,7 +40,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--matrix", metavar="FILE", help="use this compatibility matrix instead of the bundled one")
     p.add_argument("--patterns", metavar="FILE", help="use this patterns file instead of the bundled one")
     p.add_argument("--hide-harmless", action="store_true", help="leave harmless notices out of the text output")
-    p.add_argument("--list", action="store_true", help="list every message envcheck knows and exit (with --json: as JSON)")
+    p.add_argument(
+        "--list", action="store_true", help="list every message envcheck knows and exit (with --json: as JSON)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,7 +55,11 @@ def run(args: argparse.Namespace) -> int:
         from envcheck.explain.report import render_catalogue, render_catalogue_json
         from envcheck.render import json_text
 
-        sys.stdout.write(json_text("explain", json.loads(render_catalogue_json(catalogue)), 0) if args.json else render_catalogue(catalogue))
+        sys.stdout.write(
+            json_text("explain", json.loads(render_catalogue_json(catalogue)), 0)
+            if args.json
+            else render_catalogue(catalogue)
+        )
         return 0
     _check_options(args)
     # Bad --matrix or --facts files are usage errors whatever the text holds, so read them first.
@@ -63,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
         scan = catalogue.scan(stream)
     # Looking at the machine only helps explanations that have machine-specific advice.
     wants_facts = any(
-        o.pattern.specialize or o.pattern.rule_ids or any(c.rule_ids for c in o.pattern.causes) for o in scan.occurrences
+        o.pattern.specialize or o.pattern.rule_ids or any(c.rule_ids for c in o.pattern.causes)
+        for o in scan.occurrences
     )
     ctx = _machine_context(args, matrix_loader, snapshot, look=wants_facts)
     from envcheck.explain.machine import assess_causes
@@ -94,7 +101,9 @@ def _check_options(args: argparse.Namespace) -> None:
     if args.file is not None and args.text:
         raise UsageError("give the text as arguments or with --file, not both")
     if args.file is None and not args.text:
-        raise UsageError("nothing to explain: give the error text as an argument, '-' to read standard input, or --file LOG")
+        raise UsageError(
+            "nothing to explain: give the error text as an argument, '-' to read standard input, or --file LOG"
+        )
     if args.facts and (args.no_probe or args.python):
         raise UsageError("--facts replaces looking at this machine; it cannot be combined with --no-probe or --python")
     if args.no_probe and args.python:
@@ -119,7 +128,10 @@ def _open_input(args: argparse.Namespace) -> Iterator[tuple[IO[bytes], str]]:
         return
     if args.text == ["-"] or args.file == "-":
         if sys.stdin.isatty():
-            print("envcheck explain: reading standard input; end it with Ctrl-D (Ctrl-Z Enter on Windows)", file=sys.stderr)
+            print(
+                "envcheck explain: reading standard input; end it with Ctrl-D (Ctrl-Z Enter on Windows)",
+                file=sys.stderr,
+            )
         stdin = sys.stdin.buffer
         peek = getattr(stdin, "peek", None)
         if peek is not None and peek(2)[:2] == GZIP_MAGIC:  # `cat train.log.gz | envcheck explain -`

@@ -31,9 +31,19 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="snapshots or doctor --json reports (or folders of them)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON document")
-    out.add_argument("--markdown", action="store_true", help="print a Markdown report for a ticket (home, user, GPU UUIDs redacted)")
-    p.add_argument("--require-uniform", action="store_true", help="exit 1 when the nodes differ in any fact that matters")
-    p.add_argument("--jobs", type=_jobs, default=None, metavar="N", help="worker processes for reading (default: the CPUs, at most 8)")
+    out.add_argument(
+        "--markdown", action="store_true", help="print a Markdown report for a ticket (home, user, GPU UUIDs redacted)"
+    )
+    p.add_argument(
+        "--require-uniform", action="store_true", help="exit 1 when the nodes differ in any fact that matters"
+    )
+    p.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=None,
+        metavar="N",
+        help="worker processes for reading (default: the CPUs, at most 8)",
+    )
 
 
 def _jobs(text: str) -> int:
@@ -58,7 +68,9 @@ def run(args: argparse.Namespace) -> int:
     for r in fleet.refused:
         print(f"envcheck: fleet: {r.source}: {r.reason}", file=sys.stderr)
     if not fleet.nodes:
-        raise UsageError(f"fleet: no readable snapshot among {len(fleet.refused)} file{'s' if len(fleet.refused) != 1 else ''}")
+        raise UsageError(
+            f"fleet: no readable snapshot among {len(fleet.refused)} file{'s' if len(fleet.refused) != 1 else ''}"
+        )
     code = 1 if any(n.exit_code != 0 for n in fleet.nodes) or (args.require_uniform and not fleet.uniform) else 0
     if fleet.refused:
         code = 2
@@ -75,5 +87,8 @@ def run(args: argparse.Namespace) -> int:
 
         emit(render(fleet))
     if fleet.refused:
-        print(f"envcheck: fleet: {len(fleet.refused)} of {len(fleet.refused) + len(fleet.nodes)} files refused (above); the table shows the others", file=sys.stderr)
+        print(
+            f"envcheck: fleet: {len(fleet.refused)} of {len(fleet.refused) + len(fleet.nodes)} files refused (above); the table shows the others",
+            file=sys.stderr,
+        )
     return code

@@ -16,7 +16,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     tf = sub.add_parser("tf", help="what a TensorFlow release was built with and needs")
     tf.add_argument("version", metavar="VERSION", help="a TensorFlow release, e.g. 2.15 or 1.13.1")
-    tf.add_argument("--os", choices=("linux", "windows", "macos", "wsl"), default="linux", help="the platform (default: linux; wsl means the Linux build)")
+    tf.add_argument(
+        "--os",
+        choices=("linux", "windows", "macos", "wsl"),
+        default="linux",
+        help="the platform (default: linux; wsl means the Linux build)",
+    )
 
     cuda = sub.add_parser("cuda", help="the minimum driver and GPU architectures of a CUDA release")
     cuda.add_argument("version", metavar="VERSION", help="a CUDA release, e.g. 11.2 or 12.5.1")
@@ -26,7 +31,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     for p in (tf, cuda, gpu):
         p.add_argument("--json", action="store_true", help="print JSON for scripts")
-        p.add_argument("--matrix", metavar="FILE", default=argparse.SUPPRESS, help="use this compatibility matrix instead of the bundled one")
+        p.add_argument(
+            "--matrix",
+            metavar="FILE",
+            default=argparse.SUPPRESS,
+            help="use this compatibility matrix instead of the bundled one",
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,7 +71,9 @@ def tf_answer(matrix: Matrix, version: str, os: str) -> dict[str, Any]:
         if first <= _minor_of(wanted) <= last:
             oses = [o for o in BUILD_OSES if matrix.tf_build(wanted, o) is not None]
             if oses:
-                raise NotFoundError(f"TensorFlow {version} has no {_build_os(os)} build in the matrix (it has: {', '.join(oses)})")
+                raise NotFoundError(
+                    f"TensorFlow {version} has no {_build_os(os)} build in the matrix (it has: {', '.join(oses)})"
+                )
         raise NotFoundError(f"TensorFlow {version} is not in the matrix (it covers TensorFlow {first} to {last})")
     return {
         "tf": str(build.tf),
@@ -77,12 +89,16 @@ def tf_answer(matrix: Matrix, version: str, os: str) -> dict[str, Any]:
         "libraries": list(build.libraries),
         "compiler": build.compiler,
         "build_tool": build.build_tool,
-        "pip_cuda": None if build.pip_cuda is None else {"extra": build.pip_cuda.extra, "packages": dict(build.pip_cuda.packages)},
+        "pip_cuda": None
+        if build.pip_cuda is None
+        else {"extra": build.pip_cuda.extra, "packages": dict(build.pip_cuda.packages)},
         "min_driver": _min_driver(matrix, build, os),
         "driver": _driver(matrix, build, os),
         "install": matrix.pip_requirement(build, os) if build.gpu else matrix.pip_requirement(build, os, gpu=False),
         "notes": list(build.notes),
-        "history": [{"field": c.field, "was": c.was, "note": c.note, "sources": list(c.sources)} for c in build.history],
+        "history": [
+            {"field": c.field, "was": c.was, "note": c.note, "sources": list(c.sources)} for c in build.history
+        ],
         "sources": list(build.sources),
     }
 
@@ -93,7 +109,9 @@ def cuda_answer(matrix: Matrix, version: str) -> dict[str, Any]:
     if release is None:
         known = matrix.cuda_releases()
         hint = " (give major.minor, e.g. 12.2)" if len(wanted.release) < 2 else ""
-        raise NotFoundError(f"CUDA {version} is not in the matrix{hint}; it covers CUDA {known[0].version} to {known[-1].version}")
+        raise NotFoundError(
+            f"CUDA {version} is not in the matrix{hint}; it covers CUDA {known[0].version} to {known[-1].version}"
+        )
     major = matrix.cuda_major(release.version.release[0])
     return {
         "cuda": str(release.version),
@@ -111,11 +129,17 @@ def cuda_answer(matrix: Matrix, version: str) -> dict[str, Any]:
 
 def gpu_answer(matrix: Matrix, name: str) -> dict[str, Any]:
     if not name.strip():
-        raise UsageError("give a GPU name, e.g. \"GTX 1060\" or \"A100\"")
+        raise UsageError('give a GPU name, e.g. "GTX 1060" or "A100"')
     gpu = matrix.gpu(name)
     if gpu is None:
-        raise NotFoundError(unknown_gpu_message(matrix, name, "look its compute capability up with "
-                            "`nvidia-smi --query-gpu=name,compute_cap --format=csv` or at https://developer.nvidia.com/cuda-gpus"))
+        raise NotFoundError(
+            unknown_gpu_message(
+                matrix,
+                name,
+                "look its compute capability up with "
+                "`nvidia-smi --query-gpu=name,compute_cap --format=csv` or at https://developer.nvidia.com/cuda-gpus",
+            )
+        )
     support: dict[str, dict[str, list[str]]] = {"native": {}, "ptx": {}}
     for build in matrix.tf_releases():
         kind = matrix.support(build, gpu.compute_capability)
@@ -139,13 +163,14 @@ def gpu_answer(matrix: Matrix, name: str) -> dict[str, Any]:
     }
 
 
-
 def _parse_version(text: str, what: str):
     try:
         return as_version(text)
     except UsageError:
         shown = repr(text) if len(text) <= 40 else repr(text[:40]) + f"... ({len(text)} characters)"
-        raise UsageError(f"{shown} is not a {what} version (expected something like {'2.15' if what == 'TensorFlow' else '12.2'})") from None
+        raise UsageError(
+            f"{shown} is not a {what} version (expected something like {'2.15' if what == 'TensorFlow' else '12.2'})"
+        ) from None
 
 
 def _minor_of(version):
@@ -225,32 +250,42 @@ def _lines(pairs: list[tuple[str, object]]) -> str:
 def _tf_text(a: dict[str, Any]) -> str:
     where = "WSL2 (the Linux build)" if a.get("platform") == "wsl" else a["os"]
     head = f"TensorFlow {a['tf']} on {where}: " + (
-        f"GPU build (CUDA {a['cuda']}, cuDNN {a['cudnn']})" if a["gpu"] else "CPU only (no CUDA build for this platform)"
+        f"GPU build (CUDA {a['cuda']}, cuDNN {a['cudnn']})"
+        if a["gpu"]
+        else "CPU only (no CUDA build for this platform)"
     )
     pip_cuda = None
     if a["pip_cuda"]:
         pip_cuda = f"the [{a['pip_cuda']['extra']}] extra pulls {len(a['pip_cuda']['packages'])} packages: nvidia-* CUDA libraries"
-    body = _lines([
-        ("package", a["distribution"]),
-        ("install", "pip install " + quote(a["install"], BASH)),
-        ("python", a["python"]),
-        ("cuda", a["cuda"]),
-        ("cudnn", a["cudnn"]),
-        ("min driver", _driver_text(a["driver"], a.get("platform"))),
-        ("built for", a["compute_capabilities"]),
-        ("min compute", a["min_compute_capability"]),
-        ("loads", a["libraries"]),
-        ("pip CUDA", pip_cuda),
-        ("compiler", a["compiler"]),
-        ("build tool", a["build_tool"]),
-    ])
+    body = _lines(
+        [
+            ("package", a["distribution"]),
+            ("install", "pip install " + quote(a["install"], BASH)),
+            ("python", a["python"]),
+            ("cuda", a["cuda"]),
+            ("cudnn", a["cudnn"]),
+            ("min driver", _driver_text(a["driver"], a.get("platform"))),
+            ("built for", a["compute_capabilities"]),
+            ("min compute", a["min_compute_capability"]),
+            ("loads", a["libraries"]),
+            ("pip CUDA", pip_cuda),
+            ("compiler", a["compiler"]),
+            ("build tool", a["build_tool"]),
+        ]
+    )
     return "\n".join([head, body, *_notes(a), *_history(a), *_sources(a)])
 
 
 def _driver_text(driver: dict[str, Any] | None, platform: str | None) -> str | None:
     if driver is None:
         return None
-    where = "the Windows driver (WSL2 runs on it)" if platform == "wsl" else "Windows" if driver["os"] == "windows" else "Linux"
+    where = (
+        "the Windows driver (WSL2 runs on it)"
+        if platform == "wsl"
+        else "Windows"
+        if driver["os"] == "windows"
+        else "Linux"
+    )
     text = f"{driver['minimum']} on {where}"
     if driver["minor_version_compatibility"]:
         text += (
@@ -262,19 +297,31 @@ def _driver_text(driver: dict[str, Any] | None, platform: str | None) -> str | N
 
 def _cuda_text(a: dict[str, Any]) -> str:
     floor = a["minor_compat_floor"]
-    body = _lines([
-        ("min driver", f"Linux {a['min_driver']['linux'] or 'unknown'}, Windows {a['min_driver']['windows'] or 'unknown'}"),
-        ("minor compat", f"Linux {floor['linux'] or 'unknown'}, Windows {floor['windows'] or 'unknown'}" if floor["linux"] or floor["windows"] else None),
-        ("builds for", a["supported_architectures"]),
-        ("download", a["download_url"]),
-    ])
+    body = _lines(
+        [
+            (
+                "min driver",
+                f"Linux {a['min_driver']['linux'] or 'unknown'}, Windows {a['min_driver']['windows'] or 'unknown'}",
+            ),
+            (
+                "minor compat",
+                f"Linux {floor['linux'] or 'unknown'}, Windows {floor['windows'] or 'unknown'}"
+                if floor["linux"] or floor["windows"]
+                else None,
+            ),
+            ("builds for", a["supported_architectures"]),
+            ("download", a["download_url"]),
+        ]
+    )
     return "\n".join([f"CUDA {a['cuda']}", body, *_notes(a), *_sources(a)])
 
 
 def _gpu_text(a: dict[str, Any], releases_by_os: dict[str, list[str]]) -> str:
     lines = [f"{a['name']}: compute capability {a['compute_capability']} ({a['architecture']})"]
     if a.get("last_driver_branch"):
-        lines.append(f"  last driver branch: {a['last_driver_branch']} (drivers after it do not support {a['architecture']} GPUs)")
+        lines.append(
+            f"  last driver branch: {a['last_driver_branch']} (drivers after it do not support {a['architecture']} GPUs)"
+        )
     for kind, label in (("native", "native code"), ("ptx", "PTX only (JIT-compiled at startup)")):
         for os, releases in a[kind].items():
             lines.append(f"  {label} on {os}: TensorFlow {_runs(releases, releases_by_os[os])}")

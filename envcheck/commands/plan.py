@@ -24,15 +24,23 @@ def configure(p: argparse.ArgumentParser) -> None:
         "the matrix does not cover the question (an unknown GPU or release), 2 on bad input."
     )
     machine = p.add_argument_group("the machine to plan for (default: this one)")
-    machine.add_argument("--os", choices=("linux", "windows", "wsl", "macos"), help="operating system (wsl: Windows with WSL2)")
+    machine.add_argument(
+        "--os", choices=("linux", "windows", "wsl", "macos"), help="operating system (wsl: Windows with WSL2)"
+    )
     machine.add_argument("--python", metavar="3.X", help="Python version to use, e.g. 3.11")
     gpu = machine.add_mutually_exclusive_group()
     gpu.add_argument("--gpu", metavar="NAME", help='GPU product name, e.g. "GeForce GTX 1060"')
     gpu.add_argument("--cpu", action="store_true", help="plan for a machine without an NVIDIA GPU")
-    machine.add_argument("--compute-capability", metavar="X.Y", help="the GPU's compute capability (instead of, or with, --gpu)")
-    machine.add_argument("--driver", metavar="VERSION", help="installed NVIDIA driver version, e.g. 417.35 or 550.54.14")
+    machine.add_argument(
+        "--compute-capability", metavar="X.Y", help="the GPU's compute capability (instead of, or with, --gpu)"
+    )
+    machine.add_argument(
+        "--driver", metavar="VERSION", help="installed NVIDIA driver version, e.g. 417.35 or 550.54.14"
+    )
     machine.add_argument("--tf", metavar="VERSION", help="plan for this TensorFlow release instead of choosing one")
-    machine.add_argument("--facts", metavar="FILE", help="plan for the machine in a saved snapshot (doctor --json / --save-facts)")
+    machine.add_argument(
+        "--facts", metavar="FILE", help="plan for the machine in a saved snapshot (doctor --json / --save-facts)"
+    )
     p.add_argument("--matrix", metavar="FILE", help="use this compatibility matrix instead of the bundled one")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="same as --format json")

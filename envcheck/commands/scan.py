@@ -32,16 +32,42 @@ exit status:
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.epilog = EPILOG
-    p.add_argument("--json", action="store_true", help="print one JSON document, with every environment's doctor report")
-    p.add_argument("--full", action="store_true", help="the full doctor in each environment (imports TensorFlow: slower)")
-    p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
-                   help=f"for each environment (default: {QUICK_TIMEOUT:g}, or {FULL_TIMEOUT:g} with --full)")
-    p.add_argument("--budget", type=_seconds, default=None, metavar="SECONDS",
-                   help="for the whole scan (default: four times --timeout)")
-    p.add_argument("--jobs", type=_count, default=None, metavar="N", help="environments checked at once (default: the CPUs, at most 4)")
-    p.add_argument("--fail-on", choices=("error", "warning", "never"), default="never",
-                   help="also exit 1 for a doctor's finding of this severity in any environment (default: never)")
-    p.add_argument("-v", "--verbose", action="store_true", help="every way each environment was reached, and its verdict in full")
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON document, with every environment's doctor report"
+    )
+    p.add_argument(
+        "--full", action="store_true", help="the full doctor in each environment (imports TensorFlow: slower)"
+    )
+    p.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help=f"for each environment (default: {QUICK_TIMEOUT:g}, or {FULL_TIMEOUT:g} with --full)",
+    )
+    p.add_argument(
+        "--budget",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="for the whole scan (default: four times --timeout)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="environments checked at once (default: the CPUs, at most 4)",
+    )
+    p.add_argument(
+        "--fail-on",
+        choices=("error", "warning", "never"),
+        default="never",
+        help="also exit 1 for a doctor's finding of this severity in any environment (default: never)",
+    )
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="every way each environment was reached, and its verdict in full"
+    )
 
 
 def _seconds(text: str) -> float:
@@ -76,9 +102,11 @@ def run(args: argparse.Namespace) -> int:
     places = places_from(environ)
     progress = None
     if not args.json and sys.stderr.isatty():
+
         def progress(env):
             sys.stderr.write(".")
             sys.stderr.flush()
+
     result = scan(environ, places, full=args.full, timeout=timeout, budget=budget, jobs=jobs, progress=progress)
     if progress is not None:
         sys.stderr.write("\r\033[K")

@@ -26,6 +26,7 @@ SYNTHETIC_TEST_IMAGES = 10_000
 
 def count_arg(minimum: int, maximum: int = MAX_COUNT):
     """An argparse type: a whole number from `minimum` to `maximum` (counts, sizes, seeds)."""
+
     def parse(text: str) -> int:
         stripped = text.strip()
         if len(stripped.lstrip("+-")) > len(str(maximum)) + 1:  # no int() of 5,000 digits
@@ -62,49 +63,95 @@ def _positive_float(text: str) -> float:
 
 
 def add_device_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--gpus", type=count_arg(0), metavar="N",
-                        help="mirror over the first N GPUs (default: every GPU TensorFlow sees; 0: the CPU)")
-    parser.add_argument("--cpu-replicas", type=count_arg(1, MAX_CPU_REPLICAS), default=None, metavar="N",
-                        help=f"split the CPU into N logical devices (at most {MAX_CPU_REPLICAS}) and mirror over them (no GPU needed)")
+    parser.add_argument(
+        "--gpus",
+        type=count_arg(0),
+        metavar="N",
+        help="mirror over the first N GPUs (default: every GPU TensorFlow sees; 0: the CPU)",
+    )
+    parser.add_argument(
+        "--cpu-replicas",
+        type=count_arg(1, MAX_CPU_REPLICAS),
+        default=None,
+        metavar="N",
+        help=f"split the CPU into N logical devices (at most {MAX_CPU_REPLICAS}) and mirror over them (no GPU needed)",
+    )
 
 
 def add_data_flags(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--data", "--data-dir", type=path_arg, metavar="PATH", dest="data",
-                        help="CIFAR-10: the cifar-10-batches-py folder, a folder of train/<class>/ and "
-                             "test/<class>/ images, or a .tar.gz of either (default: the Keras cache)")
+    source.add_argument(
+        "--data",
+        "--data-dir",
+        type=path_arg,
+        metavar="PATH",
+        dest="data",
+        help="CIFAR-10: the cifar-10-batches-py folder, a folder of train/<class>/ and "
+        "test/<class>/ images, or a .tar.gz of either (default: the Keras cache)",
+    )
     source.add_argument("--synthetic", action="store_true", help="generated images instead of CIFAR-10")
     parser.add_argument("--subset", type=count_arg(1), metavar="N", help="train on the first N training images")
     parser.add_argument("--val-subset", type=count_arg(1), metavar="N", help="validate on the first N test images")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--output", "-o", type=path_arg, default=Path(DEFAULT_OUTPUT), metavar="DIR",
-                        help=f"folder for the plot, history, summary and model (default: ./{DEFAULT_OUTPUT}); "
-                             "rerunning into a folder with an interrupted run resumes it")
+    parser.add_argument(
+        "--output",
+        "-o",
+        type=path_arg,
+        default=Path(DEFAULT_OUTPUT),
+        metavar="DIR",
+        help=f"folder for the plot, history, summary and model (default: ./{DEFAULT_OUTPUT}); "
+        "rerunning into a folder with an interrupted run resumes it",
+    )
     again = parser.add_mutually_exclusive_group()
-    again.add_argument("--resume", action="store_true",
-                       help="continue the run in --output; a finished one is kept and its summary shown")
-    again.add_argument("--overwrite", action="store_true",
-                       help="start over, replacing the run in --output (finished or not)")
+    again.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --output; a finished one is kept and its summary shown",
+    )
+    again.add_argument(
+        "--overwrite", action="store_true", help="start over, replacing the run in --output (finished or not)"
+    )
     add_device_flags(parser)
-    parser.add_argument("--multi-worker", action="store_true",
-                        help="MultiWorkerMirroredStrategy over the cluster in TF_CONFIG, or SLURM's (run under srun)")
+    parser.add_argument(
+        "--multi-worker",
+        action="store_true",
+        help="MultiWorkerMirroredStrategy over the cluster in TF_CONFIG, or SLURM's (run under srun)",
+    )
     add_data_flags(parser)
-    parser.add_argument("--preset", choices=("post", "fast"), default="post",
-                        help="post: the post's 70-epoch protocol (default); fast: a shorter modern recipe")
+    parser.add_argument(
+        "--preset",
+        choices=("post", "fast"),
+        default="post",
+        help="post: the post's 70-epoch protocol (default); fast: a shorter modern recipe",
+    )
     parser.add_argument("--epochs", type=count_arg(1), metavar="N", help="epochs (default: 70, or the preset's)")
-    parser.add_argument("--steps-per-epoch", type=count_arg(1), metavar="N",
-                        help="steps per epoch (default: one pass over the training images)")
-    parser.add_argument("--batch-per-replica", type=count_arg(1), metavar="N",
-                        help="images per replica per step (default: 64, or the preset's)")
-    parser.add_argument("--lr", type=_positive_float, metavar="RATE",
-                        help="initial (peak) learning rate (default: 5e-3, or the preset's)")
-    parser.add_argument("--mixed-precision", action="store_true",
-                        help="float16 compute on GPUs (bfloat16 on CPUs), float32 weights")
+    parser.add_argument(
+        "--steps-per-epoch",
+        type=count_arg(1),
+        metavar="N",
+        help="steps per epoch (default: one pass over the training images)",
+    )
+    parser.add_argument(
+        "--batch-per-replica",
+        type=count_arg(1),
+        metavar="N",
+        help="images per replica per step (default: 64, or the preset's)",
+    )
+    parser.add_argument(
+        "--lr",
+        type=_positive_float,
+        metavar="RATE",
+        help="initial (peak) learning rate (default: 5e-3, or the preset's)",
+    )
+    parser.add_argument(
+        "--mixed-precision", action="store_true", help="float16 compute on GPUs (bfloat16 on CPUs), float32 weights"
+    )
     parser.add_argument("--jit", action="store_true", help="compile the training step with XLA")
-    parser.add_argument("--seed", type=count_arg(0, MAX_SEED), default=0, metavar="N",
-                        help=f"random seed, 0 to {MAX_SEED} (default: 0)")
+    parser.add_argument(
+        "--seed", type=count_arg(0, MAX_SEED), default=0, metavar="N", help=f"random seed, 0 to {MAX_SEED} (default: 0)"
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar or per-epoch lines")
 
@@ -123,20 +170,30 @@ def config_from_args(args: argparse.Namespace):
     if args.gpus and args.cpu_replicas:
         raise UsageError("--gpus and --cpu-replicas exclude each other: mirror over GPUs or over CPU devices")
     if args.multi_worker and args.cpu_replicas and args.cpu_replicas > 1:
-        raise UsageError("--multi-worker with --cpu-replicas: each worker mirrors over its GPUs or its one CPU, "
-                         "not over logical CPU devices; use --cpu-replicas on one machine")
+        raise UsageError(
+            "--multi-worker with --cpu-replicas: each worker mirrors over its GPUs or its one CPU, "
+            "not over logical CPU devices; use --cpu-replicas on one machine"
+        )
     if args.jit and args.cpu_replicas and args.cpu_replicas > 1:
         raise UsageError(JIT_WITH_CPU_REPLICAS)
     if args.synthetic:
         # Checked before the images are generated: --subset 100000000000 is 300 TB of them.
-        for flag, value, most in (("--subset", args.subset, SYNTHETIC_TRAIN_IMAGES), ("--val-subset", args.val_subset, SYNTHETIC_TEST_IMAGES)):
+        for flag, value, most in (
+            ("--subset", args.subset, SYNTHETIC_TRAIN_IMAGES),
+            ("--val-subset", args.val_subset, SYNTHETIC_TEST_IMAGES),
+        ):
             if value is not None and value > most:
-                raise UsageError(f"{flag} {value:,}: --synthetic generates at most {most:,} images there (CIFAR-10's size)")
+                raise UsageError(
+                    f"{flag} {value:,}: --synthetic generates at most {most:,} images there (CIFAR-10's size)"
+                )
     recipe = PRESETS[args.preset]
     overrides = {
         name: value
-        for name, value in (("epochs", args.epochs), ("batch_per_replica", args.batch_per_replica),
-                            ("learning_rate", args.lr))
+        for name, value in (
+            ("epochs", args.epochs),
+            ("batch_per_replica", args.batch_per_replica),
+            ("learning_rate", args.lr),
+        )
         if value is not None
     }
     recipe = recipe.with_overrides(**overrides)
@@ -172,7 +229,10 @@ def run(args: argparse.Namespace) -> int:
     if not summary["devices"]["is_chief"]:
         return 0
     if result.already_finished and not args.json:
-        print(f"envcheck: {config.output} holds a finished run; nothing was trained (--overwrite trains again)", file=sys.stderr)
+        print(
+            f"envcheck: {config.output} holds a finished run; nothing was trained (--overwrite trains again)",
+            file=sys.stderr,
+        )
     if args.json:
         from envcheck.render import json_text
 
@@ -188,16 +248,15 @@ def format_summary(summary: dict, output: Path) -> str:
     def fmt(value, spec=".4f"):
         return "-" if value is None else format(value, spec)
 
-    return "\n".join([
-        f"MiniGoogLeNet ({summary['parameters']:,} parameters) on {summary['data']['source']}: "
-        f"{plural(summary['epochs'], 'epoch')} on {plural(summary['replicas'], 'replica')} "
-        f"({', '.join(summary['devices']['devices'])})",
-        f"final: loss {fmt(final['loss'])}  accuracy {fmt(final['accuracy'])}  "
-        f"val_loss {fmt(final['val_loss'])}  val_accuracy {fmt(final['val_accuracy'])}",
-        f"time: {fmt(summary['seconds'], '.1f')} s, {fmt(summary['images_per_second_steady'], '.1f')} images/s "
-        f"({fmt(summary['images_per_second_per_replica'], '.1f')} per replica)",
-        f"outputs: {output}/ (history.png, history.json, history.csv, summary.json, model.keras)",
-    ])
-
-
-
+    return "\n".join(
+        [
+            f"MiniGoogLeNet ({summary['parameters']:,} parameters) on {summary['data']['source']}: "
+            f"{plural(summary['epochs'], 'epoch')} on {plural(summary['replicas'], 'replica')} "
+            f"({', '.join(summary['devices']['devices'])})",
+            f"final: loss {fmt(final['loss'])}  accuracy {fmt(final['accuracy'])}  "
+            f"val_loss {fmt(final['val_loss'])}  val_accuracy {fmt(final['val_accuracy'])}",
+            f"time: {fmt(summary['seconds'], '.1f')} s, {fmt(summary['images_per_second_steady'], '.1f')} images/s "
+            f"({fmt(summary['images_per_second_per_replica'], '.1f')} per replica)",
+            f"outputs: {output}/ (history.png, history.json, history.csv, summary.json, model.keras)",
+        ]
+    )

@@ -14,23 +14,50 @@ from envcheck.errors import UsageError, require_modules
 def configure(parser: argparse.ArgumentParser) -> None:
     from envcheck.commands.train import MAX_CPU_REPLICAS, count_arg, path_arg
 
-    parser.add_argument("--level", type=int, choices=(1, 2, 3), default=2,
-                        help="1: matmul and convolution on each device; 2: plus the cross-replica all-reduce "
-                             "(default); 3: plus a training run")
+    parser.add_argument(
+        "--level",
+        type=int,
+        choices=(1, 2, 3),
+        default=2,
+        help="1: matmul and convolution on each device; 2: plus the cross-replica all-reduce "
+        "(default); 3: plus a training run",
+    )
     parser.add_argument("--train", action="store_true", help="the same as --level 3")
-    parser.add_argument("--full", action="store_true",
-                        help="with level 3: the post's full 70-epoch protocol on the real CIFAR-10, "
-                             "accuracy compared with the post's (needs a GPU)")
-    parser.add_argument("--data", "--data-dir", type=path_arg, metavar="PATH", dest="data",
-                        help="CIFAR-10 for level 3 (python batches, image folders, or an archive); "
-                             "default: the Keras cache, or synthetic data for the quick run")
-    parser.add_argument("--gpus", type=count_arg(0), metavar="N", help="use the first N GPUs (default: all; 0: the CPU)")
-    parser.add_argument("--cpu-replicas", type=count_arg(1, MAX_CPU_REPLICAS), metavar="N",
-                        help="logical CPU devices to mirror over when no GPU is used (default: 2)")
-    parser.add_argument("--output", "-o", type=path_arg, metavar="DIR",
-                        help="keep the level 3 run's outputs here (default: a temporary folder; "
-                             "envcheck-validate-full for --full, so that it can be resumed)")
-    parser.add_argument("--require-gpu", action="store_true", help="exit 1 unless the checks ran on a GPU (for CI gates)")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="with level 3: the post's full 70-epoch protocol on the real CIFAR-10, "
+        "accuracy compared with the post's (needs a GPU)",
+    )
+    parser.add_argument(
+        "--data",
+        "--data-dir",
+        type=path_arg,
+        metavar="PATH",
+        dest="data",
+        help="CIFAR-10 for level 3 (python batches, image folders, or an archive); "
+        "default: the Keras cache, or synthetic data for the quick run",
+    )
+    parser.add_argument(
+        "--gpus", type=count_arg(0), metavar="N", help="use the first N GPUs (default: all; 0: the CPU)"
+    )
+    parser.add_argument(
+        "--cpu-replicas",
+        type=count_arg(1, MAX_CPU_REPLICAS),
+        metavar="N",
+        help="logical CPU devices to mirror over when no GPU is used (default: 2)",
+    )
+    parser.add_argument(
+        "--output",
+        "-o",
+        type=path_arg,
+        metavar="DIR",
+        help="keep the level 3 run's outputs here (default: a temporary folder; "
+        "envcheck-validate-full for --full, so that it can be resumed)",
+    )
+    parser.add_argument(
+        "--require-gpu", action="store_true", help="exit 1 unless the checks ran on a GPU (for CI gates)"
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("-v", "--verbose", action="store_true", help="show TensorFlow's own log lines and warnings")
 
@@ -66,10 +93,16 @@ def run(args: argparse.Namespace) -> int:
     live = not args.json and console.is_terminal and not console.is_dumb_terminal and level < 3
     status = console.status("starting TensorFlow", spinner="dots") if live else None
     announce = (lambda text: status.update(text)) if status is not None else None
-    with quiet_tensorflow(verbose=args.verbose), (status if status is not None else _nothing()):
+    with quiet_tensorflow(verbose=args.verbose), status if status is not None else _nothing():
         report = run_validation(
-            level, full=args.full, data=args.data.expanduser() if args.data else None, output=args.output,
-            gpus=args.gpus, cpu_replicas=args.cpu_replicas, progress=not args.json, require_gpu=args.require_gpu,
+            level,
+            full=args.full,
+            data=args.data.expanduser() if args.data else None,
+            output=args.output,
+            gpus=args.gpus,
+            cpu_replicas=args.cpu_replicas,
+            progress=not args.json,
+            require_gpu=args.require_gpu,
             announce=announce,
         )
     if args.json:

@@ -43,7 +43,13 @@ class Side:
         v = self.report.verdict
         return {
             "source": self.name,
-            "verdict": {"status": v.status, "line": v.line, "first_broken_link": v.first_broken_link, "finding_id": v.finding_id, "gpus": v.gpus},
+            "verdict": {
+                "status": v.status,
+                "line": v.line,
+                "first_broken_link": v.first_broken_link,
+                "finding_id": v.finding_id,
+                "gpus": v.gpus,
+            },
             "links": {s.name: s.status for s in self.report.links},
             "findings": [f.id for f in self.report.findings if f.severity is not Severity.INFO],
             "created": self.facts.created or None,
@@ -66,8 +72,15 @@ class Difference:
         def plain(value):
             return list(value) if isinstance(value, tuple) else value
 
-        return {"link": self.link, "path": self.path, "label": self.label, "change": self.change,
-                "a": plain(self.a), "b": plain(self.b), "explains": self.explains}
+        return {
+            "link": self.link,
+            "path": self.path,
+            "label": self.label,
+            "change": self.change,
+            "a": plain(self.a),
+            "b": plain(self.b),
+            "explains": self.explains,
+        }
 
 
 @dataclass(frozen=True)
@@ -126,7 +139,10 @@ def _shown_as_winner(path: str, flat: dict[str, FlatValue]) -> bool:
     if not match:
         return False
     family, copy = match.groups()
-    return any(k.startswith(family + ".winners[") and isinstance(v, str) and (v == copy or v.startswith(copy + " (")) for k, v in flat.items())
+    return any(
+        k.startswith(family + ".winners[") and isinstance(v, str) and (v == copy or v.startswith(copy + " ("))
+        for k, v in flat.items()
+    )
 
 
 def explaining_links(a: Side, b: Side) -> set[str]:
@@ -186,6 +202,7 @@ def _outermost(items: set[str]) -> set[str]:
 
 def summary(item: str, fields: dict[str, FlatValue]) -> str:
     """An item in one line: a library copy's version and origin, a package's version, a GPU's name."""
+
     def get(name: str) -> str | None:
         value = fields.get(name)
         return ", ".join(value) if isinstance(value, tuple) else value
@@ -198,14 +215,27 @@ def summary(item: str, fields: dict[str, FlatValue]) -> str:
     if item.startswith("packages.distributions["):
         return get("version") or "installed"
     if item.startswith("nvml.gpus["):
-        return ", ".join(p for p in (get("name"), f"compute capability {get('compute_capability')}" if get("compute_capability") else None) if p) or "a GPU"
+        return (
+            ", ".join(
+                p
+                for p in (
+                    get("name"),
+                    f"compute capability {get('compute_capability')}" if get("compute_capability") else None,
+                )
+                if p
+            )
+            or "a GPU"
+        )
     if item.startswith("pci.devices["):
         return get("name") or get("device_id") or "a PCI device"
     if item.startswith("libraries.libraries["):
-        copies = sorted({p.split("]", 1)[0][len("copies["):] for p in fields if p.startswith("copies[")})
+        copies = sorted({p.split("]", 1)[0][len("copies[") :] for p in fields if p.startswith("copies[")})
         return ", ".join(copies) if copies else "searched, no copy"
     if item.startswith("libraries.toolkits["):
-        return ", ".join(p for p in (f"CUDA {get('version')}" if get("version") else None, get("origin")) if p) or "a toolkit"
+        return (
+            ", ".join(p for p in (f"CUDA {get('version')}" if get("version") else None, get("origin")) if p)
+            or "a toolkit"
+        )
     if item.startswith("tensorflow.placement["):
         return ", ".join(p for p in (get("device"), "ok" if get("ok") == "yes" else "failed") if p)
     direct = [f"{k} {get(k)}" for k in sorted(fields) if "[" not in k and "." not in k]
@@ -267,9 +297,15 @@ def _notes(a: Side, b: Side) -> tuple[str, ...]:
     notes = []
     for side, other, letter in ((a, b, "A"), (b, a, "B")):
         if side.facts.quick and not other.facts.quick:
-            notes.append(f"{letter} was taken with --quick: TensorFlow was not imported there, so its TensorFlow facts are missing, not different")
+            notes.append(
+                f"{letter} was taken with --quick: TensorFlow was not imported there, so its TensorFlow facts are missing, not different"
+            )
     if a.facts.envcheck_version and b.facts.envcheck_version and a.facts.envcheck_version != b.facts.envcheck_version:
-        notes.append(f"taken by different envcheck releases ({a.facts.envcheck_version} and {b.facts.envcheck_version}); a probe added since shows as a difference")
+        notes.append(
+            f"taken by different envcheck releases ({a.facts.envcheck_version} and {b.facts.envcheck_version}); a probe added since shows as a difference"
+        )
     if a.facts.platform.os and b.facts.platform.os and a.facts.platform.os != b.facts.platform.os:
-        notes.append(f"A is a {a.facts.platform.os} machine and B a {b.facts.platform.os} one: most facts differ by nature")
+        notes.append(
+            f"A is a {a.facts.platform.os} machine and B a {b.facts.platform.os} one: most facts differ by nature"
+        )
     return tuple(notes)

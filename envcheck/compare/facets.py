@@ -263,17 +263,57 @@ def _tensorflow(m: Machine) -> Value:
 
 
 def _environment(m: Machine) -> Value:
-    shown = {k: m.facts.env.variables[k] for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TF_FORCE_GPU_ALLOW_GROWTH") if k in m.facts.env.variables}
+    shown = {
+        k: m.facts.env.variables[k]
+        for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TF_FORCE_GPU_ALLOW_GROWTH")
+        if k in m.facts.env.variables
+    }
     return {k: f"{k}={v!r}" for k, v in shown.items()} or {"": "nothing that changes GPU use"}
 
 
 FACETS: tuple[Facet, ...] = (
-    Facet("driver", "driver", "Driver", (r"^nvml\.driver_version$", r"^driver\.version$", r"^nvml\.cuda_driver_version$", r"^nvml\.(status|error_kind)$", r"^driver\.loaded$"), _driver),
-    Facet("libraries", "libraries", "CUDA libraries", (r"^env\.variables\[(LD_LIBRARY_PATH|PATH|CUDA_PATH[^\]]*|CUDA_HOME|CUDNN_PATH)\]$", r"^libraries\.libraries\[[^\]]+\]\.winners?\b", r"^libraries\.libraries\[[^\]]+\]\.copies\[", r"^packages\.distributions\[nvidia-"), _libraries),
-    Facet("tensorflow", "tensorflow", "TensorFlow", (r"^packages\.distributions\[tensorflow[^\]]*\]\.version$", r"^tensorflow\.status$",
-                                                    r"^tensorflow\.error_kind$", r"^tensorflow\.version$", r"^tensorflow\.distribution$",
-                                                    r"^tensorflow\.is_cuda_build$", r"^tensorflow\.cuda_version$", r"^tensorflow\.cudnn_version$",
-                                                    r"^tensorflow\.error$"), _tensorflow),
+    Facet(
+        "driver",
+        "driver",
+        "Driver",
+        (
+            r"^nvml\.driver_version$",
+            r"^driver\.version$",
+            r"^nvml\.cuda_driver_version$",
+            r"^nvml\.(status|error_kind)$",
+            r"^driver\.loaded$",
+        ),
+        _driver,
+    ),
+    Facet(
+        "libraries",
+        "libraries",
+        "CUDA libraries",
+        (
+            r"^env\.variables\[(LD_LIBRARY_PATH|PATH|CUDA_PATH[^\]]*|CUDA_HOME|CUDNN_PATH)\]$",
+            r"^libraries\.libraries\[[^\]]+\]\.winners?\b",
+            r"^libraries\.libraries\[[^\]]+\]\.copies\[",
+            r"^packages\.distributions\[nvidia-",
+        ),
+        _libraries,
+    ),
+    Facet(
+        "tensorflow",
+        "tensorflow",
+        "TensorFlow",
+        (
+            r"^packages\.distributions\[tensorflow[^\]]*\]\.version$",
+            r"^tensorflow\.status$",
+            r"^tensorflow\.error_kind$",
+            r"^tensorflow\.version$",
+            r"^tensorflow\.distribution$",
+            r"^tensorflow\.is_cuda_build$",
+            r"^tensorflow\.cuda_version$",
+            r"^tensorflow\.cudnn_version$",
+            r"^tensorflow\.error$",
+        ),
+        _tensorflow,
+    ),
     Facet("gpus", "gpu", "GPUs", (r"^nvml\.gpus\[[^\]]+\]\.name$", r"^pci\.devices\["), _gpus),
     Facet("python", "python", "Python", (r"^python\.(version|bits|implementation)$",), _python),
     Facet("os", PLATFORM, "OS", (r"^platform\.(os|distro|release)$",), _os),

@@ -52,7 +52,7 @@ def normalise_log_line(line: str) -> str:
     match = _LOG_STAMP.match(line)
     if not match:
         return line
-    return (match.group(1) + " " if match.group(1) else "") + line[match.end():]
+    return (match.group(1) + " " if match.group(1) else "") + line[match.end() :]
 
 
 def flatten(facts: Facts) -> dict[str, FlatValue]:
@@ -77,7 +77,12 @@ def _walk(path: str, value: Any, out: dict[str, FlatValue], redact: Callable[[st
                     out[here] = redact(str(item))
             return
         if path.startswith("libraries.libraries[") and value.get("winners"):
-            value = {**value, "winners": {name: _copy_line(winner, value.get("copies") or ()) for name, winner in value["winners"].items()}}
+            value = {
+                **value,
+                "winners": {
+                    name: _copy_line(winner, value.get("copies") or ()) for name, winner in value["winners"].items()
+                },
+            }
         for key, item in value.items():
             if key in _DERIVED or (key == "winner" and value.get("winners")):
                 continue  # a copy's folder is in its path; the winner is among the per-name winners

@@ -50,7 +50,12 @@ class Node:
         return {
             "name": self.name,
             "file": self.source,
-            "verdict": {"status": self.status, "line": self.line, "first_broken_link": self.first_broken_link, "finding_id": self.finding_id},
+            "verdict": {
+                "status": self.status,
+                "line": self.line,
+                "first_broken_link": self.first_broken_link,
+                "finding_id": self.finding_id,
+            },
             "exit_code": self.exit_code,
             "errors": list(self.errors),
             "facts": {name: text_of(value) for name, value in self.facets.items()},
@@ -114,7 +119,13 @@ class Fleet:
             "verdicts": [g.to_dict() | {"status": g.nodes[0].status} for g in self.groups.get(VERDICT, ())],
             "facts": {name: [g.to_dict() for g in groups] for name, groups in self.groups.items() if name != VERDICT},
             "odd_ones_out": [
-                {"node": name, "differs_in": [{"fact": o.facet, "value": o.value, "majority": o.majority, "majority_count": o.majority_count} for o in odd]}
+                {
+                    "node": name,
+                    "differs_in": [
+                        {"fact": o.facet, "value": o.value, "majority": o.majority, "majority_count": o.majority_count}
+                        for o in odd
+                    ],
+                }
                 for name, odd in self.odd.items()
             ],
             "uniform": self.uniform,
@@ -130,7 +141,9 @@ def expand_inputs(inputs: Iterable[str]) -> tuple[list[str], list[Refused]]:
     for item in inputs:
         path = Path(item)
         if path.is_dir():
-            found = sorted((str(p) for p in path.iterdir() if p.suffix.lower() == ".json" and p.is_file()), key=natural_key)
+            found = sorted(
+                (str(p) for p in path.iterdir() if p.suffix.lower() == ".json" and p.is_file()), key=natural_key
+            )
             if not found:
                 refused.append(Refused(item, "a folder with no .json files in it"))
             files.extend(found)
@@ -172,7 +185,7 @@ def _read_parallel(files: list[str], jobs: int) -> list:
     """Files in chunks over worker processes, each with its own cache of judged machines."""
     from concurrent.futures import ProcessPoolExecutor
 
-    chunks = [files[i:i + _CHUNK] for i in range(0, len(files), _CHUNK)]
+    chunks = [files[i : i + _CHUNK] for i in range(0, len(files), _CHUNK)]
     try:
         import multiprocessing
 
@@ -245,7 +258,7 @@ def _judge(facts: Facts) -> tuple:
 
 
 def _without_path(message: str, path: str) -> str:
-    return message[len(path) + 2:] if message.startswith(path + ": ") else message
+    return message[len(path) + 2 :] if message.startswith(path + ": ") else message
 
 
 _SECTIONS = ("python", "platform", "env", "packages", "pci", "driver", "nvml", "libraries", "tensorflow")
@@ -256,7 +269,10 @@ def machine_key(data: dict) -> tuple[str, dict]:
     the same findings: the key leaves out only what no rule reads (when, how long, the host name,
     and GPU UUIDs and serial numbers unless a variable names a GPU by its UUID)."""
     data = dict(data)
-    noise: dict[str, Any] = {"top": {k: data.pop(k) for k in ("created", "envcheck_version") if k in data}, "seconds": {}}
+    noise: dict[str, Any] = {
+        "top": {k: data.pop(k) for k in ("created", "envcheck_version") if k in data},
+        "seconds": {},
+    }
     for name in _SECTIONS:
         if isinstance(data.get(name), dict) and "seconds" in data[name]:
             data[name] = dict(data[name])
@@ -273,7 +289,9 @@ def machine_key(data: dict) -> tuple[str, dict]:
             noise["placement"] = [p.pop("seconds") for p in placement if isinstance(p, dict) and "seconds" in p]
             tf["placement"] = placement
     variables = (data.get("env") or {}).get("variables") if isinstance(data.get("env"), dict) else None
-    names_uuid = isinstance(variables, dict) and any(isinstance(v, str) and ("GPU-" in v or "MIG-" in v) for v in variables.values())
+    names_uuid = isinstance(variables, dict) and any(
+        isinstance(v, str) and ("GPU-" in v or "MIG-" in v) for v in variables.values()
+    )
     nvml = data.get("nvml")
     if not names_uuid and isinstance(nvml, dict) and isinstance(nvml.get("gpus"), list):
         gpus = [dict(g) if isinstance(g, dict) else g for g in nvml["gpus"]]
@@ -300,8 +318,17 @@ def _check_noise(noise: dict) -> None:
         from_dict,
     )
 
-    sections = {"python": PythonFacts, "platform": PlatformFacts, "env": EnvFacts, "packages": PackagesFacts, "pci": PciFacts,
-                "driver": DriverFacts, "nvml": NvmlFacts, "libraries": LibrariesFacts, "tensorflow": TensorflowFacts}
+    sections = {
+        "python": PythonFacts,
+        "platform": PlatformFacts,
+        "env": EnvFacts,
+        "packages": PackagesFacts,
+        "pci": PciFacts,
+        "driver": DriverFacts,
+        "nvml": NvmlFacts,
+        "libraries": LibrariesFacts,
+        "tensorflow": TensorflowFacts,
+    }
     from_dict(Facts, noise["top"])
     for name, seconds in noise["seconds"].items():
         from_dict(sections[name], {"seconds": seconds})
@@ -347,8 +374,12 @@ def _split_common(facet: str, groups: tuple[Group, ...]) -> tuple[Group, ...]:
     if not common or all(set(v) <= set(common) for v in values):
         return groups
     alike = text_of(common)
-    return tuple(dataclasses.replace(g, shown=text_of({k: v for k, v in value.items() if k not in common}) or "(none)", alike=alike)
-                 for g, value in zip(groups, values))
+    return tuple(
+        dataclasses.replace(
+            g, shown=text_of({k: v for k, v in value.items() if k not in common}) or "(none)", alike=alike
+        )
+        for g, value in zip(groups, values)
+    )
 
 
 def _odd_ones_out(groups: dict[str, tuple[Group, ...]]) -> dict[str, tuple[OddFact, ...]]:
@@ -362,8 +393,13 @@ def _odd_ones_out(groups: dict[str, tuple[Group, ...]]) -> dict[str, tuple[OddFa
         for other in members[1:]:
             for node in other.nodes:
                 odd.setdefault(node.name, []).append(
-                    OddFact(facet, _differing(facet, node, majority.nodes[0]), _differing(facet, majority.nodes[0], node),
-                            len(majority.nodes), majority.nodes[0].name)
+                    OddFact(
+                        facet,
+                        _differing(facet, node, majority.nodes[0]),
+                        _differing(facet, majority.nodes[0], node),
+                        len(majority.nodes),
+                        majority.nodes[0].name,
+                    )
                 )
     order = {n: i for i, n in enumerate(sorted(odd, key=natural_key))}
     return {name: tuple(odd[name]) for name in sorted(odd, key=order.get)}

@@ -91,7 +91,11 @@ def cudnn_version_text(raw: str) -> tuple[Optional[tuple[int, int, int]], str]:
     raw = raw.strip()
     if raw.isdigit():
         value = int(raw)
-        parts = (value // 10000, (value % 10000) // 100, value % 100) if value >= 10000 else (value // 1000, (value % 1000) // 100, value % 100)
+        parts = (
+            (value // 10000, (value % 10000) // 100, value % 100)
+            if value >= 10000
+            else (value // 1000, (value % 1000) // 100, value % 100)
+        )
     else:
         numbers = [int(p) for p in re.findall(r"\d+", raw)][:3]
         if not numbers:
@@ -236,7 +240,9 @@ def fill_fix(fix: FixTemplate, variables: dict[str, str]) -> Fix:
     return Fix(
         text=fill(fix.text, variables),
         commands=tuple(
-            Command(fill(c.line, variables), shell=c.shell) for c in fix.commands if c.when is None or c.when.holds(variables)
+            Command(fill(c.line, variables), shell=c.shell)
+            for c in fix.commands
+            if c.when is None or c.when.holds(variables)
         ),
         url=fill(fix.link, variables) if fix.link else None,
     )
@@ -355,14 +361,18 @@ def parse_catalogue(text: str, path: Path, eager: bool = True) -> tuple[tuple[Pa
     for entry in entries:
         pattern = _parse_pattern(entry, path, eager)
         if pattern.id in seen:
-            raise PatternsError(f"{path}:{pattern.line}: pattern id {pattern.id!r} already used at line {seen[pattern.id]}")
+            raise PatternsError(
+                f"{path}:{pattern.line}: pattern id {pattern.id!r} already used at line {seen[pattern.id]}"
+            )
         seen[pattern.id] = pattern.line
         patterns.append(pattern)
     # A condition may name other patterns ("seen in the same input"): they have to exist.
     for pattern in patterns:
         for other in pattern.harmful_if_seen:
             if other not in seen:
-                raise PatternsError(f"{path}:{pattern.line}: pattern {pattern.id!r}: 'harmful_if_seen' names {other!r}, which is not a pattern id")
+                raise PatternsError(
+                    f"{path}:{pattern.line}: pattern {pattern.id!r}: 'harmful_if_seen' names {other!r}, which is not a pattern id"
+                )
         for cause in pattern.causes:
             for condition in (cause.when, cause.first_if, cause.last_if):
                 for other in condition.seen if condition else ():
@@ -387,7 +397,9 @@ def _parse_anchors(data: "_Node", path: Path, patterns: list[Pattern]) -> tuple[
         if anchor != anchor.lower() or not anchor.isascii():
             raise PatternsError(f"{path}:{item_line}: anchor {anchor!r} must be lower-case ASCII")
         if not any(anchor in n for p in patterns for n in p.needles):
-            raise PatternsError(f"{path}:{item_line}: anchor {anchor!r} is in no pattern's needles (each anchor costs a pass over the input)")
+            raise PatternsError(
+                f"{path}:{item_line}: anchor {anchor!r} is in no pattern's needles (each anchor costs a pass over the input)"
+            )
         anchors.append(anchor)
     return tuple(anchors)
 
@@ -460,7 +472,9 @@ def _parse_pattern(node: Any, path: Path, eager: bool = True) -> Pattern:
     needles = tuple(n.lower() for n in entry.texts("needles"))
     for index, needle in enumerate(needles):
         if not needle.isascii():
-            raise entry.error("needles", f"{needle!r}: needles must be ASCII (they are searched without regard to case)", index)
+            raise entry.error(
+                "needles", f"{needle!r}: needles must be ASCII (they are searched without regard to case)", index
+            )
     derive = entry.text("derive", required=False)
     if derive is not None and derive not in DERIVERS:
         raise entry.error("derive", f"unknown deriver {derive!r} (known: {', '.join(DERIVERS)})")
@@ -469,7 +483,9 @@ def _parse_pattern(node: Any, path: Path, eager: bool = True) -> Pattern:
         from envcheck.explain.machine import SPECIALIZERS
 
         if specialize not in SPECIALIZERS:
-            raise entry.error("specialize", f"unknown specializer {specialize!r} (known: {', '.join(sorted(SPECIALIZERS))})")
+            raise entry.error(
+                "specialize", f"unknown specializer {specialize!r} (known: {', '.join(sorted(SPECIALIZERS))})"
+            )
     os_names = entry.texts("os", required=False)
     for index, os_name in enumerate(os_names):
         if os_name not in SOURCE_OSES:
@@ -513,14 +529,23 @@ def _parse_pattern(node: Any, path: Path, eager: bool = True) -> Pattern:
     )
 
 
-def _parse_causes(entry: _Entry, names: set[str], scan_names: set[str], pattern_id: str, rule_ids: tuple[str, ...]) -> tuple[CauseTemplate, ...]:
+def _parse_causes(
+    entry: _Entry, names: set[str], scan_names: set[str], pattern_id: str, rule_ids: tuple[str, ...]
+) -> tuple[CauseTemplate, ...]:
     """``cause: TEXT`` (one cause, whose id is the pattern's) or ``causes:`` (several, ranked)."""
     node = entry.node
     if ("cause" in node) == ("causes" in node):
-        raise entry.error("causes" if "causes" in node else None, "give either 'cause' (one text) or 'causes' (a list), not both" if "cause" in node else "missing 'cause' or 'causes'")
+        raise entry.error(
+            "causes" if "causes" in node else None,
+            "give either 'cause' (one text) or 'causes' (a list), not both"
+            if "cause" in node
+            else "missing 'cause' or 'causes'",
+        )
     if "cause" in node:
         text = _template(entry, "cause", entry.text("cause"), names)
-        return (CauseTemplate(id=pattern_id, text=text, rule_ids=rule_ids, line=node.key_lines.get("cause", node.line)),)
+        return (
+            CauseTemplate(id=pattern_id, text=text, rule_ids=rule_ids, line=node.key_lines.get("cause", node.line)),
+        )
     raw = node.get("causes")
     if not isinstance(raw, _Seq) or not raw:
         raise entry.error("causes", "expected a non-empty list of causes (each with id, text and tell)")
@@ -540,7 +565,9 @@ def _parse_causes(entry: _Entry, names: set[str], scan_names: set[str], pattern_
             raise cause_entry.error("id", f"cause id {cause_id!r} given twice in this pattern")
         text = _template(cause_entry, "text", cause_entry.text("text"), names)
         if "tell" not in item and len(raw) > 1:
-            raise cause_entry.error(None, "a pattern with several causes needs 'tell' for each: how to tell this cause from the others")
+            raise cause_entry.error(
+                None, "a pattern with several causes needs 'tell' for each: how to tell this cause from the others"
+            )
         tell = _parse_fix_node(cause_entry, "tell", item.get("tell"), names, scan_names) if "tell" in item else None
         fix = _parse_fix_node(cause_entry, "fix", item.get("fix"), names, scan_names) if "fix" in item else None
         causes.append(
@@ -602,7 +629,11 @@ def _parse_fixes(entry: _Entry, names: set[str], scan_names: set[str]) -> tuple[
         for index, item in enumerate(raw):
             fix = _parse_fix_node(entry, "fix", item, names, scan_names, index)
             if (fix.when is None) != (index == len(raw) - 1):
-                raise entry.error("fix", "every alternative fix but the last needs 'when'; the last is the default and has none", index)
+                raise entry.error(
+                    "fix",
+                    "every alternative fix but the last needs 'when'; the last is the default and has none",
+                    index,
+                )
             fixes.append(fix)
         return tuple(fixes)
     fix = _parse_fix_node(entry, "fix", raw, names, scan_names)
@@ -611,7 +642,9 @@ def _parse_fixes(entry: _Entry, names: set[str], scan_names: set[str]) -> tuple[
     return (fix,)
 
 
-def _parse_fix_node(entry: _Entry, key: str, node: Any, names: set[str], scan_names: set[str], item: Optional[int] = None) -> FixTemplate:
+def _parse_fix_node(
+    entry: _Entry, key: str, node: Any, names: set[str], scan_names: set[str], item: Optional[int] = None
+) -> FixTemplate:
     if not isinstance(node, _Node):
         raise entry.error(key, "expected a mapping with 'text' (and optionally 'commands', 'link')", item)
     fix_entry = _Entry(node, entry.path, f"{entry.label} {key}")
@@ -625,17 +658,23 @@ def _parse_fix_node(entry: _Entry, key: str, node: Any, names: set[str], scan_na
         raise fix_entry.error("commands", "expected a list of {shell, line} mappings")
     for index, raw in enumerate(raw_commands):
         if not isinstance(raw, _Node) or set(raw) - {"shell", "line", "when"} or not isinstance(raw.get("line"), str):
-            raise fix_entry.error("commands", "each command is a mapping with 'line' and optionally 'shell' and 'when'", index)
+            raise fix_entry.error(
+                "commands", "each command is a mapping with 'line' and optionally 'shell' and 'when'", index
+            )
         command_entry = _Entry(raw, entry.path, f"{entry.label} {key} command")
         shell = raw.get("shell", "any")
         if shell not in SHELLS:
             raise command_entry.error("shell", f"shell must be one of {', '.join(SHELLS)}, got {shell!r}")
         line = _template(command_entry, "line", raw["line"], names)
-        commands.append(CommandTemplate(shell=shell, line=line, when=_parse_condition(command_entry, "when", scan_names)))
+        commands.append(
+            CommandTemplate(shell=shell, line=line, when=_parse_condition(command_entry, "when", scan_names))
+        )
     link = fix_entry.text("link", required=False)
     if link is not None:
         link = _template(fix_entry, "link", link, names)
-    return FixTemplate(text=text, commands=tuple(commands), link=link, when=_parse_condition(fix_entry, "when", scan_names))
+    return FixTemplate(
+        text=text, commands=tuple(commands), link=link, when=_parse_condition(fix_entry, "when", scan_names)
+    )
 
 
 def _template(entry: _Entry, key: str, text: str, names: set[str]) -> str:

@@ -127,13 +127,22 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
             try:
                 notes = notes_for(occurrence, ctx)
             except Exception as exc:  # noqa: BLE001 - one broken specializer must not hide the explanation
-                notes = (MachineNote(f"envcheck could not add advice for this machine ({type(exc).__name__}: {exc}); this is a bug."),)
+                notes = (
+                    MachineNote(
+                        f"envcheck could not add advice for this machine ({type(exc).__name__}: {exc}); this is a bug."
+                    ),
+                )
         causes = rank_causes(pattern, variables, seen)
         if assess is not None:
             try:
                 causes = _checked(tuple(assess(occurrence, causes)), causes)
             except Exception as exc:  # noqa: BLE001 - a broken check must not hide the explanation
-                notes = (*notes, MachineNote(f"envcheck could not check the causes on this machine ({type(exc).__name__}: {exc}); this is a bug."))
+                notes = (
+                    *notes,
+                    MachineNote(
+                        f"envcheck could not check the causes on this machine ({type(exc).__name__}: {exc}); this is a bug."
+                    ),
+                )
         causes = order_by_status(causes)
         harmless = pattern.harmless
         log_note = ""
@@ -154,7 +163,11 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
             if note.harmless is not None:
                 harmless = note.harmless
         first = causes[0] if causes else None
-        fix = first.fix if first is not None and first.fix is not None else fill_fix(pattern.fix_for(variables), variables)
+        fix = (
+            first.fix
+            if first is not None and first.fix is not None
+            else fill_fix(pattern.fix_for(variables), variables)
+        )
         explanations.append(
             Explanation(
                 id=pattern.id,
@@ -298,7 +311,11 @@ def _library_use_names(variables: dict[str, str], matrix: Optional["Matrix"]) ->
         generation = f"the CUDA release its name carries ({digits})"
     else:
         generation = "an unknown CUDA release"
-    where = "on native Windows (TensorFlow's native Windows GPU builds end with 2.10, CUDA 11.2)" if library_os(library) == "windows" else ""
+    where = (
+        "on native Windows (TensorFlow's native Windows GPU builds end with 2.10, CUDA 11.2)"
+        if library_os(library) == "windows"
+        else ""
+    )
     return {
         "cuda_generation": generation,
         "releases": f"no TensorFlow release in envcheck's compatibility matrix loads {library} {where}".strip(),

@@ -332,8 +332,12 @@ def gpu_presence(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Mach
         yield MachineNote(
             f"This machine has {gpu_list} and its driver {facts.nvml.driver_version or ''} answers, so the process "
             "that printed this could not reach it: "
-            + ("CUDA_VISIBLE_DEVICES hides every GPU in this environment." if hidden else "a container started without GPU access "
-               "(docker --gpus all), another machine, or CUDA_VISIBLE_DEVICES set in that process.")
+            + (
+                "CUDA_VISIBLE_DEVICES hides every GPU in this environment."
+                if hidden
+                else "a container started without GPU access "
+                "(docker --gpus all), another machine, or CUDA_VISIBLE_DEVICES set in that process."
+            )
             + " Run `envcheck doctor` in that same environment.",
             harmless=False,
         )
@@ -354,7 +358,9 @@ def driver_version(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Ma
     need = m.driver_requirement(cuda) if cuda else None
     if need is None or need.minimum is None:
         if driver_text:
-            yield MachineNote(f"The NVIDIA driver here is {driver_text}; `envcheck doctor` compares it with what TensorFlow needs.")
+            yield MachineNote(
+                f"The NVIDIA driver here is {driver_text}; `envcheck doctor` compares it with what TensorFlow needs."
+            )
         elif _no_gpu_here(ctx):
             yield MachineNote(f"{NO_GPU_HERE[0].upper()}{NO_GPU_HERE[1:]}.")
         return
@@ -391,7 +397,9 @@ def visible_devices(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[M
             "tf.config.set_soft_device_placement(True)."
         )
     elif m.gpu_presence == ABSENT and not ctx.os == "wsl":
-        yield MachineNote("This machine has no NVIDIA GPU that CUDA can use: TensorFlow runs on the CPU here.", harmless=True)
+        yield MachineNote(
+            "This machine has no NVIDIA GPU that CUDA can use: TensorFlow runs on the CPU here.", harmless=True
+        )
 
 
 def _device_index(device: str) -> Optional[int]:
@@ -512,14 +520,22 @@ def xla_cuda_dir(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Mach
             directory = f"{wheel.location.rstrip('/')}/nvidia/cuda_nvcc"
             yield MachineNote(
                 f"The pip wheel {name} {wheel.version} provides ptxas and libdevice in {directory}.",
-                commands=(Command(shell.set_variable("XLA_FLAGS", f"--xla_gpu_cuda_data_dir={directory}", "bash"), shell="bash"),),
+                commands=(
+                    Command(
+                        shell.set_variable("XLA_FLAGS", f"--xla_gpu_cuda_data_dir={directory}", "bash"), shell="bash"
+                    ),
+                ),
             )
             return
     if facts.libraries.status == OK and facts.libraries.toolkits:
         toolkit = facts.libraries.toolkits[0]
         yield MachineNote(
             f"A CUDA toolkit {toolkit.version or ''} is at {toolkit.path}; point XLA at it.".replace("  ", " "),
-            commands=(Command(shell.set_variable("XLA_FLAGS", f"--xla_gpu_cuda_data_dir={toolkit.path}", "bash"), shell="bash"),),
+            commands=(
+                Command(
+                    shell.set_variable("XLA_FLAGS", f"--xla_gpu_cuda_data_dir={toolkit.path}", "bash"), shell="bash"
+                ),
+            ),
         )
 
 
@@ -536,7 +552,13 @@ def tf_installed(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Mach
             "or environment: print sys.executable in the failing program and compare."
         )
         return
-    where = "a virtual environment" if python.in_virtualenv else "a conda environment" if python.in_conda else "no virtual environment"
+    where = (
+        "a virtual environment"
+        if python.in_virtualenv
+        else "a conda environment"
+        if python.in_conda
+        else "no virtual environment"
+    )
     yield MachineNote(
         f"TensorFlow is not installed for {python.executable} (Python {python.version}, {where}). "
         "`envcheck plan` gives the install command for this machine."

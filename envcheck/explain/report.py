@@ -115,14 +115,22 @@ def _render_one(number: int, e: Explanation, shell: Optional[str], width: int) -
     indent = "    "
     lines = [f"[{number}] {e.title}"]
     status = "harmless" if e.harmless else "error"
-    where = f"line {e.first_line}" if e.count == 1 else f"lines {', '.join(map(str, e.line_numbers))}" + (
-        "…" if e.count > len(e.line_numbers) else ""
-    ) + f" ({e.count}×)"
+    where = (
+        f"line {e.first_line}"
+        if e.count == 1
+        else f"lines {', '.join(map(str, e.line_numbers))}"
+        + ("…" if e.count > len(e.line_numbers) else "")
+        + f" ({e.count}×)"
+    )
     lines.append(indent + " · ".join(part for part in (status, ", ".join(e.rule_ids), where) if part))
     lines.append(indent + "> " + _shorten(e.excerpt, width - len(indent) - 2))
 
     def paragraph(label: str, text: str) -> None:
-        lines.extend(textwrap.wrap(f"{label}: {text}", width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False))
+        lines.extend(
+            textwrap.wrap(
+                f"{label}: {text}", width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
+            )
+        )
 
     paragraph("What it means", e.meaning)
     if not e.harmless:
@@ -209,7 +217,11 @@ def render_catalogue(catalogue: Catalogue) -> str:
         title = _example_title(catalogue, pattern)
         tag = "harmless" if pattern.harmless else ", ".join(pattern.rule_ids) or "code"
         out.append(f"{pattern.id}")
-        out.extend(textwrap.wrap(f"{title}  [{tag}]", width, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False))
+        out.extend(
+            textwrap.wrap(
+                f"{title}  [{tag}]", width, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False
+            )
+        )
     return "\n".join(out) + "\n"
 
 

@@ -70,7 +70,9 @@ class Catalogue:
         # The passes run over lines without their digits (see ``_scan_block``), so they look for
         # the needles without theirs.
         stripped = [tuple(n.encode("ascii").translate(None, _DIGITS) for n in p.needles) for p in self.patterns]
-        needles = {n for ns in stripped for n in ns} | {a.encode("ascii").translate(None, _DIGITS) for a in self.anchors}
+        needles = {n for ns in stripped for n in ns} | {
+            a.encode("ascii").translate(None, _DIGITS) for a in self.anchors
+        }
         needles.discard(b"")
         anchors = sorted(n for n in needles if not any(o != n and o in n for o in needles))
         by_anchor = []
@@ -100,7 +102,9 @@ class Catalogue:
 
         return self.scan(io.BytesIO(text.encode("utf-8", "surrogateescape")))
 
-    def scan(self, stream: IO[bytes], max_line_bytes: int = MAX_LINE_BYTES, chunk_bytes: int = CHUNK_BYTES) -> "ScanResult":
+    def scan(
+        self, stream: IO[bytes], max_line_bytes: int = MAX_LINE_BYTES, chunk_bytes: int = CHUNK_BYTES
+    ) -> "ScanResult":
         """Every known message in ``stream``, read in chunks; memory stays near ``chunk_bytes``."""
         found = _Accumulator()
         lines_before = 0
@@ -244,7 +248,9 @@ class _Accumulator:
         occurrence.count += len(line_numbers)
         # Distinct lines of one message arrive group by group: keep the first line numbers overall.
         if len(occurrence.line_numbers) < MAX_LINE_NUMBERS or line_numbers[0] < occurrence.line_numbers[-1]:
-            occurrence.line_numbers[:] = sorted({*occurrence.line_numbers, *line_numbers[:MAX_LINE_NUMBERS]})[:MAX_LINE_NUMBERS]
+            occurrence.line_numbers[:] = sorted({*occurrence.line_numbers, *line_numbers[:MAX_LINE_NUMBERS]})[
+                :MAX_LINE_NUMBERS
+            ]
 
     def ordered(self) -> tuple[Occurrence, ...]:
         # Errors before harmless notices, each in the order they first appeared.
@@ -353,5 +359,3 @@ def load_patterns(path: str | Path | None = None) -> Catalogue:
 def parse_patterns(text: str, path: Path) -> Catalogue:
     patterns, anchors = parse_catalogue(text, path)
     return Catalogue(path, patterns, anchors)
-
-

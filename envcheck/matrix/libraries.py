@@ -162,7 +162,8 @@ class LibraryUse:
             else:
                 groups.append([build])
         parts = [
-            f"{g[0].tf if len(g) == 1 else f'{g[0].tf}-{g[-1].tf}'} (CUDA {g[0].cuda}, cuDNN {g[0].cudnn})" for g in groups
+            f"{g[0].tf if len(g) == 1 else f'{g[0].tf}-{g[-1].tf}'} (CUDA {g[0].cuda}, cuDNN {g[0].cudnn})"
+            for g in groups
         ]
         if not parts:
             return ""

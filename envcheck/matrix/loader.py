@@ -76,9 +76,13 @@ class _Reader:
     def fail(self, node: Node, where: str, message: str) -> MatrixError:
         return MatrixError(f"{self.filename}, line {node.start_mark.line + 1}: {where}: {message}")
 
-    def mapping(self, node: Node, where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, Node]:
+    def mapping(
+        self, node: Node, where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()
+    ) -> dict[str, Node]:
         if not isinstance(node, yaml.MappingNode):
-            raise self.fail(node, where, f"expected a mapping with keys {', '.join(required + optional)}, got {_describe(node)}")
+            raise self.fail(
+                node, where, f"expected a mapping with keys {', '.join(required + optional)}, got {_describe(node)}"
+            )
         allowed = set(required) | set(optional)
         seen: dict[str, Node] = {}
         for key_node, value_node in node.value:
@@ -86,9 +90,13 @@ class _Reader:
             if key is None:
                 raise self.fail(key_node, where, "expected a plain key")
             if key in seen:
-                raise self.fail(key_node, f"{where}.{key}", f"duplicate key (first given on line {seen[key].start_mark.line + 1})")
+                raise self.fail(
+                    key_node, f"{where}.{key}", f"duplicate key (first given on line {seen[key].start_mark.line + 1})"
+                )
             if key not in allowed:
-                raise self.fail(key_node, f"{where}.{key}", f"unknown key (expected one of: {', '.join(sorted(allowed))})")
+                raise self.fail(
+                    key_node, f"{where}.{key}", f"unknown key (expected one of: {', '.join(sorted(allowed))})"
+                )
             seen[key] = value_node
         missing = [k for k in required if k not in seen]
         if missing:
@@ -138,7 +146,9 @@ class _Reader:
             raise self.fail(node, where, f"expected an http(s) URL, got {text!r}")
         return text
 
-    def texts(self, node: Node, where: str, read: Callable[[Node, str], T] | None = None, what: str = "strings") -> tuple[T, ...]:
+    def texts(
+        self, node: Node, where: str, read: Callable[[Node, str], T] | None = None, what: str = "strings"
+    ) -> tuple[T, ...]:
         read = read or self.text  # type: ignore[assignment]
         return tuple(read(item, f"{where}[{i}]") for i, item in enumerate(self.sequence(node, where, what)))  # type: ignore[misc]
 
@@ -152,7 +162,9 @@ class _Reader:
             elif text in self.source_keys:
                 resolved.append(self.source_keys[text].url)
             else:
-                raise self.fail(item, f"{where}[{i}]", f"unknown source {text!r} (not a URL and not a key of 'sources')")
+                raise self.fail(
+                    item, f"{where}[{i}]", f"unknown source {text!r} (not a URL and not a key of 'sources')"
+                )
         if not resolved:
             raise self.fail(node, where, "expected at least one source")
         return tuple(resolved)
@@ -199,13 +211,23 @@ def _read_sources(r: _Reader, node: Node) -> dict[str, Source]:
         if not _SOURCE_KEY.match(key):
             raise r.fail(value, where, "expected a key of lowercase letters, digits, '.', '-' or '_'")
         fields = r.mapping(value, where, ("url", "title"))
-        sources[key] = Source(key=key, url=r.url(fields["url"], f"{where}.url"), title=r.text(fields["title"], f"{where}.title"))
+        sources[key] = Source(
+            key=key, url=r.url(fields["url"], f"{where}.url"), title=r.text(fields["title"], f"{where}.title")
+        )
     return sources
 
 
 _OS_KEYS_REQUIRED = ("python", "cuda", "sources")
 _OS_KEYS_OPTIONAL = (
-    "cudnn", "compiler", "build_tool", "compute_capabilities", "libraries", "pip_cuda", "distribution", "notes", "history",
+    "cudnn",
+    "compiler",
+    "build_tool",
+    "compute_capabilities",
+    "libraries",
+    "pip_cuda",
+    "distribution",
+    "notes",
+    "history",
 )
 _CORRECTABLE = set(_OS_KEYS_REQUIRED + _OS_KEYS_OPTIONAL) - {"sources", "notes", "history"}
 
@@ -224,8 +246,15 @@ def _read_tf(r: _Reader, node: Node, where: str, cuda: dict, cudnn: dict) -> lis
 
 
 def _read_tf_os(
-    r: _Reader, node: Node, where: str, tf: Version, os: str, distribution: str, release_notes: tuple[str, ...],
-    cuda_rows: dict, cudnn_rows: dict,
+    r: _Reader,
+    node: Node,
+    where: str,
+    tf: Version,
+    os: str,
+    distribution: str,
+    release_notes: tuple[str, ...],
+    cuda_rows: dict,
+    cudnn_rows: dict,
 ) -> TfBuild:
     f = r.mapping(node, where, _OS_KEYS_REQUIRED, _OS_KEYS_OPTIONAL)
     python = r.texts(f["python"], f"{where}.python", lambda n, w: str(r.major_minor(n, w)), "Python versions")
@@ -235,9 +264,18 @@ def _read_tf_os(
     cudnn = r.optional(f.get("cudnn"), f"{where}.cudnn", r.version)
     archs: tuple[str, ...] = ()
     if "compute_capabilities" in f:
-        archs = r.texts(f["compute_capabilities"], f"{where}.compute_capabilities", lambda n, w: _arch(r, n, w), "sm_XY/compute_XY entries")
+        archs = r.texts(
+            f["compute_capabilities"],
+            f"{where}.compute_capabilities",
+            lambda n, w: _arch(r, n, w),
+            "sm_XY/compute_XY entries",
+        )
     if cuda is None:
-        gpu_only = {"cudnn": cudnn, "compute_capabilities": archs, "pip_cuda": "pip_cuda" in f and not _is_null(f["pip_cuda"])}
+        gpu_only = {
+            "cudnn": cudnn,
+            "compute_capabilities": archs,
+            "pip_cuda": "pip_cuda" in f and not _is_null(f["pip_cuda"]),
+        }
         for key, given in gpu_only.items():
             if given:
                 raise r.fail(f[key], f"{where}.{key}", "expected nothing for a CPU-only build (cuda is null)")
@@ -252,7 +290,10 @@ def _read_tf_os(
             raise r.fail(node, where, "missing key 'compute_capabilities' (required for a CUDA build)")
     history = ()
     if "history" in f:
-        history = tuple(_read_correction(r, item, f"{where}.history[{i}]") for i, item in enumerate(r.sequence(f["history"], f"{where}.history", "corrections")))
+        history = tuple(
+            _read_correction(r, item, f"{where}.history[{i}]")
+            for i, item in enumerate(r.sequence(f["history"], f"{where}.history", "corrections"))
+        )
     return TfBuild(
         tf=tf,
         os=os,
@@ -292,14 +333,23 @@ def _read_correction(r: _Reader, node: Node, where: str) -> Correction:
     name = r.text(f["field"], f"{where}.field")
     if name not in _CORRECTABLE:
         raise r.fail(f["field"], f"{where}.field", f"expected one of {', '.join(sorted(_CORRECTABLE))}, got {name!r}")
-    return Correction(field=name, was=r.text(f["was"], f"{where}.was"), note=r.text(f["note"], f"{where}.note"), sources=r.sources(f["sources"], f"{where}.sources"))
+    return Correction(
+        field=name,
+        was=r.text(f["was"], f"{where}.was"),
+        note=r.text(f["note"], f"{where}.note"),
+        sources=r.sources(f["sources"], f"{where}.sources"),
+    )
 
 
 def _read_pip_cuda(r: _Reader, node: Node, where: str) -> PipCuda:
     f = r.mapping(node, where, ("extra", "packages"))
     packages_node = f["packages"]
     if not isinstance(packages_node, yaml.MappingNode) or not packages_node.value:
-        raise r.fail(packages_node, f"{where}.packages", f"expected a mapping of package name to version specifier, got {_describe(packages_node)}")
+        raise r.fail(
+            packages_node,
+            f"{where}.packages",
+            f"expected a mapping of package name to version specifier, got {_describe(packages_node)}",
+        )
     names = tuple(k.value for k, _ in packages_node.value if isinstance(k, yaml.ScalarNode))
     packages = {}
     for name, spec_node in r.mapping(packages_node, f"{where}.packages", (), names).items():
@@ -309,7 +359,11 @@ def _read_pip_cuda(r: _Reader, node: Node, where: str) -> PipCuda:
                 raise InvalidSpecifier(name)
             SpecifierSet(spec)
         except InvalidSpecifier:
-            raise r.fail(spec_node, f"{where}.packages.{name}", f"expected a package name and a PEP 440 specifier, got {name!r}: {spec!r}") from None
+            raise r.fail(
+                spec_node,
+                f"{where}.packages.{name}",
+                f"expected a package name and a PEP 440 specifier, got {name!r}: {spec!r}",
+            ) from None
         packages[name] = spec
     return PipCuda(extra=r.text(f["extra"], f"{where}.extra"), packages=packages)
 
@@ -321,7 +375,9 @@ def _read_cuda(r: _Reader, node: Node, where: str) -> CudaRelease:
         version=r.major_minor(f["version"], f"{where}.version"),
         min_driver_linux=linux,
         min_driver_windows=windows,
-        architectures=r.texts(f["architectures"], f"{where}.architectures", lambda n, w: str(r.major_minor(n, w)), "compute capabilities"),
+        architectures=r.texts(
+            f["architectures"], f"{where}.architectures", lambda n, w: str(r.major_minor(n, w)), "compute capabilities"
+        ),
         download_url=r.optional(f.get("download_url"), f"{where}.download_url", r.url),
         sources=r.sources(f["sources"], f"{where}.sources"),
         notes=r.texts(f["notes"], f"{where}.notes") if "notes" in f else (),
@@ -350,16 +406,23 @@ def _read_cudnn(r: _Reader, node: Node, where: str) -> CudnnRelease:
     )
 
 
-def _read_gpu_group(r: _Reader, node: Node, where: str, architectures: dict[str, Architecture]) -> list[tuple[GpuProduct, Node]]:
+def _read_gpu_group(
+    r: _Reader, node: Node, where: str, architectures: dict[str, Architecture]
+) -> list[tuple[GpuProduct, Node]]:
     f = r.mapping(node, where, ("architecture", "compute_capability", "products", "sources"), ("notes",))
     architecture = r.text(f["architecture"], f"{where}.architecture")
     capability = r.major_minor(f["compute_capability"], f"{where}.compute_capability")
     arch = architectures.get(architecture)
     if arch is None:
-        raise r.fail(f["architecture"], f"{where}.architecture", f"unknown architecture {architecture!r} (expected one of: {', '.join(architectures)})")
+        raise r.fail(
+            f["architecture"],
+            f"{where}.architecture",
+            f"unknown architecture {architecture!r} (expected one of: {', '.join(architectures)})",
+        )
     if str(capability) not in arch.compute_capabilities:
         raise r.fail(
-            f["compute_capability"], f"{where}.compute_capability",
+            f["compute_capability"],
+            f"{where}.compute_capability",
             f"{capability} is not a compute capability of {arch.name} ({', '.join(arch.compute_capabilities)})",
         )
     sources = r.sources(f["sources"], f"{where}.sources")
@@ -373,12 +436,19 @@ def _read_gpu_group(r: _Reader, node: Node, where: str, architectures: dict[str,
             name = r.text(pf["name"], f"{item_where}.name")
             aliases = r.texts(pf["aliases"], f"{item_where}.aliases") if "aliases" in pf else ()
             if "pci_ids" in pf:
-                pci_ids = r.texts(pf["pci_ids"], f"{item_where}.pci_ids", lambda n, w: _pci_id(r, n, w), "PCI device ids")
+                pci_ids = r.texts(
+                    pf["pci_ids"], f"{item_where}.pci_ids", lambda n, w: _pci_id(r, n, w), "PCI device ids"
+                )
         else:
             name, aliases = r.text(item, item_where, "a product name or a mapping with name and aliases"), ()
         product = GpuProduct(
-            name=name, compute_capability=capability, architecture=architecture, aliases=aliases, sources=sources,
-            pci_ids=pci_ids, notes=notes,
+            name=name,
+            compute_capability=capability,
+            architecture=architecture,
+            aliases=aliases,
+            sources=sources,
+            pci_ids=pci_ids,
+            notes=notes,
         )
         products.append((product, item))
     return products
@@ -393,12 +463,23 @@ def _pci_id(r: _Reader, node: Node, where: str) -> str:
 
 def _read_architecture(r: _Reader, node: Node, where: str) -> Architecture:
     f = r.mapping(node, where, ("name", "compute_capabilities", "last_driver_branch", "sources"), ("aliases", "notes"))
-    capabilities = r.texts(f["compute_capabilities"], f"{where}.compute_capabilities", lambda n, w: str(r.major_minor(n, w)), "compute capabilities")
+    capabilities = r.texts(
+        f["compute_capabilities"],
+        f"{where}.compute_capabilities",
+        lambda n, w: str(r.major_minor(n, w)),
+        "compute capabilities",
+    )
     if not capabilities:
-        raise r.fail(f["compute_capabilities"], f"{where}.compute_capabilities", "expected at least one compute capability")
+        raise r.fail(
+            f["compute_capabilities"], f"{where}.compute_capabilities", "expected at least one compute capability"
+        )
     branch = r.optional(f["last_driver_branch"], f"{where}.last_driver_branch", r.text)
     if branch is not None and not _DRIVER_BRANCH.match(branch):
-        raise r.fail(f["last_driver_branch"], f"{where}.last_driver_branch", f"expected a driver branch like '470' (or null while supported), got {branch!r}")
+        raise r.fail(
+            f["last_driver_branch"],
+            f"{where}.last_driver_branch",
+            f"expected a driver branch like '470' (or null while supported), got {branch!r}",
+        )
     return Architecture(
         name=r.text(f["name"], f"{where}.name"),
         compute_capabilities=capabilities,
@@ -420,12 +501,20 @@ def _read_architectures(r: _Reader, top: dict[str, Node]) -> dict[str, Architect
         line = item.start_mark.line + 1
         for name in (arch.name, *arch.aliases):
             if name.lower() in names:
-                raise r.fail(item, where, f"duplicate row: architecture name {name!r} is already given on line {names[name.lower()][1]}")
+                raise r.fail(
+                    item,
+                    where,
+                    f"duplicate row: architecture name {name!r} is already given on line {names[name.lower()][1]}",
+                )
             names[name.lower()] = (arch.name, line)
         for capability in arch.compute_capabilities:
             if capability in capabilities:
                 other, other_line = capabilities[capability]
-                raise r.fail(item, f"{where}.compute_capabilities", f"compute capability {capability} is already {other}'s (line {other_line})")
+                raise r.fail(
+                    item,
+                    f"{where}.compute_capabilities",
+                    f"compute capability {capability} is already {other}'s (line {other_line})",
+                )
             capabilities[capability] = (arch.name, line)
         found[arch.name] = arch
     if not found:
@@ -436,9 +525,17 @@ def _read_architectures(r: _Reader, top: dict[str, Node]) -> dict[str, Architect
 def _read_platform(r: _Reader, node: Node) -> PlatformRules:
     w = "platform"
     f = r.mapping(
-        node, w,
-        ("windows_native_gpu_last", "tensorflow_gpu_last_real", "tensorflow_gpu_dummy", "and_cuda_first",
-         "gpu_in_tensorflow_package_from", "macos_gpu", "sources"),
+        node,
+        w,
+        (
+            "windows_native_gpu_last",
+            "tensorflow_gpu_last_real",
+            "tensorflow_gpu_dummy",
+            "and_cuda_first",
+            "gpu_in_tensorflow_package_from",
+            "macos_gpu",
+            "sources",
+        ),
         ("tensorflow_cpu_first", "notes"),
     )
     dummy = r.optional(f["tensorflow_gpu_dummy"], f"{w}.tensorflow_gpu_dummy", r.text)
@@ -446,17 +543,27 @@ def _read_platform(r: _Reader, node: Node) -> PlatformRules:
         try:
             SpecifierSet(dummy)
         except InvalidSpecifier:
-            raise r.fail(f["tensorflow_gpu_dummy"], f"{w}.tensorflow_gpu_dummy", f"expected a PEP 440 specifier like '>=2.12', got {dummy!r}") from None
+            raise r.fail(
+                f["tensorflow_gpu_dummy"],
+                f"{w}.tensorflow_gpu_dummy",
+                f"expected a PEP 440 specifier like '>=2.12', got {dummy!r}",
+            ) from None
     cpu_first: dict[str, Version] = {}
     if "tensorflow_cpu_first" in f:
         for os, value in r.mapping(f["tensorflow_cpu_first"], f"{w}.tensorflow_cpu_first", (), BUILD_OSES).items():
             cpu_first[os] = r.version(value, f"{w}.tensorflow_cpu_first.{os}", _TF_VERSION, "2.1")
     return PlatformRules(
-        windows_native_gpu_last=r.version(f["windows_native_gpu_last"], f"{w}.windows_native_gpu_last", _TF_VERSION, "2.10"),
-        tensorflow_gpu_last_real=r.version(f["tensorflow_gpu_last_real"], f"{w}.tensorflow_gpu_last_real", _TF_VERSION, "2.11"),
+        windows_native_gpu_last=r.version(
+            f["windows_native_gpu_last"], f"{w}.windows_native_gpu_last", _TF_VERSION, "2.10"
+        ),
+        tensorflow_gpu_last_real=r.version(
+            f["tensorflow_gpu_last_real"], f"{w}.tensorflow_gpu_last_real", _TF_VERSION, "2.11"
+        ),
         tensorflow_gpu_dummy=dummy,
         and_cuda_first=r.version(f["and_cuda_first"], f"{w}.and_cuda_first", _TF_VERSION, "2.14"),
-        gpu_in_tensorflow_package_from=r.version(f["gpu_in_tensorflow_package_from"], f"{w}.gpu_in_tensorflow_package_from", _TF_VERSION, "2.1"),
+        gpu_in_tensorflow_package_from=r.version(
+            f["gpu_in_tensorflow_package_from"], f"{w}.gpu_in_tensorflow_package_from", _TF_VERSION, "2.1"
+        ),
         macos_gpu=r.boolean(f["macos_gpu"], f"{w}.macos_gpu"),
         sources=r.sources(f["sources"], f"{w}.sources"),
         tensorflow_cpu_first=cpu_first,
@@ -481,14 +588,23 @@ def _read_distribution(r: _Reader, node: Node, where: str) -> TfDistribution:
     )
 
 
-def _rows(r: _Reader, top: dict[str, Node], key: str, read: Callable[[_Reader, Node, str], T], identity: Callable[[T], object], label: Callable[[T], str]) -> list[T]:
+def _rows(
+    r: _Reader,
+    top: dict[str, Node],
+    key: str,
+    read: Callable[[_Reader, Node, str], T],
+    identity: Callable[[T], object],
+    label: Callable[[T], str],
+) -> list[T]:
     rows: list[T] = []
     first_line: dict[object, int] = {}
     for i, item in enumerate(r.sequence(top[key], key, "rows")):
         row = read(r, item, f"{key}[{i}]")
         ident = identity(row)
         if ident in first_line:
-            raise r.fail(item, f"{key}[{i}]", f"duplicate row: {label(row)} is already given on line {first_line[ident]}")
+            raise r.fail(
+                item, f"{key}[{i}]", f"duplicate row: {label(row)} is already given on line {first_line[ident]}"
+            )
         first_line[ident] = item.start_mark.line + 1
         rows.append(row)
     return rows
@@ -500,12 +616,16 @@ def _check_shape(text: str, filename: str) -> None:
     for event in yaml.parse(text, Loader=_Loader):
         if isinstance(event, yaml.AliasEvent):
             line = event.start_mark.line + 1 if event.start_mark is not None else "?"
-            raise MatrixError(f"{filename}, line {line}: aliases (*{event.anchor}) are not allowed in a matrix file; write the value out")
+            raise MatrixError(
+                f"{filename}, line {line}: aliases (*{event.anchor}) are not allowed in a matrix file; write the value out"
+            )
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1
             if depth > MAX_DEPTH:
                 line = event.start_mark.line + 1 if event.start_mark is not None else "?"
-                raise MatrixError(f"{filename}, line {line}: nested deeper than {MAX_DEPTH} levels; no matrix file needs that")
+                raise MatrixError(
+                    f"{filename}, line {line}: nested deeper than {MAX_DEPTH} levels; no matrix file needs that"
+                )
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
 
@@ -529,15 +649,33 @@ def parse_matrix(text: str, path: Path) -> Matrix:
     if root is None:
         raise MatrixError(f"{r.filename}: the file is empty")
     top = r.mapping(
-        root, "(top level)",
-        ("schema", "sources", "platform", "distributions", "tensorflow", "cuda", "cuda_majors", "cudnn", "architectures", "gpus"),
+        root,
+        "(top level)",
+        (
+            "schema",
+            "sources",
+            "platform",
+            "distributions",
+            "tensorflow",
+            "cuda",
+            "cuda_majors",
+            "cudnn",
+            "architectures",
+            "gpus",
+        ),
     )
     schema = r.integer(top["schema"], "schema")
     if schema != SCHEMA_VERSION:
-        raise r.fail(top["schema"], "schema", f"expected {SCHEMA_VERSION} (this envcheck reads matrix schema {SCHEMA_VERSION}), got {schema}")
+        raise r.fail(
+            top["schema"],
+            "schema",
+            f"expected {SCHEMA_VERSION} (this envcheck reads matrix schema {SCHEMA_VERSION}), got {schema}",
+        )
     r.source_keys = _read_sources(r, top["sources"])
 
-    distributions = _rows(r, top, "distributions", _read_distribution, lambda d: d.name, lambda d: f"distribution {d.name}")
+    distributions = _rows(
+        r, top, "distributions", _read_distribution, lambda d: d.name, lambda d: f"distribution {d.name}"
+    )
     if not distributions:
         raise r.fail(top["distributions"], "distributions", "expected at least one distribution")
     cuda = _rows(r, top, "cuda", _read_cuda, lambda c: c.version.release, lambda c: f"CUDA {c.version}")
@@ -552,7 +690,11 @@ def parse_matrix(text: str, path: Path) -> Matrix:
         for build in _read_tf(r, item, f"tensorflow[{i}]", cuda_index, cudnn_index):
             ident = (build.tf.release, build.os)
             if ident in seen_builds:
-                raise r.fail(item, f"tensorflow[{i}]", f"duplicate row: TensorFlow {build.tf} {build.os} is already given on line {seen_builds[ident]}")
+                raise r.fail(
+                    item,
+                    f"tensorflow[{i}]",
+                    f"duplicate row: TensorFlow {build.tf} {build.os} is already given on line {seen_builds[ident]}",
+                )
             seen_builds[ident] = item.start_mark.line + 1
             builds.append(build)
     if not builds:
@@ -574,13 +716,21 @@ def parse_matrix(text: str, path: Path) -> Matrix:
                     continue
                 own.add(key)
                 if key in seen_names:
-                    raise r.fail(item, f"gpus[{i}]", f"duplicate row: GPU name {name!r} is already given on line {seen_names[key]}")
+                    raise r.fail(
+                        item,
+                        f"gpus[{i}]",
+                        f"duplicate row: GPU name {name!r} is already given on line {seen_names[key]}",
+                    )
                 seen_names[key] = line
             for device_id in gpu.pci_ids:
                 if device_id in seen_pci:
                     other, other_line = seen_pci[device_id]
                     where = "the same product" if other == gpu.name else other
-                    raise r.fail(item, f"gpus[{i}]", f"PCI device id {device_id!r} of {gpu.name} is already given to {where} on line {other_line}")
+                    raise r.fail(
+                        item,
+                        f"gpus[{i}]",
+                        f"PCI device id {device_id!r} of {gpu.name} is already given to {where} on line {other_line}",
+                    )
                 seen_pci[device_id] = (gpu.name, line)
             gpus.append(gpu)
 
@@ -634,7 +784,11 @@ def _read(path: str | Path) -> str:
     from envcheck.fsutil import MATRIX_FILE, read_user_text
 
     return read_user_text(
-        path, MATRIX_FILE, MatrixError, label=str(path), message=lambda name, reason: f"{name}: cannot read the matrix file ({reason})"
+        path,
+        MATRIX_FILE,
+        MatrixError,
+        label=str(path),
+        message=lambda name, reason: f"{name}: cannot read the matrix file ({reason})",
     )
 
 

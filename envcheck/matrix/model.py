@@ -237,9 +237,10 @@ def gpu_name_key(name: str) -> tuple[str, bool]:
     if bracket:
         name = bracket.group(1)
     tokens = [t for t in re.split(r"[^0-9a-z]+", name.lower()) if t]
-    while tokens and (tokens[0] in _GPU_PREFIXES or (
-        tokens[0] == "quadro" and len(tokens) > 1 and tokens[1][0].isalpha() and tokens[1] != "rtx"
-    )):
+    while tokens and (
+        tokens[0] in _GPU_PREFIXES
+        or (tokens[0] == "quadro" and len(tokens) > 1 and tokens[1][0].isalpha() and tokens[1] != "rtx")
+    ):
         tokens.pop(0)
     if len(tokens) >= 2 and tokens[0] == "rtx" and re.fullmatch(r"a\d+", tokens[1]):
         tokens.pop(0)  # "RTX A6000" is what NVIDIA prints; people type "A6000"
@@ -257,7 +258,7 @@ def gpu_name_key(name: str) -> tuple[str, bool]:
         ):
             tokens.pop()
         elif re.fullmatch(r"\d{4}m", last):  # "RTX 3080M": the laptop part (NVIDIA's own names
-            tokens[-1] = last[:-1]            # with an M suffix have three digits: GTX 980M)
+            tokens[-1] = last[:-1]  # with an M suffix have three digits: GTX 980M)
             laptop = True
             break
         elif not (last in _GPU_SUFFIXES or _FORM_FACTOR.fullmatch(last)):
@@ -276,8 +277,30 @@ def normalize_gpu_name(name: str) -> str:
 _GPU_PREFIXES = {"nvidia", "geforce", "tesla", "jetson", "hgx"}
 _LAPTOP_WORDS = {"laptop", "mobile", "notebook", "maxq"}
 _GPU_SUFFIXES = {
-    "gb", "pcie", "sxm", "nvl", "dgxs", "with", "design", "gpu", "edition", "founders", "workstation", "server",
-    "sff", "generation", "developer", "kit", "devkit", "module", "embedded", "lite", "hash", "rate", "lhr", "oem",
+    "gb",
+    "pcie",
+    "sxm",
+    "nvl",
+    "dgxs",
+    "with",
+    "design",
+    "gpu",
+    "edition",
+    "founders",
+    "workstation",
+    "server",
+    "sff",
+    "generation",
+    "developer",
+    "kit",
+    "devkit",
+    "module",
+    "embedded",
+    "lite",
+    "hash",
+    "rate",
+    "lhr",
+    "oem",
     "refresh",
 }
 _FORM_FACTOR = re.compile(r"\d+(gb|gib|g)|sxm\d*|hbm\d*e?|pcie\d*")
@@ -412,7 +435,9 @@ class Matrix:
             return "tensorflow-cpu"
         return "tensorflow"
 
-    def pip_requirement(self, build: TfBuild, os: str, *, gpu: bool = True, exact: str | None = None, machine: str | None = None) -> str:
+    def pip_requirement(
+        self, build: TfBuild, os: str, *, gpu: bool = True, exact: str | None = None, machine: str | None = None
+    ) -> str:
         """What to give pip for a release on ``os``: ``tensorflow[and-cuda]==2.21.*`` for the GPU
         build where CUDA comes as wheels, ``tensorflow-gpu==1.13.*`` where the GPU build had its own
         name, ``tensorflow==2.21.*`` for the CPU. ``exact`` pins one patch release."""

@@ -120,7 +120,11 @@ def describe_target(t: Target) -> str:
         return f"{text} [{origin}]" if origin else text
 
     parts = [tagged(OS_TITLES[t.os], "os")]
-    parts.append(tagged(f"Python {t.python}" + (f" ({t.python_bits}-bit)" if t.python_bits == 32 else ""), "python") if t.python else "Python not given")
+    parts.append(
+        tagged(f"Python {t.python}" + (f" ({t.python_bits}-bit)" if t.python_bits == 32 else ""), "python")
+        if t.python
+        else "Python not given"
+    )
     if t.os == "macos":
         return ", ".join(parts + ([tagged(f"TensorFlow {t.tf_pin}", "tf")] if t.tf_pin else []))
     parts.append(tagged(t.gpu_label, "gpu"))

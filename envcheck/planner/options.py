@@ -130,7 +130,7 @@ def _driver_status(target: Target, floor: Optional[Version]) -> str:
 
 
 def _gpu_support(matrix: "Matrix", build: "TfBuild", target: Target) -> Optional[str]:
-    """"native"/"ptx"/"none" for the target's GPU; None when its capability is not known."""
+    """ "native"/"ptx"/"none" for the target's GPU; None when its capability is not known."""
     if not build.gpu or build.cuda is None:
         return "none"
     if target.compute_capability is None:
@@ -158,7 +158,12 @@ def gpu_option(matrix: "Matrix", build: "TfBuild", target: Target, os: str, pyth
 def cpu_option(matrix: "Matrix", build: "TfBuild", target: Target, os: str) -> Option:
     chosen, change = _pick_python(build, target.python, target.python_bits)
     return Option(
-        kind=CPU, os=os, build=build, python=chosen, python_change=change, cpu_distribution=matrix.cpu_distribution(build, os, target.machine)
+        kind=CPU,
+        os=os,
+        build=build,
+        python=chosen,
+        python_change=change,
+        cpu_distribution=matrix.cpu_distribution(build, os, target.machine),
     )
 
 
@@ -170,8 +175,10 @@ def release_rows(matrix: "Matrix", os: str) -> list["TfBuild"]:
     for build in matrix.tf_releases(os):
         key = build.tf.release[:2]
         current = series.get(key)
-        if current is None or len(build.tf.release) < len(current.tf.release) or (
-            len(build.tf.release) == len(current.tf.release) and build.tf > current.tf
+        if (
+            current is None
+            or len(build.tf.release) < len(current.tf.release)
+            or (len(build.tf.release) == len(current.tf.release) and build.tf > current.tf)
         ):
             series[key] = build
     return [series[key] for key in sorted(series, reverse=True)]
@@ -190,7 +197,11 @@ def gpu_options(matrix: "Matrix", target: Target, os: str, *, python: bool = Tru
         option = gpu_option(matrix, build, target, os)
         if option.support == "none":
             continue
-        if target.compute_capability is not None and option.driver_min is not None and matrix.supports_driver(target.compute_capability, option.driver_min) is False:
+        if (
+            target.compute_capability is not None
+            and option.driver_min is not None
+            and matrix.supports_driver(target.compute_capability, option.driver_min) is False
+        ):
             continue  # the card's architecture gets no driver that new (Kepler stops at 470)
         if python and option.python_change:
             continue

@@ -35,6 +35,7 @@ from envcheck.planner.target import OS_TITLES, Target
 if TYPE_CHECKING:  # pragma: no cover
     from envcheck.matrix import Matrix, TfBuild
 
+
 def _fits_driver(option: Option) -> bool:
     return option.driver_status != DRIVER_UPGRADE
 
@@ -88,9 +89,7 @@ def _why_this_release(matrix: "Matrix", target: Target, best: Option) -> list[st
             f"TensorFlow's GPU builds for native Windows end at {last}; newer releases use the GPU "
             "only under WSL2 (see the alternatives)."
         )
-    reasons.append(
-        f"TensorFlow {best.tf} is the newest release whose GPU build fits {_and_join(fits)}."
-    )
+    reasons.append(f"TensorFlow {best.tf} is the newest release whose GPU build fits {_and_join(fits)}.")
     reasons.extend(_support_reasons(target, best))
     if best.cuda:
         reasons.append(f"It is built with CUDA {best.cuda} and cuDNN {best.cudnn or '?'}.")
@@ -145,7 +144,9 @@ def _driver_reasons(matrix: "Matrix", target: Target, option: Option) -> list[st
 def _held_back_by_ceiling(matrix: "Matrix", target: Target, option: Option) -> bool:
     """A newer release has code for the card, but needs a driver its architecture never gets."""
     cc = target.compute_capability
-    newer = matrix.newest_release(option.os, gpu=True, python=option.python, accept=lambda b: matrix.support(b, cc) != "none")
+    newer = matrix.newest_release(
+        option.os, gpu=True, python=option.python, accept=lambda b: matrix.support(b, cc) != "none"
+    )
     return newer is not None and newer.tf > option.build.tf
 
 
@@ -266,8 +267,11 @@ def _cpu_choice(matrix: "Matrix", target: Target, reasons: list[str]) -> Choice:
                 f"TensorFlow {options[0].tf} needs Python {options[0].python_range}, so install Python {options[0].python}."
             )
     best = options[0]
-    reasons.append(f"TensorFlow {best.tf} is the newest release for {OS_TITLES[target.os]}"
-                   + ("" if best.python_change or not target.python else f" that supports Python {target.python}") + ".")
+    reasons.append(
+        f"TensorFlow {best.tf} is the newest release for {OS_TITLES[target.os]}"
+        + ("" if best.python_change or not target.python else f" that supports Python {target.python}")
+        + "."
+    )
     alternatives = []
     if target.os == "macos":
         alternatives.append(
@@ -312,7 +316,9 @@ def _choose_pinned(matrix: "Matrix", target: Target) -> Choice:
                 f"TensorFlow {pin} is not in the compatibility matrix (it covers {low} to {high}); "
                 "envcheck does not guess what an unknown release needs"
             )
-        raise NotFoundError(f"the matrix has no TensorFlow {pin} build for {OS_TITLES[target.os]} (only for {', '.join(oses)})")
+        raise NotFoundError(
+            f"the matrix has no TensorFlow {pin} build for {OS_TITLES[target.os]} (only for {', '.join(oses)})"
+        )
     reasons = [f"--tf {pin}: TensorFlow {build.tf} as asked."]
     want_gpu = target.has_gpu is not False and target.os != "macos"
     if not want_gpu:
@@ -332,7 +338,12 @@ def _choose_pinned(matrix: "Matrix", target: Target) -> Choice:
             newest = next(iter(gpu_options(matrix, target, target.os)), None)
             if newest is not None:
                 alternatives.append(
-                    Alternative("older-release", f"TensorFlow {newest.tf}", f"the newest release that runs on this GPU: {newest.summary()}", newest)
+                    Alternative(
+                        "older-release",
+                        f"TensorFlow {newest.tf}",
+                        f"the newest release that runs on this GPU: {newest.summary()}",
+                        newest,
+                    )
                 )
         else:
             option = candidate
@@ -350,10 +361,17 @@ def _choose_pinned(matrix: "Matrix", target: Target) -> Choice:
                     f"Its Linux build, which WSL2 would run, has no code for {_capability_text(target)} "
                     f"(it needs {wsl_build.min_compute_capability} or higher)."
                 )
-        native = next(iter(gpu_options(matrix, target, "windows") or gpu_options(matrix, target, "windows", python=False)), None)
+        native = next(
+            iter(gpu_options(matrix, target, "windows") or gpu_options(matrix, target, "windows", python=False)), None
+        )
         if native is not None:
             alternatives.append(
-                Alternative("native-windows", f"TensorFlow {native.tf} on native Windows", f"the last native-Windows GPU release: {native.summary()}", native)
+                Alternative(
+                    "native-windows",
+                    f"TensorFlow {native.tf} on native Windows",
+                    f"the last native-Windows GPU release: {native.summary()}",
+                    native,
+                )
             )
     else:
         reasons.append(f"TensorFlow {build.tf} has no GPU build for {OS_TITLES[target.os]}.")

@@ -127,7 +127,9 @@ def _python_step(target: Target, option: Option, shell: str, side: str = "") -> 
             return None
         # 32-bit Python is the classic Windows trap: pip then finds no TensorFlow at all.
         return Step(
-            title=f"Check that Python {option.python} is the 64-bit build" if known_ok else f"Install 64-bit Python {option.python}",
+            title=f"Check that Python {option.python} is the 64-bit build"
+            if known_ok
+            else f"Install 64-bit Python {option.python}",
             detail=f"TensorFlow {option.tf} supports Python {versions}. Take the 'Windows installer (64-bit)'; "
             "the py launcher then finds it by version.",
             lines=(
@@ -172,19 +174,32 @@ def _install_step(matrix: "Matrix", option: Option, shell: str, side: str = "", 
     spec = requirement(option)
     if shell == POWERSHELL:
         py = rf".\{ENV_DIR}\Scripts\python.exe"
-        create = Line(f"py -{option.python} -m venv {ENV_DIR}", "a fresh environment keeps TensorFlow's pinned dependencies apart from other projects", POWERSHELL)
+        create = Line(
+            f"py -{option.python} -m venv {ENV_DIR}",
+            "a fresh environment keeps TensorFlow's pinned dependencies apart from other projects",
+            POWERSHELL,
+        )
     else:
         py = f"{ENV_DIR}/bin/python"
-        create = Line(f"python{option.python} -m venv {ENV_DIR}", "a fresh environment keeps TensorFlow's pinned dependencies apart from other projects", BASH)
+        create = Line(
+            f"python{option.python} -m venv {ENV_DIR}",
+            "a fresh environment keeps TensorFlow's pinned dependencies apart from other projects",
+            BASH,
+        )
     lines = [
         create,
-        Line(f"{py} -m pip install --upgrade pip", "TensorFlow's wheels need a recent pip (19.0 or newer; 20.3 on macOS)", shell),
+        Line(
+            f"{py} -m pip install --upgrade pip",
+            "TensorFlow's wheels need a recent pip (19.0 or newer; 20.3 on macOS)",
+            shell,
+        ),
     ]
     if constraints:
         lines.append(_constraints_line(option, shell))
         lines.append(
             Line(
-                f'{py} -m pip install -c {CONSTRAINTS_FILE} "{spec}" ' + " ".join(sorted(option.build.pip_cuda.packages)),
+                f'{py} -m pip install -c {CONSTRAINTS_FILE} "{spec}" '
+                + " ".join(sorted(option.build.pip_cuda.packages)),
                 "TensorFlow and the CUDA/cuDNN wheels, held to the versions it was tested with",
                 shell,
             )
@@ -219,13 +234,17 @@ def _constraints_line(option: Option, shell: str) -> Command:
         text = f"Set-Content -Path {CONSTRAINTS_FILE} -Value @({', '.join(repr(p) for p in pins)})"
     else:
         text = f"printf '%s\\n' {' '.join(repr(p) for p in pins)} > {CONSTRAINTS_FILE}"
-    return Line(text, f"writes {CONSTRAINTS_FILE}: the CUDA/cuDNN wheel versions TensorFlow {option.tf} was tested with", shell)
+    return Line(
+        text, f"writes {CONSTRAINTS_FILE}: the CUDA/cuDNN wheel versions TensorFlow {option.tf} was tested with", shell
+    )
 
 
 def _needs_constraints(option: Option) -> bool:
     """The CUDA extra pins the CUDA wheels itself; releases before it need the pins spelled out."""
     pip_cuda = option.build.pip_cuda
-    return option.kind != CPU and option.os != "windows" and not option.cuda_extra and bool(pip_cuda and pip_cuda.packages)
+    return (
+        option.kind != CPU and option.os != "windows" and not option.cuda_extra and bool(pip_cuda and pip_cuda.packages)
+    )
 
 
 def _verify_step(option: Option, shell: str, side: str = "") -> Step:
@@ -238,7 +257,9 @@ def _verify_step(option: Option, shell: str, side: str = "") -> Step:
         code = "import tensorflow as tf; print(tf.Session().run(tf.reduce_sum(tf.random_normal([1000, 1000]))))"
         what = "prints a number: TensorFlow computes on the CPU"
     elif option.build.tf.release[:2] >= (2, 1):
-        code = "import tensorflow as tf; gpus = tf.config.list_physical_devices('GPU'); print(gpus); assert gpus, 'no GPU'"
+        code = (
+            "import tensorflow as tf; gpus = tf.config.list_physical_devices('GPU'); print(gpus); assert gpus, 'no GPU'"
+        )
         what = "lists the GPUs TensorFlow sees; fails when there are none"
     else:
         code = "import tensorflow as tf; assert tf.test.is_gpu_available(), 'no GPU'"
@@ -257,7 +278,9 @@ def _verify_step(option: Option, shell: str, side: str = "") -> Step:
 def _doctor_line(py: str, shell: str) -> Command:
     why = "if envcheck is installed: the whole chain, with a matmul and a convolution on each GPU"
     if shell == POWERSHELL:
-        return Line(f"if (Get-Command envcheck -ErrorAction SilentlyContinue) {{ envcheck doctor --python {py} }}", why, shell)
+        return Line(
+            f"if (Get-Command envcheck -ErrorAction SilentlyContinue) {{ envcheck doctor --python {py} }}", why, shell
+        )
     return Line(f"if command -v envcheck >/dev/null; then envcheck doctor --python {py}; fi", why, shell)
 
 
@@ -382,25 +405,49 @@ def _windows_cuda(matrix: "Matrix", option: Option) -> list[Step]:
     toolkit_lines = [set_cuda]  # the later steps reuse $cuda
     if cudart:
         toolkit_lines.append(
-            Line(f'if (-not (Test-Path "$cuda\\bin\\{cudart}")) {{ throw "CUDA {option.cuda} is not installed: {cudart} is missing" }}',
-                 f"TensorFlow {option.tf} loads {cudart} and nothing else will do", POWERSHELL)
+            Line(
+                f'if (-not (Test-Path "$cuda\\bin\\{cudart}")) {{ throw "CUDA {option.cuda} is not installed: {cudart} is missing" }}',
+                f"TensorFlow {option.tf} loads {cudart} and nothing else will do",
+                POWERSHELL,
+            )
         )
     cudnn_lines = [
-        Line('$cudnn = "$HOME\\Downloads\\cudnn\\cuda"', "EDIT: the folder you unzipped cuDNN into (it holds bin, include and lib)", POWERSHELL),
-        Line('Copy-Item "$cudnn\\bin\\*" "$cuda\\bin"', "the cuDNN DLLs next to the CUDA ones, where TensorFlow looks (needs an administrator shell)", POWERSHELL),
+        Line(
+            '$cudnn = "$HOME\\Downloads\\cudnn\\cuda"',
+            "EDIT: the folder you unzipped cuDNN into (it holds bin, include and lib)",
+            POWERSHELL,
+        ),
+        Line(
+            'Copy-Item "$cudnn\\bin\\*" "$cuda\\bin"',
+            "the cuDNN DLLs next to the CUDA ones, where TensorFlow looks (needs an administrator shell)",
+            POWERSHELL,
+        ),
         Line('Copy-Item "$cudnn\\include\\*" "$cuda\\include"', "the headers (only compilers need them)", POWERSHELL),
-        Line('Copy-Item "$cudnn\\lib\\x64\\*" "$cuda\\lib\\x64"', "the import libraries (only compilers need them)", POWERSHELL),
+        Line(
+            'Copy-Item "$cudnn\\lib\\x64\\*" "$cuda\\lib\\x64"',
+            "the import libraries (only compilers need them)",
+            POWERSHELL,
+        ),
     ]
     if cudnn_dll:
         cudnn_lines.append(
-            Line(f'if (-not (Test-Path "$cuda\\bin\\{cudnn_dll}")) {{ throw "{cudnn_dll} is not in $cuda\\bin" }}',
-                 f"TensorFlow {option.tf} loads {cudnn_dll}", POWERSHELL)
+            Line(
+                f'if (-not (Test-Path "$cuda\\bin\\{cudnn_dll}")) {{ throw "{cudnn_dll} is not in $cuda\\bin" }}',
+                f"TensorFlow {option.tf} loads {cudnn_dll}",
+                POWERSHELL,
+            )
         )
     path_lines = (
-        Line('$env:Path = "$cuda\\bin;$cuda\\libnvvp;$cuda\\extras\\CUPTI\\lib64;$env:Path"',
-             "this PowerShell session only: the installer adds bin and libnvvp to PATH for new windows; CUPTI serves TensorFlow's profiler", POWERSHELL),
-        Line('# [Environment]::SetEnvironmentVariable("Path", "$cuda\\extras\\CUPTI\\lib64;" + [Environment]::GetEnvironmentVariable("Path", "User"), "User")',
-             "remove the leading '# ' to add CUPTI to your user PATH for good (changes your environment)", POWERSHELL),
+        Line(
+            '$env:Path = "$cuda\\bin;$cuda\\libnvvp;$cuda\\extras\\CUPTI\\lib64;$env:Path"',
+            "this PowerShell session only: the installer adds bin and libnvvp to PATH for new windows; CUPTI serves TensorFlow's profiler",
+            POWERSHELL,
+        ),
+        Line(
+            '# [Environment]::SetEnvironmentVariable("Path", "$cuda\\extras\\CUPTI\\lib64;" + [Environment]::GetEnvironmentVariable("Path", "User"), "User")',
+            "remove the leading '# ' to add CUPTI to your user PATH for good (changes your environment)",
+            POWERSHELL,
+        ),
     )
     return [
         Step(
@@ -442,9 +489,7 @@ def _wsl(matrix: "Matrix", target: Target, option: Option) -> list[Optional[Step
         Step(
             title="Windows 10 21H2 (build 19044) or newer, or Windows 11",
             detail="WSL2 passes the GPU through from these builds on; 'winver' shows yours.",
-            lines=(
-                Line("[System.Environment]::OSVersion.Version", "Build must be 19044 or higher", POWERSHELL),
-            ),
+            lines=(Line("[System.Environment]::OSVersion.Version", "Build must be 19044 or higher", POWERSHELL),),
             side="windows",
         ),
     ]
@@ -469,7 +514,9 @@ def _wsl(matrix: "Matrix", target: Target, option: Option) -> list[Optional[Step
                 detail="The driver's Linux side comes from Windows through /usr/lib/wsl/lib; install no NVIDIA driver "
                 "inside WSL2, and CUDA only as pip wheels (or the WSL-Ubuntu toolkit package for older releases).",
                 lines=(
-                    Line("ls /usr/lib/wsl/lib/libcuda.so.1", "the Windows driver's CUDA library, as WSL2 sees it", BASH),
+                    Line(
+                        "ls /usr/lib/wsl/lib/libcuda.so.1", "the Windows driver's CUDA library, as WSL2 sees it", BASH
+                    ),
                     Line("nvidia-smi", "must list the GPU and the Windows driver version", BASH),
                 ),
                 url=WSL_CUDA_GUIDE,

@@ -66,7 +66,7 @@ def _counted(names: tuple[str, ...]) -> list[str]:
 
 
 def parse_python(text: str) -> str:
-    """"3.7" or "3.7.3" -> "3.7"; anything else is a usage error."""
+    """ "3.7" or "3.7.3" -> "3.7"; anything else is a usage error."""
     match = _PYTHON.match(text.strip())
     if not match:
         raise UsageError(f"--python {text}: expected a Python 3 version like 3.11")
@@ -93,16 +93,20 @@ def parse_driver(text: str) -> Version:
 def gpu_from_name(matrix: "Matrix", name: str) -> tuple[str, Version]:
     """(product name, compute capability) for a name as a person types it."""
     if not name.strip():
-        raise UsageError("--gpu needs a GPU name, e.g. \"GeForce GTX 1060\"")
+        raise UsageError('--gpu needs a GPU name, e.g. "GeForce GTX 1060"')
     product = matrix.gpu(name)
     if product is not None:
         return product.name, product.compute_capability
     from envcheck.matrix import unknown_gpu_message
 
-    raise NotFoundError(unknown_gpu_message(
-        matrix, name, "give --compute-capability X.Y instead (`nvidia-smi --query-gpu=compute_cap --format=csv` "
-        "shows it; NVIDIA lists them at https://developer.nvidia.com/cuda-gpus)",
-    ))
+    raise NotFoundError(
+        unknown_gpu_message(
+            matrix,
+            name,
+            "give --compute-capability X.Y instead (`nvidia-smi --query-gpu=compute_cap --format=csv` "
+            "shows it; NVIDIA lists them at https://developer.nvidia.com/cuda-gpus)",
+        )
+    )
 
 
 def target_from_facts(facts: Facts, matrix: "Matrix", snapshot: bool = False) -> Target:
@@ -243,9 +247,7 @@ def apply_overrides(
         if compute_capability is not None:
             given = parse_capability(compute_capability)
             if capability is not None and given != capability:
-                raise UsageError(
-                    f"--gpu {gpu!r} has compute capability {capability}, not {given}; give one of the two"
-                )
+                raise UsageError(f"--gpu {gpu!r} has compute capability {capability}, not {given}; give one of the two")
             capability = given
         changes.update(has_gpu=True, gpu_names=(name,) if name else (), compute_capability=capability)
         origins["gpu"] = "--gpu" if gpu is not None else "--compute-capability"

@@ -109,7 +109,9 @@ class InThread:
         try:
             self._result = guarded(self.name, self.section, probe, *args)
         except BaseException as exc:  # noqa: BLE001 - not even a thread may raise
-            self._result = self.section(status=ERROR, error=f"the {self.name} probe failed: {type(exc).__name__}: {exc}")
+            self._result = self.section(
+                status=ERROR, error=f"the {self.name} probe failed: {type(exc).__name__}: {exc}"
+            )
         _tell(self.progress, self.name.lower(), "done")
 
     def result(self, timeout: float) -> Any:
@@ -117,7 +119,10 @@ class InThread:
         if self._result is None:
             waited = time.perf_counter() - self.started
             return self.section(
-                status=ERROR, error=f"{self.name} did not answer within {waited:.0f} s", timed_out=True, seconds=round(waited, 4)
+                status=ERROR,
+                error=f"{self.name} did not answer within {waited:.0f} s",
+                timed_out=True,
+                seconds=round(waited, 4),
             )
         return self._result
 
@@ -146,7 +151,10 @@ def resolve_interpreter(python: str) -> str:
 
 
 def probe_interpreter(
-    python: Optional[str], environ: Mapping[str, str], timeout: float = INTERPRETER_TIMEOUT, requires_of: Sequence[str] = ()
+    python: Optional[str],
+    environ: Mapping[str, str],
+    timeout: float = INTERPRETER_TIMEOUT,
+    requires_of: Sequence[str] = (),
 ) -> dict:
     """Python and package facts as plain dicts, from this or another interpreter."""
     if python is None:
@@ -160,7 +168,9 @@ def probe_interpreter(
     if done.timed_out:
         raise UsageError(f"--python {python}: did not answer within {timeout:.0f} s") from None
     if done.flooded:
-        raise UsageError(f"--python {python}: printed more than {procs.MAX_STREAM_BYTES // (1024 * 1024)} MiB; not an interpreter envcheck can read")
+        raise UsageError(
+            f"--python {python}: printed more than {procs.MAX_STREAM_BYTES // (1024 * 1024)} MiB; not an interpreter envcheck can read"
+        )
     if done.returncode != 0:
         old = _old_python(exe, environ, timeout)
         if old is not None:
@@ -193,11 +203,18 @@ def _old_python(exe: str, environ: Mapping[str, str], timeout: float) -> Optiona
         data = json.loads(done.text())
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or not str(data.get("version", "")).startswith(("2.", "3.0", "3.1", "3.2", "3.3", "3.4", "3.5")):
+    if not isinstance(data, dict) or not str(data.get("version", "")).startswith(
+        ("2.", "3.0", "3.1", "3.2", "3.3", "3.4", "3.5")
+    ):
         return None
     return {
-        "python": {k: data[k] for k in ("executable", "version", "implementation", "bits", "machine", "prefix") if k in data},
-        "packages": {"status": "error", "error": f"Python {data['version']} is too old for envcheck's package probe (it needs 3.6 or later)"},
+        "python": {
+            k: data[k] for k in ("executable", "version", "implementation", "bits", "machine", "prefix") if k in data
+        },
+        "packages": {
+            "status": "error",
+            "error": f"Python {data['version']} is too old for envcheck's package probe (it needs 3.6 or later)",
+        },
         "too_old": True,
     }
 
@@ -245,7 +262,10 @@ def collect(options: ProbeOptions) -> Facts:
         _tell(progress, "python", "done")
         if interp.get("too_old") and hasattr(worker, "kill"):
             worker.kill()  # TensorFlow's check needs Python 3.6+ too
-            worker = TensorflowFacts(status=SKIPPED, error="the interpreter is too old for the TensorFlow check (it needs Python 3.6 or later)")
+            worker = TensorflowFacts(
+                status=SKIPPED,
+                error="the interpreter is too old for the TensorFlow check (it needs Python 3.6 or later)",
+            )
         python_facts = _section(PythonFacts, interp.get("python"), "python")
         packages_facts = _section(PackagesFacts, interp.get("packages"), "packages")
         facts = Facts(
@@ -274,7 +294,9 @@ def _nvml_result(run: InThread, clock: Clock) -> NvmlFacts:
     return facts
 
 
-def _gpu_stack(options: ProbeOptions, clock: Clock, system: str, python_exe: str, interp: dict, python_facts: PythonFacts) -> dict:
+def _gpu_stack(
+    options: ProbeOptions, clock: Clock, system: str, python_exe: str, interp: dict, python_facts: PythonFacts
+) -> dict:
     """The PCI, kernel driver and library sections (NVML and TensorFlow run beside them)."""
     from envcheck.probes.driver import probe_driver
     from envcheck.probes.libraries import bounded_runner, probe_libraries, subprocess_load_tester
@@ -286,7 +308,9 @@ def _gpu_stack(options: ProbeOptions, clock: Clock, system: str, python_exe: str
     # Loading libraries is what TF would do, in TF's interpreter; --quick skips it.
     tester = None
     if not options.quick:
-        tester = subprocess_load_tester(python_exe, str(INTERPRETER_SCRIPT), options.environ, clock.left(options.tf_timeout))
+        tester = subprocess_load_tester(
+            python_exe, str(INTERPRETER_SCRIPT), options.environ, clock.left(options.tf_timeout)
+        )
     progress = options.progress
     return {
         "pci": _told(progress, "pci", PciFacts, probe_pci, options.root, system),

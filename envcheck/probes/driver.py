@@ -24,7 +24,9 @@ _ANY_VERSION = re.compile(r"\b(\d{2,4}\.\d{1,3}(?:\.\d{1,3})?)\b")
 def probe_driver(root: Path = Path("/"), system: Optional[str] = None) -> DriverFacts:
     system = system or platform.system()
     if system != "Linux":
-        return DriverFacts(status=SKIPPED, error=f"the kernel module is a Linux fact; {system} reports its driver through NVML")
+        return DriverFacts(
+            status=SKIPPED, error=f"the kernel module is a Linux fact; {system} reports its driver through NVML"
+        )
     return dataclasses.replace(_loaded_module(root), **installed_module(root))
 
 
@@ -67,7 +69,15 @@ def _loaded_module(root: Path) -> DriverFacts:
 
 
 # Where distributions, NVIDIA's installer and DKMS put the module under /lib/modules/<release>.
-_MODULE_DIRS = ("updates/dkms", "kernel/drivers/video", "kernel/drivers/gpu/drm/nvidia", "extra", "updates", "kernel/nvidia", "video")
+_MODULE_DIRS = (
+    "updates/dkms",
+    "kernel/drivers/video",
+    "kernel/drivers/gpu/drm/nvidia",
+    "extra",
+    "updates",
+    "kernel/nvidia",
+    "video",
+)
 _MODULE_NAMES = ("nvidia.ko", "nvidia.ko.xz", "nvidia.ko.zst", "nvidia.ko.gz")
 _MODINFO_VERSION = re.compile(rb"(?:^|\x00)version=([0-9][0-9.]*)\x00")
 MAX_MODULE_BYTES = 256 * 1024 * 1024
@@ -76,7 +86,9 @@ MAX_MODULE_BYTES = 256 * 1024 * 1024
 def installed_module(root: Path) -> dict:
     """The driver as installed, whether or not it is loaded: module files for the running kernel,
     their version, and what DKMS has built."""
-    release = _read_first_line(root / "proc/sys/kernel/osrelease") or (platform.release() if root == Path("/") else None)
+    release = _read_first_line(root / "proc/sys/kernel/osrelease") or (
+        platform.release() if root == Path("/") else None
+    )
     files: list[str] = []
     base = root / "lib/modules" / (release or "unknown")
     for sub in _MODULE_DIRS:
@@ -90,7 +102,9 @@ def installed_module(root: Path) -> dict:
         for version_dir in sorted(dkms_root.iterdir())[:20]:
             if not version_dir.is_dir() or version_dir.is_symlink():
                 continue
-            kernels = sorted(k.name for k in version_dir.iterdir() if k.is_dir() and k.name not in ("build", "source"))[:20]
+            kernels = sorted(k.name for k in version_dir.iterdir() if k.is_dir() and k.name not in ("build", "source"))[
+                :20
+            ]
             dkms.extend(f"{version_dir.name}/{k}" for k in kernels)
     except OSError:
         pass
@@ -137,4 +151,3 @@ def _read_first_line(path: Path) -> Optional[str]:
         return path.read_text(errors="replace").strip().splitlines()[0].strip() or None
     except (OSError, IndexError):
         return None
-

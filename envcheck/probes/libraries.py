@@ -123,7 +123,9 @@ def _search_linux(
             continue  # its libraries are the conda lib folder above
         for sub in ("lib64", "lib", f"targets/{_target_arch()}-linux/lib"):
             locations.append(Location(os.path.join(toolkit.path, sub), toolkit.origin, on_loader_path=False))
-    locations = [loc for loc in _unique_directories(locations) if loc.entries is not None or os.path.isdir(loc.directory)]
+    locations = [
+        loc for loc in _unique_directories(locations) if loc.entries is not None or os.path.isdir(loc.directory)
+    ]
     libraries, unreadable = find_libraries(locations, os.listdir, _resolve, "linux")
     errors.extend(f"cannot list {d}" for d in unreadable if _exists(d))
     return LibrariesFacts(
@@ -309,12 +311,19 @@ def load_copies(facts: LibrariesFacts, load_tester: LoadTester) -> LibrariesFact
     return dataclasses.replace(facts, libraries=tuple(libraries), search_errors=tuple(errors))
 
 
-def subprocess_load_tester(python: str, script: str, environ: Mapping[str, str], timeout: float = TF_TIMEOUT) -> LoadTester:
+def subprocess_load_tester(
+    python: str, script: str, environ: Mapping[str, str], timeout: float = TF_TIMEOUT
+) -> LoadTester:
     """Run the load tests in ``python`` (the probed interpreter) with the user's environment,
     within ``timeout`` in all; a library whose load hangs is the one reported as hanging."""
 
     def test(requests: list[dict]) -> list[dict]:
-        done = procs.run([python, "-I", script, "--load-libraries"], input=json.dumps(requests).encode(), timeout=timeout, env=environ)
+        done = procs.run(
+            [python, "-I", script, "--load-libraries"],
+            input=json.dumps(requests).encode(),
+            timeout=timeout,
+            env=environ,
+        )
         return load_results(requests, done.text(), done.returncode)
 
     return test

@@ -153,7 +153,9 @@ def find_libraries(
             loader_name = _loader_name(names)
             # The file behind the links often carries the full version (libcudnn.so.8 -> .so.8.9.7).
             target = match_library(_basename(realpath, os_name), os_name)
-            versions = [v for _, v in names if v] + ([target[1]] if target and target[0] == family and target[1] else [])
+            versions = [v for _, v in names if v] + (
+                [target[1]] if target and target[0] == family and target[1] else []
+            )
             copies[family].append(
                 LibraryCopy(
                     path=join(location.directory, loader_name),
@@ -236,7 +238,9 @@ def windows_toolkits(env: Mapping[str, str]) -> tuple[CudaToolkit, ...]:
         if _windows_key(value) in seen:
             continue
         seen.add(_windows_key(value))
-        found.append(CudaToolkit(path=value.strip(), version=f"{major}.{minor}", origin="CUDA_PATH", version_source=key))
+        found.append(
+            CudaToolkit(path=value.strip(), version=f"{major}.{minor}", origin="CUDA_PATH", version_source=key)
+        )
     return tuple(found)
 
 

@@ -16,31 +16,76 @@ from envcheck.facts import ERROR, EnvFacts, PlatformFacts
 # Terraform and OpenTofu keep credentials under TF_ (TF_HTTP_PASSWORD, TF_ENCRYPTION, TF_VAR_*,
 # TF_TOKEN_*), and any tool may invent a CUDA_ or NCCL_ name. Every other variable is left out
 # of the snapshot entirely, value and name alike: a name can say what a person keeps where.
-ENV_ALLOW_EXACT = frozenset({
-    # search paths and environments
-    "PATH", "LD_LIBRARY_PATH", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "VIRTUAL_ENV",
-    "CUDA_HOME", "CUDA_ROOT", "CUDA_PATH", "CUDNN_PATH",
-    # which GPUs, in which order (CUDA, and the NVIDIA container runtime)
-    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
-    # CUDA behaviour
-    "CUDA_LAUNCH_BLOCKING", "CUDA_CACHE_DISABLE", "CUDA_CACHE_MAXSIZE", "CUDA_CACHE_PATH",
-    "CUDA_FORCE_PTX_JIT", "CUDA_DISABLE_PTX_JIT", "CUDA_MODULE_LOADING", "CUDA_DEVICE_MAX_CONNECTIONS",
-    "CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
-    # TensorFlow's own
-    "TF_CPP_MIN_LOG_LEVEL", "TF_CPP_MAX_VLOG_LEVEL", "TF_CPP_VMODULE",
-    "TF_FORCE_GPU_ALLOW_GROWTH", "TF_GPU_ALLOCATOR", "TF_GPU_THREAD_MODE", "TF_GPU_THREAD_COUNT",
-    "TF_GPU_HOST_MEM_LIMIT_IN_MB", "TF_FORCE_UNIFIED_MEMORY", "TF_CUDA_HOST_MEM_LIMIT_IN_MB",
-    "TF_ENABLE_ONEDNN_OPTS", "TF_DISABLE_MKL", "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS",
-    "TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC", "TF_CUDNN_USE_AUTOTUNE", "TF_CUDNN_USE_FRONTEND",
-    "TF_CUDNN_WORKSPACE_LIMIT_IN_MB", "TF_USE_CUBLASLT", "TF_ENABLE_AUTO_MIXED_PRECISION",
-    "TF_XLA_FLAGS", "TF_USE_LEGACY_KERAS", "TF2_BEHAVIOR", "TF_CUDA_PATHS",
-    # NCCL (multi-GPU collectives)
-    "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE",
-    "NCCL_IB_DISABLE", "NCCL_SOCKET_IFNAME", "NCCL_NET_GDR_LEVEL", "NCCL_ALGO", "NCCL_PROTO",
-    "NCCL_LAUNCH_MODE",
-    # XLA
-    "XLA_FLAGS",
-})
+ENV_ALLOW_EXACT = frozenset(
+    {
+        # search paths and environments
+        "PATH",
+        "LD_LIBRARY_PATH",
+        "CONDA_PREFIX",
+        "CONDA_DEFAULT_ENV",
+        "VIRTUAL_ENV",
+        "CUDA_HOME",
+        "CUDA_ROOT",
+        "CUDA_PATH",
+        "CUDNN_PATH",
+        # which GPUs, in which order (CUDA, and the NVIDIA container runtime)
+        "CUDA_VISIBLE_DEVICES",
+        "CUDA_DEVICE_ORDER",
+        "NVIDIA_VISIBLE_DEVICES",
+        "NVIDIA_DRIVER_CAPABILITIES",
+        # CUDA behaviour
+        "CUDA_LAUNCH_BLOCKING",
+        "CUDA_CACHE_DISABLE",
+        "CUDA_CACHE_MAXSIZE",
+        "CUDA_CACHE_PATH",
+        "CUDA_FORCE_PTX_JIT",
+        "CUDA_DISABLE_PTX_JIT",
+        "CUDA_MODULE_LOADING",
+        "CUDA_DEVICE_MAX_CONNECTIONS",
+        "CUDA_MPS_PIPE_DIRECTORY",
+        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+        # TensorFlow's own
+        "TF_CPP_MIN_LOG_LEVEL",
+        "TF_CPP_MAX_VLOG_LEVEL",
+        "TF_CPP_VMODULE",
+        "TF_FORCE_GPU_ALLOW_GROWTH",
+        "TF_GPU_ALLOCATOR",
+        "TF_GPU_THREAD_MODE",
+        "TF_GPU_THREAD_COUNT",
+        "TF_GPU_HOST_MEM_LIMIT_IN_MB",
+        "TF_FORCE_UNIFIED_MEMORY",
+        "TF_CUDA_HOST_MEM_LIMIT_IN_MB",
+        "TF_ENABLE_ONEDNN_OPTS",
+        "TF_DISABLE_MKL",
+        "TF_NUM_INTEROP_THREADS",
+        "TF_NUM_INTRAOP_THREADS",
+        "TF_DETERMINISTIC_OPS",
+        "TF_CUDNN_DETERMINISTIC",
+        "TF_CUDNN_USE_AUTOTUNE",
+        "TF_CUDNN_USE_FRONTEND",
+        "TF_CUDNN_WORKSPACE_LIMIT_IN_MB",
+        "TF_USE_CUBLASLT",
+        "TF_ENABLE_AUTO_MIXED_PRECISION",
+        "TF_XLA_FLAGS",
+        "TF_USE_LEGACY_KERAS",
+        "TF2_BEHAVIOR",
+        "TF_CUDA_PATHS",
+        # NCCL (multi-GPU collectives)
+        "NCCL_DEBUG",
+        "NCCL_DEBUG_SUBSYS",
+        "NCCL_P2P_DISABLE",
+        "NCCL_P2P_LEVEL",
+        "NCCL_SHM_DISABLE",
+        "NCCL_IB_DISABLE",
+        "NCCL_SOCKET_IFNAME",
+        "NCCL_NET_GDR_LEVEL",
+        "NCCL_ALGO",
+        "NCCL_PROTO",
+        "NCCL_LAUNCH_MODE",
+        # XLA
+        "XLA_FLAGS",
+    }
+)
 # Windows keeps one variable per installed toolkit: CUDA_PATH_V10_0, CUDA_PATH_V12_5. The whole
 # name has that shape (digits only), so nothing else can ride on it.
 _CUDA_PATH_VERSIONED = re.compile(r"CUDA_PATH_V\d{1,3}_\d{1,3}")

@@ -172,7 +172,7 @@ def important_log_lines(*texts: str) -> tuple[str, ...]:
 def _strip_log_prefix(line: str) -> str:
     m = _ABSL_PREFIX.match(line) or _OLD_PREFIX.match(line)
     if m:
-        return f"{m.group(1)} {m.group(2)}] {line[m.end():]}"
+        return f"{m.group(1)} {m.group(2)}] {line[m.end() :]}"
     return line
 
 
@@ -232,7 +232,11 @@ def facts_from_worker(
         combined = stderr + "\n" + stdout
         if _IMPORT_FAILURE.search(combined):
             return TensorflowFacts(
-                status=ERROR, error_kind="import_failed", error=_last_error_line(combined), failed_stage="import", **base
+                status=ERROR,
+                error_kind="import_failed",
+                error=_last_error_line(combined),
+                failed_stage="import",
+                **base,
             )
         if garbled or stdout.strip():
             return TensorflowFacts(

@@ -179,7 +179,9 @@ def devices(tf):
         if device.device_type == "GPU":
             try:
                 raw = config.experimental.get_device_details(device)
-                details = {str(k): ".".join(str(p) for p in v) if isinstance(v, tuple) else str(v) for k, v in raw.items()}
+                details = {
+                    str(k): ".".join(str(p) for p in v) if isinstance(v, tuple) else str(v) for k, v in raw.items()
+                }
             except Exception as exc:  # noqa: BLE001 - TF before 2.3 has no device details
                 details = {"error": _error(exc)}
         physical.append({"name": device.name, "device_type": device.device_type, "details": details})
@@ -203,10 +205,24 @@ def placement_test(tf, logical):
     results = []
     for target in targets:
         short = "/" + target.split("device:")[-1]
-        results.append(_run_op(tf, np, short, target, "matmul", lambda: tf.linalg.matmul(tf.constant(a), tf.constant(b)), expected_matmul))
         results.append(
             _run_op(
-                tf, np, short, target, "conv2d",
+                tf,
+                np,
+                short,
+                target,
+                "matmul",
+                lambda: tf.linalg.matmul(tf.constant(a), tf.constant(b)),
+                expected_matmul,
+            )
+        )
+        results.append(
+            _run_op(
+                tf,
+                np,
+                short,
+                target,
+                "conv2d",
                 lambda: tf.nn.conv2d(tf.constant(image), tf.constant(kernel), strides=[1, 1, 1, 1], padding="SAME"),
                 expected_conv,
             )
@@ -232,7 +248,14 @@ def _run_op(tf, np, requested, target, op, build, expected):
             "seconds": round(seconds, 4),
         }
     except Exception as exc:  # noqa: BLE001 - the failing op is the fact
-        return {"op": op, "requested": requested, "device": None, "ok": False, "error": _error(exc), "seconds": round(time.perf_counter() - started, 4)}
+        return {
+            "op": op,
+            "requested": requested,
+            "device": None,
+            "ok": False,
+            "error": _error(exc),
+            "seconds": round(time.perf_counter() - started, 4),
+        }
 
 
 def _value(tf, tensor):
@@ -297,7 +320,10 @@ def _devices_tf1(tf):
                 details["device_name" if key.strip() == "name" else "compute_capability"] = value.strip()
         index = str(d.name).rsplit(":", 1)[-1]
         physical.append({"name": "/physical_device:%s:%s" % (kind, index), "device_type": kind, "details": details})
-    logical = [{"name": "/device:%s:%s" % (d["device_type"], d["name"].rsplit(":", 1)[-1]), "device_type": d["device_type"]} for d in physical]
+    logical = [
+        {"name": "/device:%s:%s" % (d["device_type"], d["name"].rsplit(":", 1)[-1]), "device_type": d["device_type"]}
+        for d in physical
+    ]
     return {"physical_devices": physical, "logical_devices": logical}
 
 

@@ -27,7 +27,12 @@ SCHEMA_VERSION = 2
 
 def document(command: str, body: dict[str, Any], exit_code: int) -> dict[str, Any]:
     """The one JSON envelope: the same four keys first in every command's --json."""
-    head = {"schema_version": SCHEMA_VERSION, "envcheck_version": __version__, "command": command, "exit_code": exit_code}
+    head = {
+        "schema_version": SCHEMA_VERSION,
+        "envcheck_version": __version__,
+        "command": command,
+        "exit_code": exit_code,
+    }
     return {**head, **{k: v for k, v in body.items() if k not in head}}
 
 

@@ -30,7 +30,10 @@ def render(diff: Diff, width: int | None = None, color: bool | None = None) -> s
         out.line(f"  {letter}  ", out.style(verdict.line, _verdict_style(verdict.status)), hang=5)
     if not diff.differences:
         out.blank()
-        out.line("No differences (left out as noise: when each was taken, probe times, host and user names, GPU UUIDs).", hang=0)
+        out.line(
+            "No differences (left out as noise: when each was taken, probe times, host and user names, GPU UUIDs).",
+            hang=0,
+        )
         return out.value()
     if diff.verdicts_differ:
         if diff.explaining:
@@ -53,7 +56,12 @@ def render(diff: Diff, width: int | None = None, color: bool | None = None) -> s
 
 
 def _verdict_style(status: str) -> str:
-    return {"gpu-ready": "bold green", "cpu-only": "bold yellow", "broken": "bold red", "not-installed": "bold cyan"}.get(status, "bold")
+    return {
+        "gpu-ready": "bold green",
+        "cpu-only": "bold yellow",
+        "broken": "bold red",
+        "not-installed": "bold cyan",
+    }.get(status, "bold")
 
 
 def _groups(out: Lines, diff: Diff, items: tuple[Difference, ...]) -> None:
@@ -63,7 +71,9 @@ def _groups(out: Lines, diff: Diff, items: tuple[Difference, ...]) -> None:
             current = d.link
             title = _TITLES.get(d.link, d.link)
             sa, sb = diff.a.link_status(d.link), diff.b.link_status(d.link)
-            status = f"  A {_STATUS.get(sa, sa)}, B {_STATUS.get(sb, sb)}" if d.link in _STATUS_LINKS and (sa or sb) else ""
+            status = (
+                f"  A {_STATUS.get(sa, sa)}, B {_STATUS.get(sb, sb)}" if d.link in _STATUS_LINKS and (sa or sb) else ""
+            )
             out.line(Text("  "), out.style(title, "bold"), out.style(status, "dim"))
         _difference(out, d)
 
@@ -110,5 +120,5 @@ def _entries(out: Lines, label: str, a: tuple[str, ...], b: tuple[str, ...]) -> 
         common = [x for x in a if x in b]
         first = next((i for i, (x, y) in enumerate(zip(common, [y for y in b if y in a])) if x != y), 0)
         out.line(f"      the same entries in another order; from entry {first + 1}:", hang=8)
-        out.line("      A: ", out.style(", ".join(a[first:first + 3]), "red"), hang=9)
-        out.line("      B: ", out.style(", ".join(b[first:first + 3]), "green"), hang=9)
+        out.line("      A: ", out.style(", ".join(a[first : first + 3]), "red"), hang=9)
+        out.line("      B: ", out.style(", ".join(b[first : first + 3]), "green"), hang=9)

@@ -70,12 +70,22 @@ def _odd_text(o) -> str:
     return f"{_title(o.facet)} {o.value} ({o.majority_count} others: {o.majority})"
 
 
-def _section(out: Lines, title: str, title_width: int, groups: tuple[Group, ...], count_width: int, total: int, styled: bool = False) -> None:
+def _section(
+    out: Lines,
+    title: str,
+    title_width: int,
+    groups: tuple[Group, ...],
+    count_width: int,
+    total: int,
+    styled: bool = False,
+) -> None:
     """One fact's groups, largest first, their values in one column and the nodes beside them."""
     head_width = (title_width + 4) if title_width else 2
     room = out.width - head_width - count_width - 2
-    names = ["all" if len(g.nodes) == total else "the rest" if i == 0 and 2 * len(g.nodes) > total else hostlist(g.names)
-             for i, g in enumerate(groups)]
+    names = [
+        "all" if len(g.nodes) == total else "the rest" if i == 0 and 2 * len(g.nodes) > total else hostlist(g.names)
+        for i, g in enumerate(groups)
+    ]
     longest = max(len(g.shown or g.value) for g in groups)
     widest_names = max(len(n) for n in names)
     value_width = min(longest, max(24, room - min(widest_names, room // 2) - 2))
@@ -96,13 +106,16 @@ def _section(out: Lines, title: str, title_width: int, groups: tuple[Group, ...]
 def render_markdown(fleet: Fleet) -> str:
     """A ticket: the tables in Markdown, each node's home folder, user name, GPU UUIDs and serial
     numbers replaced (envcheck.redact); node names stay, they are what the ticket is about."""
+
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ")
 
     lines = [f"## envcheck fleet: {_headline(fleet)}", "", "| nodes | verdict | which |", "| ---: | --- | --- |"]
     total = len(fleet.nodes)
     for g in fleet.groups[VERDICT]:
-        lines.append(f"| {len(g.nodes)} | {cell(g.nodes[0].redacted[VERDICT])} | {cell('all' if len(g.nodes) == total else hostlist(g.names))} |")
+        lines.append(
+            f"| {len(g.nodes)} | {cell(g.nodes[0].redacted[VERDICT])} | {cell('all' if len(g.nodes) == total else hostlist(g.names))} |"
+        )
     lines += ["", "### Facts that matter", "", "| fact | nodes | value | which |", "| --- | ---: | --- | --- |"]
     for facet in FACETS:
         for i, g in enumerate(fleet.groups[facet.name]):
@@ -122,7 +135,11 @@ def render_markdown(fleet: Fleet) -> str:
             other = by_name[o.majority_node]
             value = node.redacted[o.facet] if o.value == node.value_text(o.facet) else o.value
             majority = other.redacted[o.facet] if o.majority == other.value_text(o.facet) else o.majority
-            parts.append(f"verdict {value}" if o.facet == VERDICT else f"{_title(o.facet)} {value} ({o.majority_count} others: {majority})")
+            parts.append(
+                f"verdict {value}"
+                if o.facet == VERDICT
+                else f"{_title(o.facet)} {value} ({o.majority_count} others: {majority})"
+            )
         lines.append(f"- **{cell(hostlist(names))}**: {cell('; '.join(parts))}")
     if fleet.refused:
         lines += ["", "### Files refused", ""]

@@ -65,7 +65,5 @@ def clip_left(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     if width <= 3:
-        return text[len(text) - max(0, width):]
-    return "..." + text[-(width - 3):]
-
-
+        return text[len(text) - max(0, width) :]
+    return "..." + text[-(width - 3) :]

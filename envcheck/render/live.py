@@ -106,5 +106,11 @@ def live_progress(quick: bool, enabled: Optional[bool] = None, stream=None) -> I
 
     progress = Progress(quick)
     console = Console(file=stream, highlight=False, markup=False, emoji=False)
-    with Live(progress.renderable(), console=console, refresh_per_second=12, transient=True, get_renderable=progress.renderable):
+    with Live(
+        progress.renderable(),
+        console=console,
+        refresh_per_second=12,
+        transient=True,
+        get_renderable=progress.renderable,
+    ):
         yield progress

@@ -70,7 +70,10 @@ def _markdown(report: Report) -> str:
     if v.status != "gpu-ready" and (v.gpu_path or v.cpu_path):
         lines.append("### Two ways forward")
         lines.append("")
-        for heading, steps in (("To use the GPU, in this order:", v.gpu_path), ("To run on the CPU today:", v.cpu_path)):
+        for heading, steps in (
+            ("To use the GPU, in this order:", v.gpu_path),
+            ("To run on the CPU today:", v.cpu_path),
+        ):
             if not steps:
                 continue
             lines.append(f"**{heading}**")

@@ -27,7 +27,9 @@ def render_json(plan: Plan) -> str:
 
 
 def _wrap(text: str, indent: str) -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False) or [indent.rstrip()]
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False) or [
+        indent.rstrip()
+    ]
 
 
 def _driver_line(plan: Plan) -> str:
@@ -162,4 +164,3 @@ def _script_step(number: int, step: Step, shell: str) -> list[str]:
             out.append(f"# ({SHELL_TITLES[line.shell]}; {line.why})")
             out.append(f"#   {line.line}")
     return out
-

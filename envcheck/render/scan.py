@@ -35,7 +35,9 @@ def row(env: Environment, home: str = "") -> Row:
     where = tilde(env.interpreter, home)
     kinds = [_SHORT_HOW.get(c.how, c.how) for c in sorted(env.reached, key=lambda c: HOW_ORDER.index(c.how))]
     kernels = [c.detail for c in env.reached if c.how == KERNEL]
-    reached = ", ".join(k if k != "kernel" else "kernel " + ",".join(dict.fromkeys(kernels)) for k in dict.fromkeys(kinds))
+    reached = ", ".join(
+        k if k != "kernel" else "kernel " + ",".join(dict.fromkeys(kernels)) for k in dict.fromkeys(kinds)
+    )
     if env.status != OK or not env.report:
         return Row(where, env.version, "?", "?", reached, f"not checked: {env.error}", None)
     verdict = env.report.get("verdict") or {}
@@ -50,10 +52,12 @@ def row(env: Environment, home: str = "") -> Row:
         # A link that is not in error (no GPU at all, TensorFlow not installed yet) is said as the
         # doctor's chain line says it; a broken one by the verdict's reason.
         seen = next((x for x in env.report.get("links") or () if x.get("name") == link), {})
-        reason = verdict.get("reason", "") if seen.get("status") == "error" or not seen.get("summary") else seen["summary"]
+        reason = (
+            verdict.get("reason", "") if seen.get("status") == "error" or not seen.get("summary") else seen["summary"]
+        )
         title = SHORT_TITLES.get(link, link)
-        if reason.startswith(title + " ") and reason[len(title) + 1:][:1].isdigit():
-            reason = reason[len(title) + 1:]  # "Python: Python 2.7 is too old" says it twice
+        if reason.startswith(title + " ") and reason[len(title) + 1 :][:1].isdigit():
+            reason = reason[len(title) + 1 :]  # "Python: Python 2.7 is too old" says it twice
         broken = f"{title}: {reason}"
     else:
         broken = str(verdict.get("reason", ""))
@@ -83,7 +87,7 @@ def _tilde_words(text: str, home: str) -> str:
 def tilde(path: str, home: str) -> str:
     home = home.rstrip("/\\")
     if len(home) > 1 and (path == home or path.startswith(home + os.sep)):
-        return "~" + path[len(home):]
+        return "~" + path[len(home) :]
     return path
 
 
@@ -103,10 +107,16 @@ def render_json(result: Scan, exit_code: int) -> str:
     return json_text("scan", result.to_dict(), exit_code)
 
 
-def render(result: Scan, home: str = "", verbose: bool = False, width: int | None = None, color: bool | None = None) -> str:
+def render(
+    result: Scan, home: str = "", verbose: bool = False, width: int | None = None, color: bool | None = None
+) -> str:
     out = Lines(width, color)
     mode = "full: TensorFlow imported in each" if result.full else "quick: TensorFlow not imported; --full imports it"
-    out.line(out.style("envcheck scan", "bold"), f"  {plural(len(result.environments), 'environment')} in {result.seconds:.1f} s ({mode})", hang=2)
+    out.line(
+        out.style("envcheck scan", "bold"),
+        f"  {plural(len(result.environments), 'environment')} in {result.seconds:.1f} s ({mode})",
+        hang=2,
+    )
     out.blank()
     rows = [row(e, home) for e in result.environments]
     if rows:
@@ -145,7 +155,9 @@ def _table(out: Lines, rows: list[Row]) -> None:
     was reached, that column goes (-v and --json have it)."""
     from rich.text import Text
 
-    small = [max(len(h), *(len(getattr(r, f)) for r in rows)) for h, f in zip(_HEADERS[1:4], ("python", "tensorflow", "gpu"))]
+    small = [
+        max(len(h), *(len(getattr(r, f)) for r in rows)) for h, f in zip(_HEADERS[1:4], ("python", "tensorflow", "gpu"))
+    ]
     free = out.width - 2 - sum(w + 2 for w in small) - 2 * 2
     needs = {
         "where": max(len(_HEADERS[0]), *(len(r.where) for r in rows)),
@@ -159,18 +171,35 @@ def _table(out: Lines, rows: list[Row]) -> None:
     for key in ("where", "link", "reached"):  # what a column does not need goes to the next that does
         if shares[key]:
             got[key] += max(0, min(free - sum(got.values()), needs[key] - got[key]))
-    columns = [("where", _HEADERS[0], max(6, got["where"])), ("python", _HEADERS[1], small[0]), ("tensorflow", _HEADERS[2], small[1]),
-               ("gpu", _HEADERS[3], small[2])]
+    columns = [
+        ("where", _HEADERS[0], max(6, got["where"])),
+        ("python", _HEADERS[1], small[0]),
+        ("tensorflow", _HEADERS[2], small[1]),
+        ("gpu", _HEADERS[3], small[2]),
+    ]
     if got["reached"]:
         columns.append(("reached", _HEADERS[4], got["reached"]))
     link_width = max(6, got["link"])
-    header = "  " + "  ".join(clip(title, width).ljust(width) for _, title, width in columns) + "  " + clip(_HEADERS[5], link_width)
+    header = (
+        "  "
+        + "  ".join(clip(title, width).ljust(width) for _, title, width in columns)
+        + "  "
+        + clip(_HEADERS[5], link_width)
+    )
     out.console.print(Text(header, style="dim" if out.color else ""), crop=False, overflow="ignore")
     for r in rows:
         cells = []
         for field, _, width in columns:
             value = getattr(r, field)
-            fitted = clip_left(value, width) if field == "where" else fit_labels(value, width) if field == "reached" else clip(value, width)
+            fitted = (
+                clip_left(value, width)
+                if field == "where"
+                else fit_labels(value, width)
+                if field == "reached"
+                else clip(value, width)
+            )
             cells.append(fitted.ljust(width))
-        line = Text("  " + "  ".join(cells) + "  ") + out.style(clip(r.first_broken, link_width), _STATUS_STYLE.get(r.status, ""))
+        line = Text("  " + "  ".join(cells) + "  ") + out.style(
+            clip(r.first_broken, link_width), _STATUS_STYLE.get(r.status, "")
+        )
         out.console.print(line, crop=False, overflow="ignore")

@@ -61,7 +61,6 @@ SHORT_TITLES = {
 }
 
 
-
 def use_color(stream=None) -> bool:
     stream = stream or sys.stdout
     if os.environ.get("NO_COLOR"):  # set and not empty, per the no-color convention
@@ -165,7 +164,11 @@ def render(report: Report, verbose: bool = False, color: Optional[bool] = None, 
     gpu_table(out, report)
     out.blank()
     verdict = report.verdict
-    out.line(Text("Verdict: ", style="bold" if color else ""), Text(verdict.line, style=_VERDICT_STYLE.get(verdict.status, "bold") if color else ""), hang=9)
+    out.line(
+        Text("Verdict: ", style="bold" if color else ""),
+        Text(verdict.line, style=_VERDICT_STYLE.get(verdict.status, "bold") if color else ""),
+        hang=9,
+    )
     shown = ways_forward(out, report)
     if verbose:
         findings(out, report)
@@ -173,10 +176,14 @@ def render(report: Report, verbose: bool = False, color: Optional[bool] = None, 
         rest = [f for f in report.findings if f.id not in shown]
         if rest:
             out.blank()
-            listed = "; ".join(f"{f.id} {f.severity.value}" + (f" (because of {f.caused_by})" if f.caused_by else "") for f in rest)
+            listed = "; ".join(
+                f"{f.id} {f.severity.value}" + (f" (because of {f.caused_by})" if f.caused_by else "") for f in rest
+            )
             from envcheck.invocation import runnable
 
-            out.line(Text(f"Also: {listed}. Details: {runnable('envcheck doctor -v')}", style="dim" if color else ""), hang=6)
+            out.line(
+                Text(f"Also: {listed}. Details: {runnable('envcheck doctor -v')}", style="dim" if color else ""), hang=6
+            )
     return out.value()
 
 
@@ -186,7 +193,13 @@ def chain(out: _Out, report: Report, verbose: bool) -> None:
     for link in report.links:
         timing = f"  ({link.seconds * 1000:.0f} ms)" if verbose and link.seconds else ""
         mark = out.mark(_LINK_MARK, link.status)
-        out.line(Text("  "), mark, Text(f" {titles[link.name].ljust(width)}  "), Text(link.summary + timing), hang=width + 5 + mark.cell_len)
+        out.line(
+            Text("  "),
+            mark,
+            Text(f" {titles[link.name].ljust(width)}  "),
+            Text(link.summary + timing),
+            hang=width + 5 + mark.cell_len,
+        )
 
 
 def gpu_table(out: _Out, report: Report) -> None:
@@ -196,15 +209,23 @@ def gpu_table(out: _Out, report: Report) -> None:
         return
     out.blank()
     name_width = min(28, max(len(g.name) for g in gpus))
-    out.line(Text(f"  {'GPU':<4}{'name':<{name_width + 2}}{'CUDA':<6}{'TF':<8}status", style="dim" if out.color else ""))
+    out.line(
+        Text(f"  {'GPU':<4}{'name':<{name_width + 2}}{'CUDA':<6}{'TF':<8}status", style="dim" if out.color else "")
+    )
     for g in gpus:
         index = "?" if g.index is None else str(g.index)
         cuda = "-" if g.cuda_index is None else str(g.cuda_index)
         tf = g.tf_device or "-"
-        status = "usable" if g.usable and not g.reason else ("usable, " + g.reason if g.usable else g.reason or "not usable")
+        status = (
+            "usable" if g.usable and not g.reason else ("usable, " + g.reason if g.usable else g.reason or "not usable")
+        )
         style = "" if not out.color else ("green" if g.usable else "red")
         name = g.name if len(g.name) <= name_width else g.name[: name_width - 1] + "…"
-        out.line(Text(f"  {index:<4}{name:<{name_width + 2}}{cuda:<6}{tf:<8}"), Text(status, style=style), hang=name_width + 20)
+        out.line(
+            Text(f"  {index:<4}{name:<{name_width + 2}}{cuda:<6}{tf:<8}"),
+            Text(status, style=style),
+            hang=name_width + 20,
+        )
 
 
 def ways_forward(out: _Out, report: Report) -> set[str]:
@@ -226,7 +247,11 @@ def ways_forward(out: _Out, report: Report) -> set[str]:
                 children = [f.id for f in report.findings if f.caused_by == finding.id and f.id not in shown]
                 shown.update(children)
             _step(out, number, step, finding, clears=children)
-    worth = [f for f in report.findings if f.severity is Severity.WARNING and f.fix is not None and f.id not in shown and f.caused_by is None]
+    worth = [
+        f
+        for f in report.findings
+        if f.severity is Severity.WARNING and f.fix is not None and f.id not in shown and f.caused_by is None
+    ]
     if worth and verdict.status in (GPU_READY, CPU_ONLY):
         out.blank()
         out.line(Text("Worth fixing too:", style="bold" if out.color else ""))
@@ -268,7 +293,9 @@ def _finding_of(step: Fix, findings, by_fix) -> Optional[Finding]:
     return by_fix.get(text)
 
 
-def _step(out: _Out, number: int, step: Fix, finding: Optional[Finding], title: Optional[str] = None, clears: list[str] = ()) -> None:
+def _step(
+    out: _Out, number: int, step: Fix, finding: Optional[Finding], title: Optional[str] = None, clears: list[str] = ()
+) -> None:
     text = step.text
     if finding is not None and text.startswith(finding.id + ": "):
         text = text[len(finding.id) + 2 :]

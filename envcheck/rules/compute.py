@@ -50,7 +50,9 @@ def gpu_capabilities(ctx: Context) -> list[GpuCapability]:
         name = pci_product_name(dev.name)
         product = ctx.matrix.gpu(name) if name else None
         if product is not None:
-            out.append(GpuCapability(name, str(product.compute_capability), f"matrix: {product.name} (from pci {dev.address})"))
+            out.append(
+                GpuCapability(name, str(product.compute_capability), f"matrix: {product.name} (from pci {dev.address})")
+            )
     return out
 
 
@@ -75,7 +77,9 @@ def support(ctx: Context, build, cc: str) -> Optional[str]:
 
 
 def _ignored_lines(ctx: Context) -> tuple[tuple[str, str], ...]:
-    return tuple(("tensorflow log", line) for line in ctx.facts.tensorflow.log_lines if "Ignoring visible gpu device" in line)
+    return tuple(
+        ("tensorflow log", line) for line in ctx.facts.tensorflow.log_lines if "Ignoring visible gpu device" in line
+    )
 
 
 @rule("EC-CC-001", "Compute capability below what the TensorFlow build supports", "error", "compute")
@@ -110,8 +114,7 @@ def compute_capability_unsupported(ctx: Context) -> Iterator[Hit]:
         yield Hit(
             title=f"{gpu.name} (compute capability {cc}) is not supported by this TensorFlow build; {newest_text}",
             detail=(
-                f"The build carries code for {caps} only; TensorFlow ignores a GPU it has no native code "
-                "or PTX for."
+                f"The build carries code for {caps} only; TensorFlow ignores a GPU it has no native code or PTX for."
             ),
             evidence=tuple(evidence),
             fix=Fix(text=text, commands=commands, url="https://developer.nvidia.com/cuda-gpus"),
@@ -154,13 +157,19 @@ def driver_ceiling_too_low(ctx: Context) -> Iterator[Hit]:
         ceiling = driver_ceiling(ctx, cc)
         if ceiling is None:
             continue
-        need = ctx.driver_requirement(cuda, support(ctx, build_architectures(ctx), cc) if build_architectures(ctx) is not None else None)
+        need = ctx.driver_requirement(
+            cuda, support(ctx, build_architectures(ctx), cc) if build_architectures(ctx) is not None else None
+        )
         if need is None or need.minimum is None or ctx.matrix.supports_driver(cc, need.minimum) is not False:
             continue
         arch = ctx.matrix.architecture(cc)
         name = arch.name if arch is not None else "its architecture"
         newest = ctx.newest_release(gpu=True, accept=_tf_fits(ctx, cc))
-        evidence = [(gpu.source, f"{gpu.name}: compute capability {cc} ({name})"), ("matrix: last driver branch", f"{ceiling} for {name}"), (f"matrix: CUDA {minor(cuda)} minimum driver", f"{need.minimum} ({need.os_title})")]
+        evidence = [
+            (gpu.source, f"{gpu.name}: compute capability {cc} ({name})"),
+            ("matrix: last driver branch", f"{ceiling} for {name}"),
+            (f"matrix: CUDA {minor(cuda)} minimum driver", f"{need.minimum} ({need.os_title})"),
+        ]
         if newest is not None:
             commands, python_note = install_release(ctx, newest)
             text = (
@@ -168,7 +177,10 @@ def driver_ceiling_too_low(ctx: Context) -> Iterator[Hit]:
                 f"{name} GPUs with a {ceiling}-branch driver, or use a newer GPU.{python_note}"
             )
         else:
-            commands, text = (), f"No TensorFlow GPU build in the matrix runs on {name} with a {ceiling}-branch driver: use the CPU, or a newer GPU."
+            commands, text = (
+                (),
+                f"No TensorFlow GPU build in the matrix runs on {name} with a {ceiling}-branch driver: use the CPU, or a newer GPU.",
+            )
         arch_build = build_architectures(ctx)
         no_code = arch_build is not None and support(ctx, arch_build, cc) == "none"
         yield Hit(

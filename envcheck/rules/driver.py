@@ -32,7 +32,12 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
     evidence = [("driver version", str(drv))]
     if ctx.facts.nvml.cuda_driver_version:
         evidence.append(("highest CUDA the driver supports", ctx.facts.nvml.cuda_driver_version))
-    evidence.append((f"matrix: CUDA {minor(cuda)} minimum driver ({need.os_title})", f"{full}" + (f", minor-version-compatibility floor {runs}" if runs != full else "")))
+    evidence.append(
+        (
+            f"matrix: CUDA {minor(cuda)} minimum driver ({need.os_title})",
+            f"{full}" + (f", minor-version-compatibility floor {runs}" if runs != full else ""),
+        )
+    )
     build = ctx.tf_build
     if build is not None:
         evidence.append(matrix_evidence(ctx, build))
@@ -60,7 +65,11 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
     # fix, EC-CC-003 is the cause.
     from envcheck.rules.compute import driver_ceiling, gpu_capabilities
 
-    stuck = any(ctx.matrix.supports_driver(g.compute_capability, runs) is False for g in gpu_capabilities(ctx) if driver_ceiling(ctx, g.compute_capability))
+    stuck = any(
+        ctx.matrix.supports_driver(g.compute_capability, runs) is False
+        for g in gpu_capabilities(ctx)
+        if driver_ceiling(ctx, g.compute_capability)
+    )
     commands = fix.commands
     text = fix.text
     if older is not None:
@@ -144,7 +153,11 @@ def driver_version_mismatch(ctx: Context) -> Iterator[Hit]:
             commands=(
                 ctx.shell_command("sudo reboot", "Restart-Computer"),
                 *(
-                    (ctx.shell_command("sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"),)
+                    (
+                        ctx.shell_command(
+                            "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"
+                        ),
+                    )
                     if ctx.os == "linux"
                     else ()
                 ),
@@ -177,7 +190,9 @@ def nvml_library_not_found(ctx: Context) -> Iterator[Hit]:
             url="https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html",
         )
     else:
-        title = f"{lib} not found: no NVIDIA driver is installed" + (" (or there is no NVIDIA GPU)" if ctx.os != "linux" else "")
+        title = f"{lib} not found: no NVIDIA driver is installed" + (
+            " (or there is no NVIDIA GPU)" if ctx.os != "linux" else ""
+        )
         detail = f"{lib} is installed with the NVIDIA driver; without it neither nvidia-smi nor CUDA can reach a GPU."
         fix = install_driver_fix(ctx, "Install the NVIDIA driver")
     yield Hit(title=title, detail=detail, evidence=evidence, fix=fix)
@@ -190,13 +205,21 @@ def nvml_driver_not_loaded(ctx: Context) -> Iterator[Hit]:
     facts = ctx.facts
     driver = facts.driver
     said_so = facts.nvml.error_kind == "driver_not_loaded"
-    on_disk = not driver.loaded and (driver.module_files or driver.dkms) and any(not d.driver for d in facts.pci.devices)
+    on_disk = (
+        not driver.loaded and (driver.module_files or driver.dkms) and any(not d.driver for d in facts.pci.devices)
+    )
     if not said_so and not on_disk:
         return
     evidence = [("nvml", facts.nvml.error or facts.nvml.error_kind or "not asked")]
     evidence.append(("kernel module", driver.error or "not loaded"))
     if driver.module_files:
-        evidence.append(("module files", ", ".join(driver.module_files[:3]) + (f" (version {driver.module_file_version})" if driver.module_file_version else "")))
+        evidence.append(
+            (
+                "module files",
+                ", ".join(driver.module_files[:3])
+                + (f" (version {driver.module_file_version})" if driver.module_file_version else ""),
+            )
+        )
     if driver.dkms:
         evidence.append(("dkms", ", ".join(driver.dkms[:4])))
     built_elsewhere = [d for d in driver.dkms if driver.kernel_release and not d.endswith("/" + driver.kernel_release)]
@@ -275,7 +298,10 @@ def nvml_gpu_lost(ctx: Context) -> Iterator[Hit]:
         fix=Fix(
             text="Read the kernel log for Xid errors, reboot, and check the power supply, cooling and seating of the card.",
             commands=(
-                ctx.shell_command("sudo dmesg | grep -i xid", "Get-WinEvent -LogName System -MaxEvents 200 | Where-Object Message -match 'nvlddmkm'"),
+                ctx.shell_command(
+                    "sudo dmesg | grep -i xid",
+                    "Get-WinEvent -LogName System -MaxEvents 200 | Where-Object Message -match 'nvlddmkm'",
+                ),
                 ctx.shell_command("sudo reboot", "Restart-Computer"),
             ),
         ),

@@ -13,6 +13,7 @@ from envcheck.rules.engine import Context, Hit, rule
 
 CUDA_ENV_DOCS = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars"
 
+
 def visible_devices(ctx: Context) -> Optional[cd.VisibleDevices]:
     """CUDA_VISIBLE_DEVICES as CUDA reads it; None when it is not set."""
     seen = ctx.visible_devices
@@ -69,7 +70,12 @@ def _visible_evidence(ctx: Context) -> tuple[tuple[str, str], ...]:
     out = [("CUDA_VISIBLE_DEVICES", repr(ctx.visible_devices.raw)), ("GPUs (nvidia-smi numbering)", _gpu_list(ctx))]
     resolution = ctx.visibility
     if resolution is not None and resolution.order_guessed:
-        out.append(("CUDA_DEVICE_ORDER", f"{ctx.facts.env_var('CUDA_DEVICE_ORDER') or 'unset'}: CUDA numbers the most capable GPU first"))
+        out.append(
+            (
+                "CUDA_DEVICE_ORDER",
+                f"{ctx.facts.env_var('CUDA_DEVICE_ORDER') or 'unset'}: CUDA numbers the most capable GPU first",
+            )
+        )
     return tuple(out)
 
 
@@ -91,7 +97,10 @@ def visible_devices_malformed(ctx: Context) -> Iterator[Hit]:
     first_is_negative = reason == cd.NEGATIVE and not kept
     fix = Fix(
         text="Write GPU numbers (as nvidia-smi lists them, with CUDA_DEVICE_ORDER=PCI_BUS_ID) or UUIDs separated by commas, nothing else; or unset the variable to use every GPU.",
-        commands=(ctx.shell_command("export CUDA_VISIBLE_DEVICES=0,1", '$env:CUDA_VISIBLE_DEVICES = "0,1"'), _unset(ctx, "CUDA_VISIBLE_DEVICES")),
+        commands=(
+            ctx.shell_command("export CUDA_VISIBLE_DEVICES=0,1", '$env:CUDA_VISIBLE_DEVICES = "0,1"'),
+            _unset(ctx, "CUDA_VISIBLE_DEVICES"),
+        ),
         url=CUDA_ENV_DOCS,
     )
     if reason in _STOPS and not first_is_negative:
@@ -150,7 +159,8 @@ def visible_devices_hide_all(ctx: Context) -> Iterator[Hit]:
         return
     present = ctx.gpu_presence == PRESENT
     yield Hit(
-        title=f"CUDA_VISIBLE_DEVICES={seen.raw!r} hides every GPU" + ("" if present else " (there is none here anyway)"),
+        title=f"CUDA_VISIBLE_DEVICES={seen.raw!r} hides every GPU"
+        + ("" if present else " (there is none here anyway)"),
         detail="With this value CUDA reports no device, so TensorFlow runs on the CPU. Fine if on purpose; otherwise remove it.",
         evidence=(("CUDA_VISIBLE_DEVICES", repr(seen.raw)),),
         fix=Fix(
@@ -175,7 +185,9 @@ def device_order_unset(ctx: Context) -> Iterator[Hit]:
         evidence=(("CUDA_DEVICE_ORDER", order or "unset"), ("GPUs (nvidia-smi numbering)", _gpu_list(ctx))),
         fix=Fix(
             text="Number GPUs the way nvidia-smi does (set it in the shell profile, or before importing TensorFlow).",
-            commands=(ctx.shell_command("export CUDA_DEVICE_ORDER=PCI_BUS_ID", '$env:CUDA_DEVICE_ORDER = "PCI_BUS_ID"'),),
+            commands=(
+                ctx.shell_command("export CUDA_DEVICE_ORDER=PCI_BUS_ID", '$env:CUDA_DEVICE_ORDER = "PCI_BUS_ID"'),
+            ),
             url=CUDA_ENV_DOCS,
         ),
     )
@@ -193,15 +205,24 @@ def gpu_memory_taken(ctx: Context) -> Iterator[Hit]:
         share = gpu.memory_used_mb / gpu.memory_total_mb
         if share <= BUSY_SHARE:
             continue
-        procs = ", ".join(f"{p.name or 'pid'} (pid {p.pid}{f', {p.used_memory_mb} MiB' if p.used_memory_mb is not None else ''})" for p in gpu.processes)
+        procs = ", ".join(
+            f"{p.name or 'pid'} (pid {p.pid}{f', {p.used_memory_mb} MiB' if p.used_memory_mb is not None else ''})"
+            for p in gpu.processes
+        )
         yield Hit(
-            title=f"GPU {gpu.index} ({gpu.name or '?'}): {gpu.memory_used_mb} of {gpu.memory_total_mb} MiB already in use" + (f" by {procs}" if procs else ""),
+            title=f"GPU {gpu.index} ({gpu.name or '?'}): {gpu.memory_used_mb} of {gpu.memory_total_mb} MiB already in use"
+            + (f" by {procs}" if procs else ""),
             detail="TensorFlow gets only what is left: expect out-of-memory errors (or CUDNN_STATUS_INTERNAL_ERROR) with normal batch sizes.",
             evidence=((f"nvml gpu {gpu.index} memory", f"{gpu.memory_used_mb}/{gpu.memory_total_mb} MiB"),)
             + tuple((f"process {p.pid}", f"{p.name or '?'}: {p.used_memory_mb} MiB") for p in gpu.processes),
             fix=Fix(
                 text="Stop the other process, choose another GPU with CUDA_VISIBLE_DEVICES, or let TensorFlow grow its memory instead of reserving it all.",
-                commands=(ctx.shell_command("nvidia-smi"), ctx.shell_command("export TF_FORCE_GPU_ALLOW_GROWTH=true", '$env:TF_FORCE_GPU_ALLOW_GROWTH = "true"')),
+                commands=(
+                    ctx.shell_command("nvidia-smi"),
+                    ctx.shell_command(
+                        "export TF_FORCE_GPU_ALLOW_GROWTH=true", '$env:TF_FORCE_GPU_ALLOW_GROWTH = "true"'
+                    ),
+                ),
             ),
         )
 
@@ -218,7 +239,9 @@ def allow_growth_value(ctx: Context) -> Iterator[Hit]:
         evidence=(("TF_FORCE_GPU_ALLOW_GROWTH", value),),
         fix=Fix(
             text="Use the lower-case word.",
-            commands=(ctx.shell_command("export TF_FORCE_GPU_ALLOW_GROWTH=true", '$env:TF_FORCE_GPU_ALLOW_GROWTH = "true"'),),
+            commands=(
+                ctx.shell_command("export TF_FORCE_GPU_ALLOW_GROWTH=true", '$env:TF_FORCE_GPU_ALLOW_GROWTH = "true"'),
+            ),
         ),
     )
 

@@ -78,7 +78,8 @@ def gpu_other_driver(ctx: Context) -> Iterator[Hit]:
                 "Replace nouveau by the NVIDIA driver: install the driver (its installer blacklists "
                 "nouveau), then reboot",
                 after_install=(
-                    ctx.shell_command("printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | "
+                    ctx.shell_command(
+                        "printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | "
                         "sudo tee /etc/modprobe.d/blacklist-nouveau.conf && sudo update-initramfs -u",
                     ),
                     ctx.shell_command("sudo reboot"),
@@ -98,7 +99,12 @@ def gpu_other_driver(ctx: Context) -> Iterator[Hit]:
         else:
             fix = install_driver_fix(ctx, f"Unbind {dev.driver} and install the NVIDIA driver")
             detail = f"The {dev.driver} driver holds the card; CUDA needs NVIDIA's driver."
-        yield Hit(title=f"{name} {'is' if len(devices) == 1 else 'are'} driven by {driver}, not the NVIDIA driver", detail=detail, evidence=evidence, fix=fix)
+        yield Hit(
+            title=f"{name} {'is' if len(devices) == 1 else 'are'} driven by {driver}, not the NVIDIA driver",
+            detail=detail,
+            evidence=evidence,
+            fix=fix,
+        )
 
 
 def install_driver_fix(ctx: Context, what: str, after_install=()) -> Fix:

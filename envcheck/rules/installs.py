@@ -19,7 +19,15 @@ def runs_here(ctx: Context, build: "TfBuild") -> bool:
     return bool(python.version) and build.supports_python(python.version) and python.bits in (0, 64)
 
 
-def install_release(ctx: Context, build: "TfBuild", *, gpu: bool = True, exact: Optional[str] = None, step: bool = False, remove: tuple[str, ...] = ()) -> tuple[tuple[Command, ...], str]:
+def install_release(
+    ctx: Context,
+    build: "TfBuild",
+    *,
+    gpu: bool = True,
+    exact: Optional[str] = None,
+    step: bool = False,
+    remove: tuple[str, ...] = (),
+) -> tuple[tuple[Command, ...], str]:
     """(commands, a sentence for the fix text) that install ``build``'s release on this machine.
 
     In this interpreter when it can run the release (a pip step, run by --apply only when

@@ -46,7 +46,10 @@ def _evidence(ctx: Context, names: list[Needed]) -> tuple[tuple[str, str], ...]:
     build = ctx.tf_build
     out = [matrix_evidence(ctx, build), ("searched", search_where(ctx))]
     for n in names:
-        found = ", ".join(f"{c.path} ({'loads' if c.loads else 'fails to load' if c.loads is False else 'not load-tested'}{'' if c.on_loader_path else ', off the loader path'})" for c in n.copies)
+        found = ", ".join(
+            f"{c.path} ({'loads' if c.loads else 'fails to load' if c.loads is False else 'not load-tested'}{'' if c.on_loader_path else ', off the loader path'})"
+            for c in n.copies
+        )
         out.append((n.name, found or "not found"))
     for line in ctx.facts.tensorflow.log_lines:
         if any(n.name in line for n in names):
@@ -136,7 +139,8 @@ def _cudnn_of_other_cuda(ctx: Context, n: Needed) -> Iterator[Hit]:
     yield Hit(
         title=f"{n.name} is only in the CUDA {other.version} folder: that is the cuDNN for CUDA {other.version}; {ctx.tf_name} needs cuDNN {build.cudnn} for CUDA {minor(cuda)}",
         detail="NVIDIA builds cuDNN separately for each CUDA release under the same file name; the copy in an old CUDA folder belongs to that CUDA.",
-        evidence=tuple((c.path, f"in {home.path} (CUDA {home.version})") for c, home in zip(reachable, homes)) + (matrix_evidence(ctx, build),),
+        evidence=tuple((c.path, f"in {home.path} (CUDA {home.version})") for c, home in zip(reachable, homes))
+        + (matrix_evidence(ctx, build),),
         fix=cudnn_fix(ctx, [n]),
     )
 
@@ -156,7 +160,9 @@ def wrong_version_installed(ctx: Context) -> Iterator[Hit]:
                 title=f"{FAMILY_TITLES.get(n.family, n.family)} of another version is installed ({listed}); {ctx.tf_name} needs {n.name} ({wanted})",
                 detail="Each TensorFlow release loads the exact library version it was built with; other versions are ignored.",
                 evidence=tuple((c.path, copy_version(c)) for c in others) + (matrix_evidence(ctx, build),),
-                fix=Fix(text=f"Install {wanted} beside the version you have (see the fix above); the other version can stay."),
+                fix=Fix(
+                    text=f"Install {wanted} beside the version you have (see the fix above); the other version can stay."
+                ),
                 caused_by=cause,
             )
 
@@ -222,7 +228,11 @@ def toolkit_other_version(ctx: Context) -> Iterator[Hit]:
         title=f"{listed} is installed, but this TensorFlow was built for CUDA {minor(cuda)}",
         detail=(
             "TensorFlow only loads the CUDA major version it was built with"
-            + ("; its libraries come from elsewhere (pip wheels), so this toolkit is unused by TF." if served_elsewhere else ".")
+            + (
+                "; its libraries come from elsewhere (pip wheels), so this toolkit is unused by TF."
+                if served_elsewhere
+                else "."
+            )
         ),
         evidence=tuple((f"toolkit ({t.origin})", f"{t.path}: {t.version}") for t in toolkits)
         + ((matrix_evidence(ctx, build),) if build is not None else ()),
@@ -250,7 +260,9 @@ def pip_wheels_not_loadable(ctx: Context) -> Iterator[Hit]:
             + tuple((c.path, c.load_error or "not loadable") for c in broken),
             fix=Fix(
                 text=f"Reinstall {dist.name}.",
-                commands=(ctx.pip_command("install", "--force-reinstall", "--no-deps", f"{dist.name}=={dist.version}"),),
+                commands=(
+                    ctx.pip_command("install", "--force-reinstall", "--no-deps", f"{dist.name}=={dist.version}"),
+                ),
             ),
             severity=Severity.ERROR if blocks else Severity.WARNING,
         )

@@ -16,7 +16,9 @@ from envcheck.shell import Command
 
 
 def search_where(ctx: Context) -> str:
-    return "PATH" if ctx.build_os == "windows" else "the loader's path (LD_LIBRARY_PATH, the ldconfig cache, pip wheels)"
+    return (
+        "PATH" if ctx.build_os == "windows" else "the loader's path (LD_LIBRARY_PATH, the ldconfig cache, pip wheels)"
+    )
 
 
 def cuda_dir(ctx: Context, cuda: object) -> str:
@@ -33,7 +35,9 @@ def add_to_loader_path(ctx: Context, directory: str) -> Command:
 
 
 def check_command(ctx: Context, name: str) -> Command:
-    return ctx.shell_command(f"ldconfig -p | grep -F {shell.quote(name, shell.BASH)}", f"where.exe {shell.quote(name, shell.POWERSHELL)}")
+    return ctx.shell_command(
+        f"ldconfig -p | grep -F {shell.quote(name, shell.BASH)}", f"where.exe {shell.quote(name, shell.POWERSHELL)}"
+    )
 
 
 def tf_pip_reinstall(ctx: Context) -> Optional[Command]:
@@ -135,7 +139,10 @@ def cudnn_fix(ctx: Context, names: list[Needed]) -> Fix:
     if ctx.os == "windows":
         source = ".\\cuda\\*" if version is not None and version.major <= 7 else ".\\cudnn-windows-x86_64-*\\*"
         commands = (
-            Command(f"Copy-Item -Recurse -Force {source} {shell.quote_always(directory + chr(92), shell.POWERSHELL)}", shell="powershell"),
+            Command(
+                f"Copy-Item -Recurse -Force {source} {shell.quote_always(directory + chr(92), shell.POWERSHELL)}",
+                shell="powershell",
+            ),
             check_command(ctx, names[0].name),
         )
         where = f"copy its bin, include and lib folders into {directory}"

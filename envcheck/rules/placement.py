@@ -15,13 +15,23 @@ from envcheck.rules.tensorflow import first_sentence
 from envcheck.shell import Command
 
 # Lines of TF's log that say why a GPU was not used; the probe keeps them, the rules show them.
-_WHY = ("Could not load dynamic library", "Cannot dlopen", "cuInit", "CUDA_ERROR", "Ignoring visible gpu", "cudnn", "CUDNN", "driver version", "Skipping registering GPU")
+_WHY = (
+    "Could not load dynamic library",
+    "Cannot dlopen",
+    "cuInit",
+    "CUDA_ERROR",
+    "Ignoring visible gpu",
+    "cudnn",
+    "CUDNN",
+    "driver version",
+    "Skipping registering GPU",
+)
 
 
 def log_message(line: str) -> str:
     """The message of a TF log line, without "2024-05-14 ... W tensorflow/.../dso_loader.cc:64] "."""
     match = re.search(r"\.cc:\d+\]\s*", line)
-    return line[match.end():] if match else line
+    return line[match.end() :] if match else line
 
 
 def _why_lines(ctx: Context, limit: int = 8) -> tuple[tuple[str, str], ...]:
@@ -36,7 +46,8 @@ def _explain_fix(ctx: Context, text: str) -> Fix:
     return Fix(
         text=text + " Paste TensorFlow's log into `envcheck explain` for the fix of each message.",
         commands=(
-            ctx.shell_command(f"TF_CPP_MIN_LOG_LEVEL=0 {ctx.python_line(_LIST_GPUS)} 2>&1 | envcheck explain -",
+            ctx.shell_command(
+                f"TF_CPP_MIN_LOG_LEVEL=0 {ctx.python_line(_LIST_GPUS)} 2>&1 | envcheck explain -",
                 f"$env:TF_CPP_MIN_LOG_LEVEL = '0'; {ctx.python_line(_LIST_GPUS)} 2>&1 | envcheck explain -",
             ),
         ),
@@ -78,7 +89,9 @@ def placed_on_cpu(ctx: Context) -> Iterator[Hit]:
         title=f"TensorFlow lists the GPU but ran the test on the CPU ({shown})",
         detail="With soft placement TensorFlow moves ops it cannot run on the GPU to the CPU without an error; the GPU is not doing the work.",
         evidence=tuple((f"{p.op} on {p.requested}", f"ran on {p.device}") for p in wrong) + _why_lines(ctx),
-        fix=_explain_fix(ctx, "Find out why the GPU kernel was not used (usually a missing CUDA library or an unsupported GPU)."),
+        fix=_explain_fix(
+            ctx, "Find out why the GPU kernel was not used (usually a missing CUDA library or an unsupported GPU)."
+        ),
     )
 
 
@@ -98,9 +111,15 @@ def conv_failed(ctx: Context) -> Iterator[Hit]:
         error = conv.error or "wrong result"
         text = f"Install the cuDNN TensorFlow was built with ({cudnn or 'see envcheck matrix tf'})."
         commands: tuple[Command, ...] = ()
-        if "CUDNN_STATUS_INTERNAL_ERROR" in error or "convolution algorithm" in error or "out of memory" in error.lower():
+        if (
+            "CUDNN_STATUS_INTERNAL_ERROR" in error
+            or "convolution algorithm" in error
+            or "out of memory" in error.lower()
+        ):
             text += " If it is installed, TensorFlow may have run out of GPU memory while creating the cuDNN handle: let it grow memory instead of reserving it all."
-            commands = (ctx.shell_command("export TF_FORCE_GPU_ALLOW_GROWTH=true", '$env:TF_FORCE_GPU_ALLOW_GROWTH = "true"'),)
+            commands = (
+                ctx.shell_command("export TF_FORCE_GPU_ALLOW_GROWTH=true", '$env:TF_FORCE_GPU_ALLOW_GROWTH = "true"'),
+            )
         yield Hit(
             title=f"The matmul ran on {short_device(p.device)} but the convolution failed: {first_sentence(error.splitlines()[-1]) if error else 'wrong result'}",
             detail="The GPU and cuBLAS work; cuDNN (convolutions) does not: missing, another version, or no memory left to initialise it.",
@@ -120,7 +139,9 @@ def fewer_gpus(ctx: Context) -> Iterator[Hit]:
     if listed >= expected:
         return
     arch = build_architectures(ctx)
-    unsupported = arch is not None and any(support(ctx, arch, g.compute_capability) == "none" for g in gpu_capabilities(ctx))
+    unsupported = arch is not None and any(
+        support(ctx, arch, g.compute_capability) == "none" for g in gpu_capabilities(ctx)
+    )
     yield Hit(
         title=f"TensorFlow uses {listed} of the {expected} visible GPUs",
         detail="TensorFlow skips GPUs it cannot use (an unsupported compute capability, too few multiprocessors) and says so in its log.",
@@ -128,4 +149,3 @@ def fewer_gpus(ctx: Context) -> Iterator[Hit]:
         fix=_explain_fix(ctx, "The log lines above name each skipped GPU and why."),
         caused_by="EC-CC-001" if unsupported else None,
     )
-

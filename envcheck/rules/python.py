@@ -35,7 +35,7 @@ def python_32bit(ctx: Context) -> Iterator[Hit]:
                 Command("py -3-64 -m venv tf-env", shell="powershell")
                 if windows
                 else Command("python3 -m venv tf-env", shell="bash"),
-                Command('py -3-64 -c "import struct; print(struct.calcsize(\'P\') * 8)"', shell="powershell")
+                Command("py -3-64 -c \"import struct; print(struct.calcsize('P') * 8)\"", shell="powershell")
                 if windows
                 else Command("tf-env/bin/python -c \"import struct; print(struct.calcsize('P') * 8)\"", shell="bash"),
             ),
@@ -61,8 +61,10 @@ def python_version_unsupported(ctx: Context) -> Iterator[Hit]:
     else:
         # Nothing installed yet: is there any release this interpreter can install?
         build = ctx.newest_release(gpu=False)
-        if build is None or not build.python or any(
-            b.supports_python(py.version) for b in ctx.matrix.tf_releases(ctx.build_os)
+        if (
+            build is None
+            or not build.python
+            or any(b.supports_python(py.version) for b in ctx.matrix.tf_releases(ctx.build_os))
         ):
             return
         what = f"any TensorFlow release up to {build.label}"
@@ -75,8 +77,7 @@ def python_version_unsupported(ctx: Context) -> Iterator[Hit]:
     )
     if alternative is not None and tf is not None:
         text += (
-            f" Or keep Python {pyminor} and move to TensorFlow {alternative.label}, the newest "
-            f"release built for it."
+            f" Or keep Python {pyminor} and move to TensorFlow {alternative.label}, the newest release built for it."
         )
         commands.append(ctx.pip_command("install", ctx.pip_requirement(alternative, gpu=False), step=False))
     yield Hit(
@@ -103,7 +104,11 @@ def python_too_old(ctx: Context) -> Iterator[Hit]:
     gpu = ctx.gpu_presence != ABSENT
     newest = ctx.newest_release(gpu=gpu)
     commands, python_note = install_release(ctx, newest, gpu=gpu) if newest is not None else ((), "")
-    last_text = f"the last TensorFlow release with wheels for it is {last.label}" if last is not None else "no TensorFlow release in the matrix supports it"
+    last_text = (
+        f"the last TensorFlow release with wheels for it is {last.label}"
+        if last is not None
+        else "no TensorFlow release in the matrix supports it"
+    )
     yield Hit(
         title=f"Python {pyminor} is too old: {last_text}; use a Python 3 environment",
         detail=(
@@ -112,7 +117,12 @@ def python_too_old(ctx: Context) -> Iterator[Hit]:
         ),
         evidence=(("python.version", py.version), ("python.executable", py.executable)),
         fix=Fix(
-            text=(f"Create an environment with a current Python and install TensorFlow {newest.label} in it." if newest else "Create an environment with a current Python.") + python_note,
+            text=(
+                f"Create an environment with a current Python and install TensorFlow {newest.label} in it."
+                if newest
+                else "Create an environment with a current Python."
+            )
+            + python_note,
             commands=commands,
             url="https://www.python.org/downloads/",
         ),

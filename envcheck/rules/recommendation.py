@@ -43,9 +43,13 @@ def recommend(ctx: Context) -> Optional[Recommendation]:
     reason = f"TensorFlow is not installed yet; for this machine: TensorFlow {option.tf} {where} ({requirement})"
     if option.python_change:
         reason += f", with Python {option.python}"
-    install, python_note = install_release(ctx, option.build, gpu=option.kind != CPU, exact=option.exact, step=runs_here(ctx, option.build))
+    install, python_note = install_release(
+        ctx, option.build, gpu=option.kind != CPU, exact=option.exact, step=runs_here(ctx, option.build)
+    )
     first = Fix(
-        text=f"Install TensorFlow {option.tf}" + (" with its CUDA libraries" if option.cuda_extra else "") + f".{python_note}",
+        text=f"Install TensorFlow {option.tf}"
+        + (" with its CUDA libraries" if option.cuda_extra else "")
+        + f".{python_note}",
         commands=install,
         url="https://www.tensorflow.org/install/pip",
     )
@@ -61,7 +65,9 @@ def recommend(ctx: Context) -> Optional[Recommendation]:
     summary = {**option_to_dict(option), "requirement": requirement}
     if option.kind == CPU:
         return Recommendation(reason=reason, gpu_steps=(), cpu_steps=(first, *after), summary=summary)
-    return Recommendation(reason=reason, gpu_steps=(*before, first, *after), cpu_steps=_cpu_alternative(ctx, plan), summary=summary)
+    return Recommendation(
+        reason=reason, gpu_steps=(*before, first, *after), cpu_steps=_cpu_alternative(ctx, plan), summary=summary
+    )
 
 
 # Plan steps the install above already does in this interpreter (or through the plan's own
@@ -80,8 +86,12 @@ def _cpu_alternative(ctx: Context, plan) -> tuple[Fix, ...]:
     if alternative is None:
         return ()
     option = alternative.option
-    install, python_note = install_release(ctx, option.build, gpu=False, exact=option.exact, step=runs_here(ctx, option.build))
-    return (Fix(text=f"Or install TensorFlow {option.tf} for the CPU only (no GPU setup).{python_note}", commands=install),)
+    install, python_note = install_release(
+        ctx, option.build, gpu=False, exact=option.exact, step=runs_here(ctx, option.build)
+    )
+    return (
+        Fix(text=f"Or install TensorFlow {option.tf} for the CPU only (no GPU setup).{python_note}", commands=install),
+    )
 
 
 __all__ = ["Recommendation", "recommend"]

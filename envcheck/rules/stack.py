@@ -82,7 +82,10 @@ def stack_incoherent(ctx: Context) -> Iterator[Hit]:
     if not bad:
         return
     tf = ctx.installed_tf
-    listed = ", ".join(f"{m.name} {m.installed} (needs {m.wanted})" if m.installed else f"{m.name} missing (needs {m.wanted})" for m in bad)
+    listed = ", ".join(
+        f"{m.name} {m.installed} (needs {m.wanted})" if m.installed else f"{m.name} missing (needs {m.wanted})"
+        for m in bad
+    )
     failed = ctx.facts.tensorflow.error_kind == "import_failed"
     pins = [f"{m.name}{m.wanted}" if m.wanted != "any version" else m.name for m in bad]
     yield Hit(
@@ -91,7 +94,10 @@ def stack_incoherent(ctx: Context) -> Iterator[Hit]:
             "Each TensorFlow release names the versions of NumPy, protobuf, Keras and the rest it was built and "
             "tested with; pip warned about this at install time, and another package may have upgraded them since."
         ),
-        evidence=tuple((m.name, f"installed {m.installed or 'nothing'}; {tf.distribution} {tf.version} requires {m.wanted}") for m in bad),
+        evidence=tuple(
+            (m.name, f"installed {m.installed or 'nothing'}; {tf.distribution} {tf.version} requires {m.wanted}")
+            for m in bad
+        ),
         fix=Fix(
             text=f"Install the versions {tf.distribution} {tf.version} requires (this can downgrade what another package upgraded).",
             commands=(ctx.pip_command("install", *pins),),

@@ -29,7 +29,9 @@ def _never_cuda(ctx: Context, name: str) -> bool:
     return dist is not None and dist.cuda == "never"
 
 
-def gpu_install_steps(ctx: Context, build, exact: Optional[str] = None, remove: tuple[str, ...] = ()) -> tuple[Command, ...]:
+def gpu_install_steps(
+    ctx: Context, build, exact: Optional[str] = None, remove: tuple[str, ...] = ()
+) -> tuple[Command, ...]:
     """Uninstall what is in the way, then install the GPU build of ``build``'s release."""
     steps = []
     if remove:
@@ -58,13 +60,25 @@ def tensorflow_not_installed(ctx: Context) -> Iterator[Hit]:
     if plan is not None:
         steps = plan.gpu_steps or plan.cpu_steps
         install = next((f for f in steps if f.text.startswith("Install TensorFlow")), steps[0])
-        fix = Fix(text=f"{install.text} That is the plan for this machine (envcheck plan shows why and the alternatives).", commands=install.commands, url=TF_PIP_PAGE)
+        fix = Fix(
+            text=f"{install.text} That is the plan for this machine (envcheck plan shows why and the alternatives).",
+            commands=install.commands,
+            url=TF_PIP_PAGE,
+        )
     else:
-        fix = Fix(text="Run envcheck plan for the TensorFlow, CUDA, cuDNN and Python versions that fit this machine.", url=TF_PIP_PAGE)
+        fix = Fix(
+            text="Run envcheck plan for the TensorFlow, CUDA, cuDNN and Python versions that fit this machine.",
+            url=TF_PIP_PAGE,
+        )
     yield Hit(
         title=f"TensorFlow is not installed in {facts.python.executable or 'this Python'}",
         detail="No TensorFlow distribution is installed in the probed interpreter.",
-        evidence=(("installed distributions", ", ".join(f"{d.name} {d.version}" for d in facts.packages.distributions[:12]) or "none"),),
+        evidence=(
+            (
+                "installed distributions",
+                ", ".join(f"{d.name} {d.version}" for d in facts.packages.distributions[:12]) or "none",
+            ),
+        ),
         fix=fix,
     )
 
@@ -129,12 +143,21 @@ def tensorflow_gpu_dummy(ctx: Context) -> Iterator[Hit]:
             f"{platform.tensorflow_gpu_dummy} are placeholders. The GPU build is in the 'tensorflow' "
             f"package since {platform.gpu_in_tensorflow_package_from}."
         ),
-        evidence=(("tensorflow-gpu", dist.version), ("matrix: tensorflow-gpu placeholder releases", str(platform.tensorflow_gpu_dummy))),
-        fix=Fix(text="Uninstall tensorflow-gpu and install tensorflow" + (f" {target.label}" if target else "") + ".", commands=commands, url=TF_PIP_PAGE),
+        evidence=(
+            ("tensorflow-gpu", dist.version),
+            ("matrix: tensorflow-gpu placeholder releases", str(platform.tensorflow_gpu_dummy)),
+        ),
+        fix=Fix(
+            text="Uninstall tensorflow-gpu and install tensorflow" + (f" {target.label}" if target else "") + ".",
+            commands=commands,
+            url=TF_PIP_PAGE,
+        ),
     )
 
 
-@rule("EC-TF-004", "Native Windows with TensorFlow newer than the last native-Windows GPU release", "error", "tensorflow")
+@rule(
+    "EC-TF-004", "Native Windows with TensorFlow newer than the last native-Windows GPU release", "error", "tensorflow"
+)
 def windows_native_too_new(ctx: Context) -> Iterator[Hit]:
     """After 2.10, TF's Windows builds are CPU-only; the GPU needs WSL2."""
     if ctx.os != "windows" or ctx.gpu_presence == ABSENT:
@@ -167,7 +190,11 @@ def windows_native_too_new(ctx: Context) -> Iterator[Hit]:
     yield Hit(
         title=f"TensorFlow {tf.version} on native Windows cannot use the GPU (the last native-Windows GPU release is {minor(last)})",
         detail="TensorFlow stopped publishing GPU builds for native Windows after that release.",
-        evidence=(("platform", ctx.facts.platform.distro or "Windows"), ("tensorflow", tf.version), ("matrix: last native-Windows GPU release", str(last))),
+        evidence=(
+            ("platform", ctx.facts.platform.distro or "Windows"),
+            ("tensorflow", tf.version),
+            ("matrix: last native-Windows GPU release", str(last)),
+        ),
         fix=Fix(text=text, commands=tuple(commands), url=WSL_PAGE),
     )
 
@@ -187,12 +214,27 @@ def cpu_build_with_gpu(ctx: Context) -> Iterator[Hit]:
         return  # EC-TF-003 explains the placeholder
     names = ", ".join(sorted(set(ctx.gpu_names))) or "an NVIDIA GPU"
     target = build if build is not None and build.gpu else gpu_release_for_here(ctx)
-    remove = tuple(d for d in ctx.installed_tf_distributions if _never_cuda(ctx, d) or (target is not None and d != target.distribution))
+    remove = tuple(
+        d
+        for d in ctx.installed_tf_distributions
+        if _never_cuda(ctx, d) or (target is not None and d != target.distribution)
+    )
     exact = tf.version if target is build else None
-    evidence = [("tensorflow", f"{tf.distribution} {tf.version}"), ("is_cuda_build", str(facts.tensorflow.is_cuda_build) if facts.tensorflow.is_cuda_build is not None else "inferred from the distribution")]
+    evidence = [
+        ("tensorflow", f"{tf.distribution} {tf.version}"),
+        (
+            "is_cuda_build",
+            str(facts.tensorflow.is_cuda_build)
+            if facts.tensorflow.is_cuda_build is not None
+            else "inferred from the distribution",
+        ),
+    ]
     if build is not None:
         evidence.append(matrix_evidence(ctx, build))
-    fix = Fix(text="No GPU build is known for this release on this platform: see envcheck plan.", commands=(Command("envcheck plan", shell="any"),))
+    fix = Fix(
+        text="No GPU build is known for this release on this platform: see envcheck plan.",
+        commands=(Command("envcheck plan", shell="any"),),
+    )
     if target is not None:
         fix = Fix(
             text=f"Replace it by the GPU build of TensorFlow {target.label}: {ctx.pip_requirement(target, exact)}.",
@@ -239,7 +281,9 @@ def import_failed(ctx: Context) -> Iterator[Hit]:
 def _explain_import(ctx: Context) -> Command:
     """Import TensorFlow by hand and hand its whole output to envcheck explain."""
     code = "import tensorflow as tf; print(tf.config.list_physical_devices())"
-    return ctx.shell_command(f"{ctx.python_line(code)} 2>&1 | envcheck explain -", f"{ctx.python_line(code)} 2>&1 | envcheck explain -")
+    return ctx.shell_command(
+        f"{ctx.python_line(code)} 2>&1 | envcheck explain -", f"{ctx.python_line(code)} 2>&1 | envcheck explain -"
+    )
 
 
 def first_sentence(line: str, limit: int = 160) -> str:
@@ -292,7 +336,10 @@ def _import_fix(ctx: Context, error: str, library: Optional[str]) -> Fix:
         return Fix(text="Reinstall TensorFlow (see envcheck plan).", commands=(Command("envcheck plan", shell="any"),))
     return Fix(
         text=f"Reinstall {tf.distribution} {tf.version}; if the error stays, paste it into `envcheck explain`.",
-        commands=(ctx.pip_command("install", "--force-reinstall", f"{tf.distribution}=={tf.version}"), _explain_import(ctx)),
+        commands=(
+            ctx.pip_command("install", "--force-reinstall", f"{tf.distribution}=={tf.version}"),
+            _explain_import(ctx),
+        ),
     )
 
 
@@ -314,7 +361,13 @@ def probe_crashed(ctx: Context) -> Iterator[Hit]:
             commands=(Command("envcheck doctor --tf-timeout 600", shell="any"), ctx.shell_command("nvidia-smi")),
         )
         severity = None
-    elif kind == "crashed" and (tf.signal == "SIGILL" or tf.returncode in (-4, 132, 3221225501)) and "avx" not in flags and ctx.facts.platform.status == "ok" and flags:
+    elif (
+        kind == "crashed"
+        and (tf.signal == "SIGILL" or tf.returncode in (-4, 132, 3221225501))
+        and "avx" not in flags
+        and ctx.facts.platform.status == "ok"
+        and flags
+    ):
         title = f"TensorFlow crashed{stage} with an illegal instruction: this CPU has no AVX"
         fix = Fix(
             text="TensorFlow's pip wheels are compiled for CPUs with AVX. Use a machine with AVX, or a TensorFlow built from source without it.",
@@ -326,9 +379,7 @@ def probe_crashed(ctx: Context) -> Iterator[Hit]:
         title = f"TensorFlow {'crashed' if kind == 'crashed' else 'failed'}{stage} ({why})"
         fix = Fix(
             text="Run TensorFlow by hand to see the whole error, then paste it into `envcheck explain`.",
-            commands=(
-                _explain_import(ctx),
-            ),
+            commands=(_explain_import(ctx),),
         )
         severity = None
     evidence = [("tensorflow probe", f"{kind}: {tf.error or ''}".strip())]

@@ -41,7 +41,9 @@ KERNEL = "kernel"
 HOW_ORDER = (RUNNING, PATH_HOW, VIRTUALENV, PYENV, CONDA, KERNEL)
 
 _PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)?)?(\.exe)?$", re.IGNORECASE)
-_PYTHON_WORD = re.compile(r"^(i?python|pythonw)[\d.]*[mtd]?(\.exe)?$", re.IGNORECASE)  # what a kernel's interpreter is called
+_PYTHON_WORD = re.compile(
+    r"^(i?python|pythonw)[\d.]*[mtd]?(\.exe)?$", re.IGNORECASE
+)  # what a kernel's interpreter is called
 _WINDOWS = os.name == "nt"
 
 
@@ -174,7 +176,11 @@ def virtualenvs(places: Places) -> list[Candidate]:
     if _is_venv(project):
         found.append((project, "project folder"))
     found += [(v, "project folder") for v in _venvs_in(project)]
-    roots = [home / ".virtualenvs", home / ".local" / "share" / "virtualenvs", home / ".cache" / "pypoetry" / "virtualenvs"]
+    roots = [
+        home / ".virtualenvs",
+        home / ".local" / "share" / "virtualenvs",
+        home / ".cache" / "pypoetry" / "virtualenvs",
+    ]
     if places.environ.get("WORKON_HOME"):
         roots.insert(0, Path(places.environ["WORKON_HOME"]).expanduser())
     for root in roots:
@@ -234,7 +240,9 @@ def conda_environments(places: Places) -> list[Candidate]:
             break
     listing = places.home / ".conda" / "environments.txt"
     try:
-        prefixes += [line.strip() for line in listing.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+        prefixes += [
+            line.strip() for line in listing.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()
+        ]
     except OSError:
         pass
     out = []
@@ -326,7 +334,9 @@ def read_kernel(name: str, folder: Path, places: Places) -> Kernel | None:
     env_items = tuple(sorted((str(k), str(v)) for k, v in env.items()))
     argv = spec.get("argv")
     if not isinstance(argv, list) or not argv or not isinstance(argv[0], str) or not argv[0].strip():
-        return Kernel(name, str(spec_file), display, None, None, env_items, problem="its kernel.json has no argv to start")
+        return Kernel(
+            name, str(spec_file), display, None, None, env_items, problem="its kernel.json has no argv to start"
+        )
     argv0 = argv[0]
     if not _PYTHON_WORD.match(os.path.basename(argv0)):
         # A launcher ("/usr/bin/env python3 ...", a wrapper script): its Python is the first
@@ -338,11 +348,29 @@ def read_kernel(name: str, folder: Path, places: Places) -> Kernel | None:
     if os.path.isabs(os.path.expanduser(argv0)):
         path = os.path.expanduser(argv0)
         if not os.path.lexists(path):
-            return Kernel(name, str(spec_file), display, argv0, None, env_items, problem=f"its interpreter {argv0} does not exist")
+            return Kernel(
+                name, str(spec_file), display, argv0, None, env_items, problem=f"its interpreter {argv0} does not exist"
+            )
         if not os.path.exists(path):
-            return Kernel(name, str(spec_file), display, argv0, None, env_items, problem=f"its interpreter {argv0} is a broken link")
+            return Kernel(
+                name,
+                str(spec_file),
+                display,
+                argv0,
+                None,
+                env_items,
+                problem=f"its interpreter {argv0} is a broken link",
+            )
         if not os.access(path, os.X_OK) or os.path.isdir(path):
-            return Kernel(name, str(spec_file), display, argv0, None, env_items, problem=f"its interpreter {argv0} is not executable")
+            return Kernel(
+                name,
+                str(spec_file),
+                display,
+                argv0,
+                None,
+                env_items,
+                problem=f"its interpreter {argv0} is not executable",
+            )
         return Kernel(name, str(spec_file), display, argv0, path, env_items)
     # A bare name ("python3"): the Python of the environment that holds the kernelspec, else PATH's.
     owner = _prefix_of_share(folder)
@@ -350,7 +378,9 @@ def read_kernel(name: str, folder: Path, places: Places) -> Kernel | None:
         return Kernel(name, str(spec_file), display, argv0, str(venv_python(owner)), env_items)
     found = which(argv0, places)
     if found is None:
-        return Kernel(name, str(spec_file), display, argv0, None, env_items, problem=f"its interpreter {argv0!r} is not on PATH")
+        return Kernel(
+            name, str(spec_file), display, argv0, None, env_items, problem=f"its interpreter {argv0!r} is not on PATH"
+        )
     return Kernel(name, str(spec_file), display, argv0, found, env_items)
 
 
@@ -385,5 +415,5 @@ def _inside(path: str, folders: list[Path]) -> bool:
 def _tilde(path: str, home: Path) -> str:
     h = str(home).rstrip("/\\")
     if len(h) > 1 and (path == h or path.startswith(h + os.sep)):
-        return "~" + path[len(h):]
+        return "~" + path[len(h) :]
     return path

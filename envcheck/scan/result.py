@@ -33,7 +33,13 @@ class ScanFinding:
     commands: tuple[shell.Command, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "title": self.title, "where": self.where, "fix": self.fix, "commands": [c.to_dict() for c in self.commands]}
+        return {
+            "kind": self.kind,
+            "title": self.title,
+            "where": self.where,
+            "fix": self.fix,
+            "commands": [c.to_dict() for c in self.commands],
+        }
 
 
 @dataclass(frozen=True)
@@ -56,12 +62,16 @@ class Scan:
         }
 
 
-def scan(environ: Mapping[str, str], places: Places, *, full: bool, timeout: float, budget: float, jobs: int, progress=None) -> Scan:
+def scan(
+    environ: Mapping[str, str], places: Places, *, full: bool, timeout: float, budget: float, jobs: int, progress=None
+) -> Scan:
     started = time.perf_counter()
     candidates, kernels = discover(places)
     environments, unusable = identify(candidates, places, jobs)
     left = max(0.0, budget - (time.perf_counter() - started))
-    checked = check_all(running_first(environments), environ, full=full, timeout=timeout, budget=left, jobs=jobs, progress=progress)
+    checked = check_all(
+        running_first(environments), environ, full=full, timeout=timeout, budget=left, jobs=jobs, progress=progress
+    )
     findings = kernel_findings(kernels, unusable) + interpreter_findings(unusable) + unchecked_findings(checked)
     return Scan(tuple(checked), tuple(findings), full, round(time.perf_counter() - started, 2), budget, timeout)
 
@@ -77,14 +87,27 @@ def _kernel_fix(kernel: Kernel) -> tuple[str, tuple[shell.Command, ...]]:
 
 def kernel_findings(kernels: list[Kernel], unusable: list[Unusable]) -> list[ScanFinding]:
     out = []
-    broken = {u.candidate.kernel.name: u.reason for u in unusable if u.candidate.how == KERNEL and u.candidate.kernel is not None}
+    broken = {
+        u.candidate.kernel.name: u.reason
+        for u in unusable
+        if u.candidate.how == KERNEL and u.candidate.kernel is not None
+    }
     for kernel in kernels:
-        problem = kernel.problem or (f"its interpreter {kernel.interpreter} is {broken[kernel.name]}" if kernel.name in broken else None)
+        problem = kernel.problem or (
+            f"its interpreter {kernel.interpreter} is {broken[kernel.name]}" if kernel.name in broken else None
+        )
         if problem is None:
             continue
         text, commands = _kernel_fix(kernel)
-        out.append(ScanFinding(KERNEL_CANNOT_START, f"Jupyter kernel {kernel.name!r} cannot start ({kernel.spec_file}): {problem}",
-                               kernel.spec_file, text, commands))
+        out.append(
+            ScanFinding(
+                KERNEL_CANNOT_START,
+                f"Jupyter kernel {kernel.name!r} cannot start ({kernel.spec_file}): {problem}",
+                kernel.spec_file,
+                text,
+                commands,
+            )
+        )
     return out
 
 
@@ -96,8 +119,11 @@ def interpreter_findings(unusable: list[Unusable]) -> list[ScanFinding]:
         if c.how == KERNEL or c.path in seen:
             continue
         seen.add(c.path)
-        fix = ("Recreate the virtual environment with a Python that exists (its base interpreter may have been removed or upgraded)."
-               if c.how in ("virtualenv", "conda") else "Remove it, or point it at a working interpreter.")
+        fix = (
+            "Recreate the virtual environment with a Python that exists (its base interpreter may have been removed or upgraded)."
+            if c.how in ("virtualenv", "conda")
+            else "Remove it, or point it at a working interpreter."
+        )
         out.append(ScanFinding(NOT_AN_INTERPRETER, f"{c.path} ({c.label}) is {u.reason}", c.path, fix))
     return out
 
@@ -107,9 +133,19 @@ def unchecked_findings(environments: list[Environment]) -> list[ScanFinding]:
     for env in environments:
         if env.status == OK:
             continue
-        fix = "Check it on its own" + (", or give the scan more time (--budget, --timeout)" if env.status != "failed" else "") + ":"
-        command = shell.Command("envcheck doctor --python " + shell.quote(env.interpreter, shell.BASH), shell=shell.BASH)
-        out.append(ScanFinding(NOT_CHECKED, f"{env.interpreter} was not checked: {env.error}", env.interpreter, fix, (command,)))
+        fix = (
+            "Check it on its own"
+            + (", or give the scan more time (--budget, --timeout)" if env.status != "failed" else "")
+            + ":"
+        )
+        command = shell.Command(
+            "envcheck doctor --python " + shell.quote(env.interpreter, shell.BASH), shell=shell.BASH
+        )
+        out.append(
+            ScanFinding(
+                NOT_CHECKED, f"{env.interpreter} was not checked: {env.error}", env.interpreter, fix, (command,)
+            )
+        )
     return out
 
 
@@ -126,4 +162,3 @@ def exit_code(result: Scan, fail_on: str = "never") -> int:
         if any(f.get("severity") in worst for f in findings):
             return 1
     return 0
-

@@ -76,7 +76,15 @@ class Environment:
             "prefix": self.prefix,
             "python": self.version,
             "kind": self.kind,
-            "reached": [{"how": c.how, "detail": c.detail, "path": c.path, **({"kernel_file": c.kernel.spec_file} if c.kernel else {})} for c in self.reached],
+            "reached": [
+                {
+                    "how": c.how,
+                    "detail": c.detail,
+                    "path": c.path,
+                    **({"kernel_file": c.kernel.spec_file} if c.kernel else {}),
+                }
+                for c in self.reached
+            ],
             "kernel_env": dict(self.env),
             "status": self.status,
             "error": self.error,
@@ -112,8 +120,11 @@ def identify(candidates: list[Candidate], places: Places, jobs: int) -> tuple[li
         found = environments.get(key)
         if found is None:
             found = environments[key] = Environment(
-                interpreter=_best_path(c, answer), prefix=answer["prefix"], version=answer["version"],
-                kind=_kind(answer, c, places), env=env,
+                interpreter=_best_path(c, answer),
+                prefix=answer["prefix"],
+                version=answer["version"],
+                kind=_kind(answer, c, places),
+                env=env,
             )
         found.reached.append(c)
     ordered = sorted(environments.values(), key=lambda e: min(HOW_ORDER.index(c.how) for c in e.reached))
@@ -167,7 +178,18 @@ _BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from envcheck.cli impo
 
 def doctor_argv(env: Environment, *, full: bool, timeout: float) -> list[str]:
     package_parent = str(Path(envcheck.__file__).resolve().parent.parent)
-    argv = [sys.executable, "-c", _BOOT, package_parent, "doctor", "--json", "--python", env.interpreter, "--timeout", f"{timeout:g}"]
+    argv = [
+        sys.executable,
+        "-c",
+        _BOOT,
+        package_parent,
+        "doctor",
+        "--json",
+        "--python",
+        env.interpreter,
+        "--timeout",
+        f"{timeout:g}",
+    ]
     if full:
         argv += ["--tf-timeout", f"{max(1.0, timeout - 5):g}"]
     else:
@@ -175,8 +197,16 @@ def doctor_argv(env: Environment, *, full: bool, timeout: float) -> list[str]:
     return argv
 
 
-def check_all(environments: list[Environment], environ: Mapping[str, str], *, full: bool, timeout: float, budget: float, jobs: int,
-              progress=None) -> list[Environment]:
+def check_all(
+    environments: list[Environment],
+    environ: Mapping[str, str],
+    *,
+    full: bool,
+    timeout: float,
+    budget: float,
+    jobs: int,
+    progress=None,
+) -> list[Environment]:
     """The doctor on every environment, ``jobs`` at a time, each within ``timeout``, all within ``budget``."""
     deadline = time.perf_counter() + budget
     lock = threading.Lock()
@@ -199,7 +229,12 @@ def check_all(environments: list[Environment], environ: Mapping[str, str], *, fu
                 progress(env)
         if done.timed_out:
             cause = "the scan's budget" if limit < timeout else f"--timeout {timeout:g}"
-            return replace(env, status=TIMED_OUT, seconds=seconds, error=f"the doctor did not finish within {limit:.3g} s ({cause})")
+            return replace(
+                env,
+                status=TIMED_OUT,
+                seconds=seconds,
+                error=f"the doctor did not finish within {limit:.3g} s ({cause})",
+            )
         if done.returncode in (0, 1):
             try:
                 return replace(env, status=OK, seconds=seconds, report=json.loads(done.text()))
@@ -214,4 +249,3 @@ def check_all(environments: list[Environment], environ: Mapping[str, str], *, fu
 
 def running_first(environments: list[Environment]) -> list[Environment]:
     return sorted(environments, key=lambda e: (not any(c.how == RUNNING for c in e.reached),))
-

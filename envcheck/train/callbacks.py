@@ -171,9 +171,13 @@ class RichProgress(keras.callbacks.Callback):
         )
 
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[metrics]}"), TimeElapsedColumn(),
-            console=self.console, transient=True,
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[metrics]}"),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
         )
         self._progress.start()
 

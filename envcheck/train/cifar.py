@@ -13,7 +13,16 @@ import numpy as np
 from envcheck.errors import UsageError
 
 CIFAR10_CLASSES = (
-    "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
+    "airplane",
+    "automobile",
+    "bird",
+    "cat",
+    "deer",
+    "dog",
+    "frog",
+    "horse",
+    "ship",
+    "truck",
 )
 IMAGE_SHAPE = (32, 32, 3)
 HOW_TO_PROVIDE = (

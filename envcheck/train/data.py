@@ -82,7 +82,9 @@ def load_cifar10(
     if layout == "python-batches":
         data = load_python_batches(root, subset=subset, val_subset=val_subset)
     else:
-        data = image_folders.load_image_folders(root, subset=subset, val_subset=val_subset, cache=cache_dir(), stage=stage)
+        data = image_folders.load_image_folders(
+            root, subset=subset, val_subset=val_subset, cache=cache_dir(), stage=stage
+        )
     # The source a person recognises: the archive they named, not the cache folder it went to.
     return dataclasses.replace(data, source=str(given)) if given != path else data
 
@@ -135,8 +137,10 @@ def read_python_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
         with open(path, "rb") as handle:
             batch = _ArraysOnlyUnpickler(handle, encoding="bytes").load()
     except FileNotFoundError:
-        raise DataError(f"{path}: missing; a CIFAR-10 python batches folder holds {', '.join(TRAIN_BATCHES)} "
-                        f"and {TEST_BATCH}; {HOW_TO_PROVIDE}") from None
+        raise DataError(
+            f"{path}: missing; a CIFAR-10 python batches folder holds {', '.join(TRAIN_BATCHES)} "
+            f"and {TEST_BATCH}; {HOW_TO_PROVIDE}"
+        ) from None
     except Exception as exc:  # noqa: BLE001 - any unpickling failure means the file is corrupt
         raise DataError(f"{path}: not a readable CIFAR-10 python batch ({type(exc).__name__}: {exc})") from None
     if not isinstance(batch, dict):
@@ -163,9 +167,7 @@ def read_python_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(images), labels
 
 
-def load_python_batches(
-    folder: Path, *, subset: Optional[int] = None, val_subset: Optional[int] = None
-) -> CifarData:
+def load_python_batches(folder: Path, *, subset: Optional[int] = None, val_subset: Optional[int] = None) -> CifarData:
     x_parts, y_parts, have = [], [], 0
     for name in TRAIN_BATCHES:
         if subset is not None and have >= subset:

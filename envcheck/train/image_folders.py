@@ -103,7 +103,9 @@ def extract_archive(archive: Path, cache: Path, stage: Optional[Stage] = None) -
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         # tarfile lists every compression it tried on lines of their own: one line is enough here.
         said = (str(exc).strip().splitlines() or [""])[0].rstrip(":")
-        raise DataError(f"--data {archive}: not a readable .tar.gz/.tar archive ({type(exc).__name__}: {said})") from None
+        raise DataError(
+            f"--data {archive}: not a readable .tar.gz/.tar archive ({type(exc).__name__}: {said})"
+        ) from None
     except OSError as exc:
         raise DataError(f"--data {archive}: cannot extract it into {target.parent} ({exc.strerror or exc})") from None
     finally:
@@ -142,9 +144,11 @@ def choose_images(split_dir: Path, classes: list[str], limit: Optional[int]) -> 
     columns = []
     for label, name in enumerate(classes):
         folder = split_dir / name
-        files = sorted(
-            (p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES), key=lambda p: p.name
-        ) if folder.is_dir() else []
+        files = (
+            sorted((p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES), key=lambda p: p.name)
+            if folder.is_dir()
+            else []
+        )
         columns.append([(p, label) for p in files[:per_class]])
     chosen = [item for row in _interleave(columns) for item in row]
     return chosen if limit is None else chosen[:limit]
@@ -174,7 +178,9 @@ def decode_images(items: list[tuple[Path, int]]) -> tuple[np.ndarray, np.ndarray
     return images, labels
 
 
-def load_split(split_dir: Path, classes: list[str], limit: Optional[int], cache: Optional[Path], stage: Optional[Stage] = None):
+def load_split(
+    split_dir: Path, classes: list[str], limit: Optional[int], cache: Optional[Path], stage: Optional[Stage] = None
+):
     items = choose_images(split_dir, classes, limit)
     if not items:
         raise DataError(f"{split_dir}: no images ({', '.join(sorted(IMAGE_SUFFIXES))}) in its class folders")
@@ -186,7 +192,10 @@ def load_split(split_dir: Path, classes: list[str], limit: Optional[int], cache:
         except (OSError, ValueError, KeyError, zlib.error):
             pass  # a damaged cache file is rebuilt below
     if stage is not None:
-        stage(f"Decoding {len(items):,} images of {split_dir.name}/", done=f"Decoded {len(items):,} images of {split_dir.name}/ (cached for later runs)")
+        stage(
+            f"Decoding {len(items):,} images of {split_dir.name}/",
+            done=f"Decoded {len(items):,} images of {split_dir.name}/ (cached for later runs)",
+        )
     images, labels = decode_images(items)
     if cached is not None:
         _save_npz_atomically(cached, images=images, labels=labels)

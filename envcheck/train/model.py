@@ -49,9 +49,7 @@ class FusedBatchNormalization(layers.BatchNormalization):
         moving_mean = tf.cast(self.moving_mean, tf.float32)
         moving_variance = tf.cast(self.moving_variance, tf.float32)
         if training and self.trainable:
-            y, mean, variance = tf.compat.v1.nn.fused_batch_norm(
-                x, gamma, beta, epsilon=self.epsilon, is_training=True
-            )
+            y, mean, variance = tf.compat.v1.nn.fused_batch_norm(x, gamma, beta, epsilon=self.epsilon, is_training=True)
             count = tf.cast(tf.reduce_prod(tf.shape(x)[:-1]), tf.float32)
             variance = variance * (count - 1.0) / tf.maximum(count, 1.0)
             self.moving_mean.assign(moving_mean * self.momentum + mean * (1.0 - self.momentum))
@@ -134,8 +132,14 @@ class RandomShiftAndFlip(layers.Layer):
     fill), then a left-right mirror with probability 1/2. Per image, all drawn per batch.
     """
 
-    def __init__(self, height_factor: float, width_factor: float, horizontal_flip: bool = True,
-                 seed: Optional[int] = None, **kwargs):
+    def __init__(
+        self,
+        height_factor: float,
+        width_factor: float,
+        horizontal_flip: bool = True,
+        seed: Optional[int] = None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.height_factor = float(height_factor)
         self.width_factor = float(width_factor)
@@ -158,8 +162,13 @@ class RandomShiftAndFlip(layers.Layer):
         return input_shape
 
     def get_config(self):
-        return {**super().get_config(), "height_factor": self.height_factor, "width_factor": self.width_factor,
-                "horizontal_flip": self.horizontal_flip, "seed": self.seed}
+        return {
+            **super().get_config(),
+            "height_factor": self.height_factor,
+            "width_factor": self.width_factor,
+            "horizontal_flip": self.horizontal_flip,
+            "seed": self.seed,
+        }
 
 
 @keras.saving.register_keras_serializable(package="envcheck")

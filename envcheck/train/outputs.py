@@ -31,8 +31,18 @@ from typing import Any, Optional
 from envcheck.errors import EXIT_FINDINGS, EnvcheckError
 
 HISTORY_COLUMNS = (
-    "epoch", "loss", "accuracy", "val_loss", "val_accuracy", "learning_rate",
-    "seconds", "train_seconds", "images", "images_per_second", "images_per_second_per_replica", "startup",
+    "epoch",
+    "loss",
+    "accuracy",
+    "val_loss",
+    "val_accuracy",
+    "learning_rate",
+    "seconds",
+    "train_seconds",
+    "images",
+    "images_per_second",
+    "images_per_second_per_replica",
+    "startup",
 )
 
 
@@ -85,8 +95,11 @@ def check_output_folder(root: Path, flag: str = "--output") -> None:
         existing = existing.parent
     if not existing.is_dir():
         where = "" if existing == root else f" ({existing} is a file)"
-        raise UsageError(f"{flag} {root}: exists and is not a folder{where}" if not where
-                         else f"{flag} {root}: cannot be created{where}")
+        raise UsageError(
+            f"{flag} {root}: exists and is not a folder{where}"
+            if not where
+            else f"{flag} {root}: cannot be created{where}"
+        )
     try:
         handle, probe = tempfile.mkstemp(prefix=".envcheck-write-test-", dir=existing)
         os.close(handle)
@@ -157,7 +170,9 @@ class OutputFolder:
         self.check_space_for(model)
         with atomic_path(self.resume_dir / name) as temp:
             model.save_weights(str(temp), overwrite=True)
-        write_json_atomically(self.resume_state, {"epochs_done": epochs_done, "weights": name, "settings": key, "rows": rows})
+        write_json_atomically(
+            self.resume_state, {"epochs_done": epochs_done, "weights": name, "settings": key, "rows": rows}
+        )
         self.write_history(rows, meta)
 
     def drop_older_weights(self) -> None:
@@ -183,7 +198,10 @@ class OutputFolder:
         except OSError:
             return
         if free < need:
-            raise OSError(errno.ENOSPC, f"No space left on device ({free // (1 << 20)} MiB free, about {need // (1 << 20) + 1} MiB needed)")
+            raise OSError(
+                errno.ENOSPC,
+                f"No space left on device ({free // (1 << 20)} MiB free, about {need // (1 << 20) + 1} MiB needed)",
+            )
 
     def clear_resume_point(self) -> None:
         shutil.rmtree(self.resume_dir, ignore_errors=True)
@@ -209,7 +227,9 @@ class OutputFolder:
             except OSError:
                 continue
             for entry in entries:
-                if entry.name.startswith(".") and (".tmp-" in entry.name or entry.name.startswith(".envcheck-write-test-")):
+                if entry.name.startswith(".") and (
+                    ".tmp-" in entry.name or entry.name.startswith(".envcheck-write-test-")
+                ):
                     try:
                         entry.unlink()
                     except OSError:

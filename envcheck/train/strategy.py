@@ -135,7 +135,9 @@ def _configure_with_runtime(count: int) -> Optional[list[str]]:
     return [d.name for d in devices]
 
 
-_TF_CONFIG_EXAMPLE = '\'{"cluster": {"worker": ["host1:12345", "host2:12345"]}, "task": {"type": "worker", "index": 0}}\''
+_TF_CONFIG_EXAMPLE = (
+    '\'{"cluster": {"worker": ["host1:12345", "host2:12345"]}, "task": {"type": "worker", "index": 0}}\''
+)
 
 # What srun sets for each task of a job step, and what TensorFlow's SlurmClusterResolver reads.
 SLURM_STEP_VARIABLES = ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE")
@@ -243,7 +245,11 @@ def slurm_tf_config(environ=os.environ) -> dict[str, Any]:
     slot = int(address.rsplit(":", 1)[1]) - port_base
     host = address.rsplit(":", 1)[0]
     on_node = sum(1 for a in cluster[task_type] if a.rsplit(":", 1)[0] == host)
-    return {"cluster": cluster, "task": {"type": task_type, "index": task_id}, "slurm": {"slot": slot, "tasks_on_node": on_node, "port_base": port_base}}
+    return {
+        "cluster": cluster,
+        "task": {"type": task_type, "index": task_id},
+        "slurm": {"slot": slot, "tasks_on_node": on_node, "port_base": port_base},
+    }
 
 
 class _process_environment:
@@ -336,9 +342,11 @@ def _slurm_strategy(tf, config: dict[str, Any], gpus: int | None):
         raise UsageError(f"--gpus {wanted}: this node has {len(physical)} GPU(s) TensorFlow can see")
     share = wanted // slurm["tasks_on_node"]
     if wanted and not share:
-        raise UsageError(f"SLURM runs {slurm['tasks_on_node']} tasks on this node and it has {wanted} GPU(s): "
-                         "run one task per GPU or fewer (srun --ntasks-per-node), or --gpus 0 for the CPU")
-    chosen = physical[slurm["slot"] * share:(slurm["slot"] + 1) * share]
+        raise UsageError(
+            f"SLURM runs {slurm['tasks_on_node']} tasks on this node and it has {wanted} GPU(s): "
+            "run one task per GPU or fewer (srun --ntasks-per-node), or --gpus 0 for the CPU"
+        )
+    chosen = physical[slurm["slot"] * share : (slurm["slot"] + 1) * share]
     tf.config.set_visible_devices(chosen, "GPU")
     for gpu in chosen:
         try:
@@ -347,8 +355,11 @@ def _slurm_strategy(tf, config: dict[str, Any], gpus: int | None):
             pass
     task = config["task"]
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
-        tf.train.ClusterSpec(config["cluster"]), task_type=task["type"], task_id=task["index"],
-        num_accelerators={"GPU": len(chosen)}, rpc_layer="grpc",
+        tf.train.ClusterSpec(config["cluster"]),
+        task_type=task["type"],
+        task_id=task["index"],
+        num_accelerators={"GPU": len(chosen)},
+        rpc_layer="grpc",
     )
     return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
 

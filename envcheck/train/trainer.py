@@ -53,9 +53,14 @@ class TrainResult:
 
 def load_data(config: TrainConfig, stage=None) -> CifarData:
     if config.synthetic:
-        for flag, value, most in (("--subset", config.subset, SYNTHETIC_TRAIN_IMAGES), ("--val-subset", config.val_subset, SYNTHETIC_TEST_IMAGES)):
+        for flag, value, most in (
+            ("--subset", config.subset, SYNTHETIC_TRAIN_IMAGES),
+            ("--val-subset", config.val_subset, SYNTHETIC_TEST_IMAGES),
+        ):
             if value is not None and value > most:  # before a byte is allocated
-                raise UsageError(f"{flag} {value:,}: --synthetic generates at most {most:,} images there (CIFAR-10's size)")
+                raise UsageError(
+                    f"{flag} {value:,}: --synthetic generates at most {most:,} images there (CIFAR-10's size)"
+                )
         return synthetic_cifar10(
             config.subset or SYNTHETIC_TRAIN_IMAGES,
             config.val_subset or SYNTHETIC_TEST_IMAGES,
@@ -70,7 +75,9 @@ def data_title(data: CifarData) -> str:
     if data.kind == "synthetic":
         return data.source.replace("synthetic", "synthetic images", 1)
     name = Path(data.source).name or data.source
-    return f"CIFAR-10 ({name})" if tuple(data.class_names) == CIFAR10_CLASSES else f"{data.num_classes} classes ({name})"
+    return (
+        f"CIFAR-10 ({name})" if tuple(data.class_names) == CIFAR10_CLASSES else f"{data.num_classes} classes ({name})"
+    )
 
 
 def _writes_outputs(config: TrainConfig) -> bool:
@@ -196,11 +203,19 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
     from envcheck.train.schedule import schedule_for
 
     train_data = pipeline.training_dataset(
-        data.x_train, data.y_train, global_batch=global_batch, classes=data.num_classes,
-        seed=config.seed, repeat=config.steps_per_epoch is not None, multi_worker=plan.kind == "multi-worker",
+        data.x_train,
+        data.y_train,
+        global_batch=global_batch,
+        classes=data.num_classes,
+        seed=config.seed,
+        repeat=config.steps_per_epoch is not None,
+        multi_worker=plan.kind == "multi-worker",
     )
     val_data = pipeline.evaluation_dataset(
-        data.x_test, data.y_test, global_batch=global_batch, classes=data.num_classes,
+        data.x_test,
+        data.y_test,
+        global_batch=global_batch,
+        classes=data.num_classes,
         multi_worker=plan.kind == "multi-worker",
     )
 
@@ -219,8 +234,13 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
         progress = cb.RichProgress(epochs=recipe.epochs, steps=steps, console=progress_console)
     stop = cb.StopOnNaN()
     recorder = cb.EpochRecorder(
-        output=output, is_chief=plan.is_chief, images_per_epoch=steps * global_batch, replicas=plan.replicas,
-        rows=rows, meta=meta, resume_key=resume_key,
+        output=output,
+        is_chief=plan.is_chief,
+        images_per_epoch=steps * global_batch,
+        replicas=plan.replicas,
+        rows=rows,
+        meta=meta,
+        resume_key=resume_key,
         plot_title=f"MiniGoogLeNet on {data_title(data)}: {plural(plan.replicas, 'replica')} ({plan.kind})",
         on_row=progress.print_row if progress else None,
     )
@@ -243,9 +263,17 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
             from envcheck.train.loop import fit_distributed
 
             fit_distributed(
-                model, plan.strategy, train_data, val_data, epochs=recipe.epochs, initial_epoch=epochs_done,
-                steps_per_epoch=steps, global_batch=global_batch, label_smoothing=recipe.label_smoothing,
-                jit=bool(config.jit), callbacks=callbacks,
+                model,
+                plan.strategy,
+                train_data,
+                val_data,
+                epochs=recipe.epochs,
+                initial_epoch=epochs_done,
+                steps_per_epoch=steps,
+                global_batch=global_batch,
+                label_smoothing=recipe.label_smoothing,
+                jit=bool(config.jit),
+                callbacks=callbacks,
             )
         elif epochs_done < recipe.epochs:
             model.fit(
@@ -306,7 +334,10 @@ def _say_what_an_interruption_kept(config: TrainConfig, recorder, plan) -> None:
         return
     kept = len(recorder.rows)
     if kept:
-        print(f"envcheck: stopped; {_kept(kept)} kept in {config.output}: the same command resumes after epoch {kept}", file=sys.stderr)
+        print(
+            f"envcheck: stopped; {_kept(kept)} kept in {config.output}: the same command resumes after epoch {kept}",
+            file=sys.stderr,
+        )
     else:
         print("envcheck: stopped before the first epoch ended; nothing is kept", file=sys.stderr)
 

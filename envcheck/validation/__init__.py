@@ -57,8 +57,15 @@ def _guarded(level: int, name: str, run) -> list[Check]:
         raise
     except Exception as exc:  # noqa: BLE001
         first_line = (str(exc).strip().splitlines() or [""])[0]
-        return [Check(level, name, False, f"crashed: {type(exc).__name__}: {first_line}",
-                      seconds=time.perf_counter() - started)]
+        return [
+            Check(
+                level,
+                name,
+                False,
+                f"crashed: {type(exc).__name__}: {first_line}",
+                seconds=time.perf_counter() - started,
+            )
+        ]
 
 
 def run_validation(
@@ -106,7 +113,11 @@ def run_validation(
         from envcheck.validation.training import run_level3
 
         requested = 0 if (gpus == 0 or cpu_replicas) else gpus  # None: every usable GPU
-        report.checks += _guarded(3, "training", lambda: run_level3(
-            plan, full=full, data_path=data, output=output, progress=progress, requested_gpus=requested
-        ))
+        report.checks += _guarded(
+            3,
+            "training",
+            lambda: run_level3(
+                plan, full=full, data_path=data, output=output, progress=progress, requested_gpus=requested
+            ),
+        )
     return report

@@ -94,7 +94,12 @@ def render_terminal(report: ValidationReport, console) -> None:
     if failed:
         console.print(f"[bold red]validation failed[/]: {len(failed)} of {len(report.checks)} checks", soft_wrap=True)
     elif report.problems:
-        console.print(f"[bold red]validation not passed[/]: the checks passed {where}, but " + "; ".join(report.problems), soft_wrap=True)
+        console.print(
+            f"[bold red]validation not passed[/]: the checks passed {where}, but " + "; ".join(report.problems),
+            soft_wrap=True,
+        )
     else:
-        console.print(f"[bold green]validation passed[/]: {len(report.checks)} checks up to level {report.level}, {where}",
-                      soft_wrap=True)
+        console.print(
+            f"[bold green]validation passed[/]: {len(report.checks)} checks up to level {report.level}, {where}",
+            soft_wrap=True,
+        )

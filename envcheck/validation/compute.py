@@ -24,7 +24,7 @@ def conv2d_reference(images: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     n, h, w, c = images.shape
     kh, kw, _, out = kernel.shape
     padded = np.pad(images.astype(np.float64), ((0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2), (0, 0)))
-    patches = np.stack([padded[:, i:i + h, j:j + w, :] for i in range(kh) for j in range(kw)], axis=3)
+    patches = np.stack([padded[:, i : i + h, j : j + w, :] for i in range(kh) for j in range(kw)], axis=3)
     columns = patches.reshape(n * h * w, kh * kw * c)
     return (columns @ kernel.astype(np.float64).reshape(kh * kw * c, out)).reshape(n, h, w, out)
 
@@ -59,24 +59,49 @@ def check_op(
     try:
         first, value, seconds = _timed(op, inputs, device, REPEATS)
     except Exception as exc:  # noqa: BLE001 - a failing op is the finding
-        return Check(1, f"{name} on {short_device(device)}", False, f"failed: {type(exc).__name__}: {exc}".splitlines()[0],
-                     seconds=time.perf_counter() - started)
+        return Check(
+            1,
+            f"{name} on {short_device(device)}",
+            False,
+            f"failed: {type(exc).__name__}: {exc}".splitlines()[0],
+            seconds=time.perf_counter() - started,
+        )
     ran_on = short_device(first.device)
     error = relative_error(value, reference)
     gflops = flops / seconds / 1e9 if seconds > 0 else None
-    figures = {"device": ran_on, "max_relative_error": error, "gflops": None if gflops is None else round(gflops, 1),
-               "milliseconds": round(seconds * 1e3, 3)}
+    figures = {
+        "device": ran_on,
+        "max_relative_error": error,
+        "gflops": None if gflops is None else round(gflops, 1),
+        "milliseconds": round(seconds * 1e3, 3),
+    }
     wanted = short_device(device)
     if ran_on != wanted:
-        return Check(1, f"{name} on {wanted}", False, f"asked for {wanted}, ran on {ran_on}", figures,
-                     time.perf_counter() - started)
+        return Check(
+            1,
+            f"{name} on {wanted}",
+            False,
+            f"asked for {wanted}, ran on {ran_on}",
+            figures,
+            time.perf_counter() - started,
+        )
     if not error <= TOLERANCE:
-        return Check(1, f"{name} on {wanted}", False,
-                     f"wrong result: largest difference {error:.2e} of the largest value (limit {TOLERANCE:g})",
-                     figures, time.perf_counter() - started)
-    return Check(1, f"{name} on {wanted}", True,
-                 f"max error {error:.1e}, {figures['milliseconds']:.2f} ms, {figures['gflops']:.1f} GFLOP/s",
-                 figures, time.perf_counter() - started)
+        return Check(
+            1,
+            f"{name} on {wanted}",
+            False,
+            f"wrong result: largest difference {error:.2e} of the largest value (limit {TOLERANCE:g})",
+            figures,
+            time.perf_counter() - started,
+        )
+    return Check(
+        1,
+        f"{name} on {wanted}",
+        True,
+        f"max error {error:.1e}, {figures['milliseconds']:.2f} ms, {figures['gflops']:.1f} GFLOP/s",
+        figures,
+        time.perf_counter() - started,
+    )
 
 
 def run_level1(devices: list[str], *, matmul_size: int = 1024, conv_batch: int = 16) -> list[Check]:
@@ -89,14 +114,20 @@ def run_level1(devices: list[str], *, matmul_size: int = 1024, conv_batch: int =
     kernel = rng.standard_normal((3, 3, 64, 64), dtype=np.float32)
     matmul_reference = a.astype(np.float64) @ b.astype(np.float64)
     conv_reference = conv2d_reference(images, kernel)
-    matmul_flops = 2.0 * matmul_size ** 3
+    matmul_flops = 2.0 * matmul_size**3
     conv_flops = 2.0 * conv_batch * 32 * 32 * 64 * 64 * 9
 
     checks = []
     for device in devices:
         checks.append(check_op("matmul", device, tf.linalg.matmul, (a, b), matmul_reference, matmul_flops))
-        checks.append(check_op(
-            "conv2d", device, lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME"), (images, kernel),
-            conv_reference, conv_flops,
-        ))
+        checks.append(
+            check_op(
+                "conv2d",
+                device,
+                lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME"),
+                (images, kernel),
+                conv_reference,
+                conv_flops,
+            )
+        )
     return checks

@@ -43,11 +43,20 @@ def run_level2(plan, *, elements: int = 1 << 20) -> list[Check]:
             out = all_reduce()
         [np.asarray(t) for t in strategy.experimental_local_results(out)]  # waits for every replica
         seconds = (time.perf_counter() - timer) / REPEATS
-        ids = strategy.run(lambda: tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group + 1, tf.float32))
+        ids = strategy.run(
+            lambda: tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group + 1, tf.float32)
+        )
         reduced = float(strategy.reduce(tf.distribute.ReduceOp.SUM, ids, axis=None))
     except Exception as exc:  # noqa: BLE001 - a failing collective is the finding
-        return [Check(2, name, False, f"failed: {type(exc).__name__}: {exc}".splitlines()[0],
-                      seconds=time.perf_counter() - started)]
+        return [
+            Check(
+                2,
+                name,
+                False,
+                f"failed: {type(exc).__name__}: {exc}".splitlines()[0],
+                seconds=time.perf_counter() - started,
+            )
+        ]
 
     wrong = [i for i, r in enumerate(results) if r.shape != (elements,) or not np.all(r == expected)]
     megabytes = elements * 4 / 1e6
@@ -68,6 +77,14 @@ def run_level2(plan, *, elements: int = 1 << 20) -> list[Check]:
     if reduced != expected:
         return [Check(2, name, False, f"strategy.reduce gave {reduced:g}, expected {expected:g}", figures, took)]
     note = "" if replicas > 1 else " (one replica: nothing to agree on)"
-    return [Check(2, name, True,
-                  f"sum {expected:g} on every replica; {megabytes:.1f} MB in {figures['milliseconds']:.2f} ms"
-                  f" ({figures['gigabytes_per_second']} GB/s){note}", figures, took)]
+    return [
+        Check(
+            2,
+            name,
+            True,
+            f"sum {expected:g} on every replica; {megabytes:.1f} MB in {figures['milliseconds']:.2f} ms"
+            f" ({figures['gigabytes_per_second']} GB/s){note}",
+            figures,
+            took,
+        )
+    ]

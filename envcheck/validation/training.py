@@ -53,19 +53,29 @@ def compare_devices(
     usable = sorted(short_device(d) for d in usable_gpus)
     if requested == 0:
         ok = not used_gpus
-        return ok, (f"trained on {', '.join(used_short)}, the CPU as asked" if ok
-                    else f"trained on {', '.join(used_short)} but the CPU was asked for")
+        return ok, (
+            f"trained on {', '.join(used_short)}, the CPU as asked"
+            if ok
+            else f"trained on {', '.join(used_short)} but the CPU was asked for"
+        )
     if requested is not None:
         wanted = [f"GPU:{i}" for i in range(requested)]
         if used_gpus == wanted and set(wanted) <= set(usable):
-            return True, f"trained on {', '.join(used_short)}: the first {requested} of the GPUs the doctor finds usable"
-        return False, (f"trained on {', '.join(used_short) or 'nothing'} but asked for the first {plural(requested, 'GPU')}, "
-                       f"and the doctor finds {', '.join(usable) if usable else 'no GPU'} usable")
+            return (
+                True,
+                f"trained on {', '.join(used_short)}: the first {requested} of the GPUs the doctor finds usable",
+            )
+        return False, (
+            f"trained on {', '.join(used_short) or 'nothing'} but asked for the first {plural(requested, 'GPU')}, "
+            f"and the doctor finds {', '.join(usable) if usable else 'no GPU'} usable"
+        )
     if used_gpus == usable and (usable or all(d.startswith("CPU") for d in used_short)):
         where = ", ".join(used_short)
         return True, f"trained on {where}: {'the GPUs the doctor finds usable' if usable else 'no usable GPU, the CPU'}"
-    return False, (f"trained on {', '.join(used_short) or 'nothing'} but the doctor finds "
-                   f"{', '.join(usable) if usable else 'no GPU'} usable")
+    return False, (
+        f"trained on {', '.join(used_short) or 'nothing'} but the doctor finds "
+        f"{', '.join(usable) if usable else 'no GPU'} usable"
+    )
 
 
 def start_doctor_probe():
@@ -110,15 +120,23 @@ def quick_config(plan, data_path: Optional[Path], output: Path, progress: bool):
         except DataError:
             pass
     return TrainConfig(
-        output=output, recipe=recipe, data=data_path, synthetic=synthetic, subset=profile["subset"],
-        val_subset=profile["val_subset"], steps_per_epoch=profile["steps_per_epoch"], progress=progress,
+        output=output,
+        recipe=recipe,
+        data=data_path,
+        synthetic=synthetic,
+        subset=profile["subset"],
+        val_subset=profile["val_subset"],
+        steps_per_epoch=profile["steps_per_epoch"],
+        progress=progress,
         overwrite=True,  # a check of this machine now: an earlier quick run in --output is replaced
     )
 
 
 def require_gpu_for_full(plan) -> None:
     if not plan.uses_gpu:
-        raise UsageError("--full runs the post's 70 epochs over 50,000 images: that needs a GPU (hours to days on a CPU)")
+        raise UsageError(
+            "--full runs the post's 70 epochs over 50,000 images: that needs a GPU (hours to days on a CPU)"
+        )
 
 
 def full_config(plan, data_path: Optional[Path], output: Path, progress: bool):
@@ -130,7 +148,12 @@ def full_config(plan, data_path: Optional[Path], output: Path, progress: bool):
 
 
 def run_level3(
-    plan, *, full: bool = False, data_path: Optional[Path] = None, output: Optional[Path] = None, progress: bool = True,
+    plan,
+    *,
+    full: bool = False,
+    data_path: Optional[Path] = None,
+    output: Optional[Path] = None,
+    progress: bool = True,
     requested_gpus: Optional[int] = None,
 ) -> list[Check]:
     from envcheck.train.config import post_reference
@@ -162,13 +185,30 @@ def run_level3(
 
     rate = summary.get("images_per_second_steady")
     per_replica = summary.get("images_per_second_per_replica")
-    figures = {k: summary.get(k) for k in ("epochs", "seconds", "seconds_per_epoch", "images_per_second_steady",
-                                           "images_per_second_per_replica", "replicas", "final")}
+    figures = {
+        k: summary.get(k)
+        for k in (
+            "epochs",
+            "seconds",
+            "seconds_per_epoch",
+            "images_per_second_steady",
+            "images_per_second_per_replica",
+            "replicas",
+            "final",
+        )
+    }
     figures["data"] = summary["data"]["source"]
-    checks = [Check(3, name, True,
-                    f"{summary['epochs']} epochs x {summary['steps_per_epoch']} steps x {summary['global_batch']} images "
-                    f"on {plural(summary['replicas'], 'replica')}: {rate} images/s, {per_replica} per replica",
-                    figures, summary.get("seconds"))]
+    checks = [
+        Check(
+            3,
+            name,
+            True,
+            f"{summary['epochs']} epochs x {summary['steps_per_epoch']} steps x {summary['global_batch']} images "
+            f"on {plural(summary['replicas'], 'replica')}: {rate} images/s, {per_replica} per replica",
+            figures,
+            summary.get("seconds"),
+        )
+    ]
     falls, detail = loss_falls(rows)
     checks.append(Check(3, "loss falls", falls, detail, {"losses": [r.get("loss") for r in rows]}))
     same, detail = compare_devices(list(plan.devices), usable, requested_gpus)
@@ -178,11 +218,15 @@ def run_level3(
         accuracy = summary["final"]["val_accuracy"]
         ok = accuracy is not None and accuracy >= reference["val_accuracy"] - ACCURACY_TOLERANCE
         shown = "none" if accuracy is None else f"{accuracy:.4f}"
-        checks.append(Check(
-            3, "accuracy vs the post", ok,
-            f"val accuracy {shown}, the post's {reference['val_accuracy']:.4f} on {reference['gpus']} Titan X "
-            f"(pass at {reference['val_accuracy'] - ACCURACY_TOLERANCE:.4f} or more); "
-            f"{summary['seconds_per_epoch']} s/epoch vs the post's {reference['seconds_per_epoch']:g}",
-            {"val_accuracy": accuracy, "post": reference, "tolerance": ACCURACY_TOLERANCE},
-        ))
+        checks.append(
+            Check(
+                3,
+                "accuracy vs the post",
+                ok,
+                f"val accuracy {shown}, the post's {reference['val_accuracy']:.4f} on {reference['gpus']} Titan X "
+                f"(pass at {reference['val_accuracy'] - ACCURACY_TOLERANCE:.4f} or more); "
+                f"{summary['seconds_per_epoch']} s/epoch vs the post's {reference['seconds_per_epoch']:g}",
+                {"val_accuracy": accuracy, "post": reference, "tolerance": ACCURACY_TOLERANCE},
+            )
+        )
     return checks

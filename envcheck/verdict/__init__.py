@@ -59,7 +59,9 @@ def timed_out_notes(facts: Facts) -> tuple[str, ...]:
     for name in _SECTIONS:
         section = getattr(facts, name)
         if section.timed_out:
-            out.append(f"the {name} probe ran out of time after {section.seconds:.0f} s: {section.error or 'no answer'}")
+            out.append(
+                f"the {name} probe ran out of time after {section.seconds:.0f} s: {section.error or 'no answer'}"
+            )
     return tuple(out)
 
 

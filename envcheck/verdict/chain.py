@@ -121,7 +121,14 @@ def not_installed_verdict(ctx: Context, findings: list[Finding], steps) -> Verdi
     plan = recommend(ctx)
     if plan is None:
         reason = "TensorFlow is not installed; run `envcheck plan` for the release that fits this machine"
-        return Verdict(status=NOT_INSTALLED, reason=reason, first_broken_link="tensorflow", finding_id="EC-TF-001", gpu_path=steps, cpu_path=cpu_path(ctx, findings))
+        return Verdict(
+            status=NOT_INSTALLED,
+            reason=reason,
+            first_broken_link="tensorflow",
+            finding_id="EC-TF-001",
+            gpu_path=steps,
+            cpu_path=cpu_path(ctx, findings),
+        )
     return Verdict(
         status=NOT_INSTALLED,
         reason=plan.reason,
@@ -156,6 +163,8 @@ def _known_causes(findings: list[Finding]) -> list[Finding]:
     deselected with --select/--ignore): a consequence of nothing is a cause."""
     ids = {f.id for f in findings}
     return [
-        dataclasses.replace(f, caused_by=None) if f.caused_by is not None and (f.caused_by not in ids or f.caused_by == f.id) else f
+        dataclasses.replace(f, caused_by=None)
+        if f.caused_by is not None and (f.caused_by not in ids or f.caused_by == f.id)
+        else f
         for f in findings
     ]

@@ -118,14 +118,18 @@ def _tensorflow(ctx: Context, facts: Facts):
             return f"{seen}not checked: {tf.error}", None, False
         return f"{seen}not imported (--quick)", None, False
     if tf.version:
-        build = "a CUDA build" if tf.is_cuda_build else "a CPU-only build" if tf.is_cuda_build is False else "build unknown"
+        build = (
+            "a CUDA build" if tf.is_cuda_build else "a CPU-only build" if tf.is_cuda_build is False else "build unknown"
+        )
         cuda = f" (CUDA {tf.cuda_version}, cuDNN {tf.cudnn_version})" if tf.is_cuda_build and tf.cuda_version else ""
         return f"{tf.version}, {build}{cuda}", tf.seconds, True
     last = [telling_line(tf.error)] if (tf.error or "").strip() else [tf.error_kind or "failed"]
     what = f"{installed.distribution} {installed.version}: " if installed else ""
     if tf.error_kind == "not_installed" and not installed:
         return "not installed yet", tf.seconds, True
-    kind = {"import_failed": "does not import", "crashed": "crashed", "timeout": "timed out"}.get(tf.error_kind or "", (tf.error_kind or "error").replace("_", " "))
+    kind = {"import_failed": "does not import", "crashed": "crashed", "timeout": "timed out"}.get(
+        tf.error_kind or "", (tf.error_kind or "error").replace("_", " ")
+    )
     return _clip(f"{what.rstrip(': ')} {kind}: {_first_sentence(last[0])}"), tf.seconds, True
 
 
@@ -134,7 +138,9 @@ def _placement(ctx: Context, facts: Facts):
     if tf.status == SKIPPED:
         return ("not tested: " + tf.error) if tf.error else "not tested (--quick)", None, False
     if not tf.placement:
-        why = {"not_installed": "no TensorFlow", "import_failed": "TensorFlow does not import"}.get(tf.error_kind or "", "")
+        why = {"not_installed": "no TensorFlow", "import_failed": "TensorFlow does not import"}.get(
+            tf.error_kind or "", ""
+        )
         return ("not run: " + why) if why else "not run", None, tf.status == OK
     if all(p.ok for p in tf.placement):
         ops = " and ".join(dict.fromkeys(p.op for p in tf.placement))
@@ -142,11 +148,19 @@ def _placement(ctx: Context, facts: Facts):
         if not any(short_device(p.device).startswith("GPU") for p in tf.placement):
             return f"no GPU to test: {ops} ran on the CPU", None, False
         return f"{ops} ran on {devices}", None, True
-    return ", ".join(f"{p.op} on {short_device(p.device)}" + ("" if p.ok else " (failed)") for p in tf.placement), None, True
+    return (
+        ", ".join(f"{p.op} on {short_device(p.device)}" + ("" if p.ok else " (failed)") for p in tf.placement),
+        None,
+        True,
+    )
 
 
 def _environment(ctx: Context, facts: Facts):
-    keys = [k for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_CPP_MIN_LOG_LEVEL") if k in facts.env.variables]
+    keys = [
+        k
+        for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_CPP_MIN_LOG_LEVEL")
+        if k in facts.env.variables
+    ]
     shown = ", ".join(f"{k}={facts.env.variables[k]!r}" for k in keys)
     return shown or "nothing that changes GPU use", facts.env.seconds, facts.env.status != SKIPPED
 

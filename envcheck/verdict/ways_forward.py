@@ -96,7 +96,11 @@ def _quieter(ctx: Context, tf) -> Fix:
     """A CUDA build on a machine without a GPU runs on the CPU but prints CUDA's start-up error
     (failed call to cuInit) at every start; CUDA_VISIBLE_DEVICES does not stop it (TF 2.21)."""
     build = ctx.build_for(tf.version)
-    cpu = ctx.pip_requirement(build, tf.version if _exact_exists(tf.version) else None, gpu=False) if build is not None else None
+    cpu = (
+        ctx.pip_requirement(build, tf.version if _exact_exists(tf.version) else None, gpu=False)
+        if build is not None
+        else None
+    )
     if cpu is not None and cpu.startswith("tensorflow-cpu=="):
         return Fix(
             text=(
@@ -111,7 +115,12 @@ def _quieter(ctx: Context, tf) -> Fix:
             "Optional: raise TensorFlow's log level to stop CUDA's start-up error at every start. It also hides "
             "TensorFlow's other errors: unset it while debugging."
         ),
-        commands=(ctx.shell_command(shell.set_variable("TF_CPP_MIN_LOG_LEVEL", "3", shell.BASH), shell.set_variable("TF_CPP_MIN_LOG_LEVEL", "3", shell.POWERSHELL)),),
+        commands=(
+            ctx.shell_command(
+                shell.set_variable("TF_CPP_MIN_LOG_LEVEL", "3", shell.BASH),
+                shell.set_variable("TF_CPP_MIN_LOG_LEVEL", "3", shell.POWERSHELL),
+            ),
+        ),
     )
 
 
@@ -135,5 +144,10 @@ def _exact_exists(version: str) -> bool:
 def _hide_gpu(ctx: Context) -> Fix:
     return Fix(
         text="Keep TensorFlow off the GPU (it is there but not usable): hide it from CUDA in this shell.",
-        commands=(ctx.shell_command(shell.set_variable("CUDA_VISIBLE_DEVICES", "-1", shell.BASH), shell.set_variable("CUDA_VISIBLE_DEVICES", "-1", shell.POWERSHELL)),),
+        commands=(
+            ctx.shell_command(
+                shell.set_variable("CUDA_VISIBLE_DEVICES", "-1", shell.BASH),
+                shell.set_variable("CUDA_VISIBLE_DEVICES", "-1", shell.POWERSHELL),
+            ),
+        ),
     )

@@ -33,11 +33,27 @@ def setup_guide_after() -> Facts:
     path = ";".join([f"{V10}\\bin", f"{V10}\\libnvvp", before.env.variables["PATH"]])
     facts = b.with_env(facts, PATH=path, CUDA_PATH=V10, CUDA_PATH_V10_0=V10)
     tf = dataclasses.replace(
-        before.tensorflow, status="ok", error=None, error_kind=None, failed_stage=None, returncode=0,
-        version="1.13.1", is_cuda_build=True, cuda_version="10.0", cudnn_version="7", import_seconds=4.2,
-        physical_devices=(TfDevice(name="/physical_device:CPU:0", device_type="CPU"), TfDevice(name="/physical_device:GPU:0", device_type="GPU")),
-        placement=tuple(PlacementResult(op=op, requested="/GPU:0", device="/job:localhost/replica:0/task:0/device:GPU:0", ok=True, seconds=0.4)
-                        for op in ("matmul", "conv2d")),
+        before.tensorflow,
+        status="ok",
+        error=None,
+        error_kind=None,
+        failed_stage=None,
+        returncode=0,
+        version="1.13.1",
+        is_cuda_build=True,
+        cuda_version="10.0",
+        cudnn_version="7",
+        import_seconds=4.2,
+        physical_devices=(
+            TfDevice(name="/physical_device:CPU:0", device_type="CPU"),
+            TfDevice(name="/physical_device:GPU:0", device_type="GPU"),
+        ),
+        placement=tuple(
+            PlacementResult(
+                op=op, requested="/GPU:0", device="/job:localhost/replica:0/task:0/device:GPU:0", ok=True, seconds=0.4
+            )
+            for op in ("matmul", "conv2d")
+        ),
     )
     return b.change(facts, {"quick": False, "tensorflow": tf, "created": "2019-03-02T09:00:00+00:00"})
 
@@ -57,15 +73,27 @@ def linux_with_ld_library_path() -> Facts:
     libraries = []
     for lib in facts.libraries.libraries:
         if lib.family == "cudnn":
-            stale = LibraryCopy(path=f"{OLD_CUDNN}/libcudnn.so.8", directory=OLD_CUDNN, origin="LD_LIBRARY_PATH", file_version="8",
-                                reported_version="8.0.5", loads=True, realpath=f"{OLD_CUDNN}/libcudnn.so.8.0.5", names=("libcudnn.so.8",))
-            lib = dataclasses.replace(lib, copies=(stale, *lib.copies), winner=stale.path, winners={"libcudnn.so.8": stale.path})
+            stale = LibraryCopy(
+                path=f"{OLD_CUDNN}/libcudnn.so.8",
+                directory=OLD_CUDNN,
+                origin="LD_LIBRARY_PATH",
+                file_version="8",
+                reported_version="8.0.5",
+                loads=True,
+                realpath=f"{OLD_CUDNN}/libcudnn.so.8.0.5",
+                names=("libcudnn.so.8",),
+            )
+            lib = dataclasses.replace(
+                lib, copies=(stale, *lib.copies), winner=stale.path, winners={"libcudnn.so.8": stale.path}
+            )
         libraries.append(lib)
     search = (OLD_CUDNN, *facts.libraries.search_path)
     return b.change(facts, {"libraries.libraries": tuple(libraries), "libraries.search_path": search})
 
 
-def elsewhere(facts: Facts, host: str, user: str = "ml", created: str = "2026-11-30T12:00:00+00:00", seed: int = 1) -> Facts:
+def elsewhere(
+    facts: Facts, host: str, user: str = "ml", created: str = "2026-11-30T12:00:00+00:00", seed: int = 1
+) -> Facts:
     """The same machine under another name: host, user (and so home), GPU UUIDs and serials, when it
     was taken and how long each probe took; everything a comparison must not count."""
     home = f"/home/{user}"
@@ -83,10 +111,20 @@ def elsewhere(facts: Facts, host: str, user: str = "ml", created: str = "2026-11
 
 def old_driver_node(facts: Facts) -> Facts:
     """A node left on driver 470 after the others moved to 535: TensorFlow's CUDA 12 cannot start."""
-    facts = b.change(facts, {"nvml.driver_version": "470.57.02", "nvml.cuda_driver_version": "11.4", "driver.version": "470.57.02",
-                             "driver.module_version": "470.57.02"})
-    return b.tf_sees_no_gpu(facts, "W tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc:266] failed call to cuInit: "
-                                   "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: system has unsupported display driver / cuda driver combination")
+    facts = b.change(
+        facts,
+        {
+            "nvml.driver_version": "470.57.02",
+            "nvml.cuda_driver_version": "11.4",
+            "driver.version": "470.57.02",
+            "driver.module_version": "470.57.02",
+        },
+    )
+    return b.tf_sees_no_gpu(
+        facts,
+        "W tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc:266] failed call to cuInit: "
+        "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: system has unsupported display driver / cuda driver combination",
+    )
 
 
 def lost_gpu_node(facts: Facts) -> Facts:
@@ -98,10 +136,16 @@ def stale_cudnn_node(facts: Facts) -> Facts:
     """A node whose LD_LIBRARY_PATH names an old CUDA 11.0 folder: its cuDNN 8.0.5 loads before the
     pip wheel's 8.9.4, and the convolution fails."""
     shadowed = linux_with_ld_library_path()
-    placement = tuple(dataclasses.replace(p, ok=False, error="UnimplementedError: DNN library is not found.") if p.op == "conv2d" else p
-                      for p in facts.tensorflow.placement)
-    line = ("E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:535] Loaded runtime CuDNN library: 8.0.5 but source was compiled "
-            "with: 8.9.4.  CuDNN library needs to have matching major version and equal or higher minor version.")
+    placement = tuple(
+        dataclasses.replace(p, ok=False, error="UnimplementedError: DNN library is not found.")
+        if p.op == "conv2d"
+        else p
+        for p in facts.tensorflow.placement
+    )
+    line = (
+        "E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:535] Loaded runtime CuDNN library: 8.0.5 but source was compiled "
+        "with: 8.9.4.  CuDNN library needs to have matching major version and equal or higher minor version."
+    )
     tf = dataclasses.replace(facts.tensorflow, placement=placement, log_lines=(line,))
     return b.change(facts, {"env": shadowed.env, "libraries": shadowed.libraries, "tensorflow": tf})
 

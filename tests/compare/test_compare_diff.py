@@ -90,13 +90,18 @@ def test_same_verdict_lists_the_differences_without_claiming_they_explain_anythi
 def test_a_driver_difference_is_the_explaining_one(tmp_path, cli):
     from rules import builders as b
 
-    old = b.change(m.linux_clean(), {"nvml.driver_version": "470.57.02", "nvml.cuda_driver_version": "11.4", "driver.version": "470.57.02"})
+    old = b.change(
+        m.linux_clean(),
+        {"nvml.driver_version": "470.57.02", "nvml.cuda_driver_version": "11.4", "driver.version": "470.57.02"},
+    )
     result = cli("diff", write(tmp_path, "old.json", old), write(tmp_path, "new.json", m.linux_clean()), "--json")
     assert result.code == 1
     data = result.json()
     assert data["explaining_links"] == ["driver"] and data["verdicts_differ"]
     assert [(x["label"], x["a"], x["b"]) for x in data["explaining"]][:2] == [
-        ("driver version (NVML)", "470.57.02", "535.129.03"), ("kernel module version", "470.57.02", "535.129.03")]
+        ("driver version (NVML)", "470.57.02", "535.129.03"),
+        ("kernel module version", "470.57.02", "535.129.03"),
+    ]
 
 
 def test_this_machine_now_against_a_snapshot(tmp_path, cli):
@@ -105,12 +110,15 @@ def test_this_machine_now_against_a_snapshot(tmp_path, cli):
     assert "A: this machine now (--quick)" in result.out.splitlines()[0]
 
 
-@pytest.mark.parametrize("args, message", [
-    (("-", "-"), "A and B are both '-'"),
-    (("no-such.json", "-"), "no-such.json: no such file"),
-    (("FIXTURE", "FIXTURE", "--full"), "--full only applies to '-'"),
-    (("", "-"), "got an empty string"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("-", "-"), "A and B are both '-'"),
+        (("no-such.json", "-"), "no-such.json: no such file"),
+        (("FIXTURE", "FIXTURE", "--full"), "--full only applies to '-'"),
+        (("", "-"), "got an empty string"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(cli, tmp_path, args, message):
     fixture = write(tmp_path, "x.json", m.linux_clean())
     result = cli("diff", *(fixture if a == "FIXTURE" else a for a in args))
@@ -153,15 +161,29 @@ def test_noise_and_links_are_answered_in_one_place():
         assert group_of(path, grouping) == link, path
     linux = grouping_for(Machine(m.linux_clean()))
     assert group_of("env.variables[PATH]", linux) == "python"
-    for path in ("created", "python.seconds", "platform.hostname", "nvml.gpus[0].uuid", "nvml.gpus[1].memory_used_mb",
-                 "tensorflow.import_seconds", "tensorflow.placement[matmul /GPU:0].seconds", "nvml.gpus[0].processes[42].pid"):
+    for path in (
+        "created",
+        "python.seconds",
+        "platform.hostname",
+        "nvml.gpus[0].uuid",
+        "nvml.gpus[1].memory_used_mb",
+        "tensorflow.import_seconds",
+        "tensorflow.placement[matmul /GPU:0].seconds",
+        "nvml.gpus[0].processes[42].pid",
+    ):
         assert is_noise(path), path
     assert not is_noise("nvml.driver_version") and not is_noise("env.variables[PATH]")
 
 
 def test_log_lines_compare_without_their_time_stamps_and_pids():
-    assert normalise_log_line("2019-03-01 10:00:00.123456: W tensorflow/x.cc:55] Could not load") == "W tensorflow/x.cc:55] Could not load"
-    assert normalise_log_line("W0000 00:00:1700000000.123456   12345 cuda_dnn.cc:535] Loaded") == "W cuda_dnn.cc:535] Loaded"
+    assert (
+        normalise_log_line("2019-03-01 10:00:00.123456: W tensorflow/x.cc:55] Could not load")
+        == "W tensorflow/x.cc:55] Could not load"
+    )
+    assert (
+        normalise_log_line("W0000 00:00:1700000000.123456   12345 cuda_dnn.cc:535] Loaded")
+        == "W cuda_dnn.cc:535] Loaded"
+    )
     assert normalise_log_line("plain line") == "plain line"
     flat = flatten(m.setup_guide_after())
     assert not any(path.endswith(".seconds") or path == "created" for path in flat)

@@ -23,7 +23,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def old_driver(facts):
-    return b.change(facts, {"nvml.driver_version": "470.57.02", "nvml.cuda_driver_version": "11.4", "driver.version": "470.57.02"})
+    return b.change(
+        facts, {"nvml.driver_version": "470.57.02", "nvml.cuda_driver_version": "11.4", "driver.version": "470.57.02"}
+    )
 
 
 def three_gpus(facts):
@@ -52,16 +54,26 @@ def test_the_odd_nodes_are_named_with_what_differs(tmp_path):
     assert [len(g.nodes) for g in verdicts] == [6, 1, 1]
     assert verdicts[0].value == "GPU ready (4 GPUs); TensorFlow itself not tested (--quick)"
     driver = fleet.groups["driver"]
-    assert [(g.value, g.names) for g in driver] == [("535.129.03", [f"gpu-node-{i:02d}" for i in (1, 2, 4, 5, 6, 7, 8)]), ("470.57.02", ["gpu-node-03"])]
+    assert [(g.value, g.names) for g in driver] == [
+        ("535.129.03", [f"gpu-node-{i:02d}" for i in (1, 2, 4, 5, 6, 7, 8)]),
+        ("470.57.02", ["gpu-node-03"]),
+    ]
     assert set(fleet.odd) == {"gpu-node-03", "gpu-node-06"}
     odd3 = {o.facet: o for o in fleet.odd["gpu-node-03"]}
-    assert (odd3["driver"].value, odd3["driver"].majority, odd3["driver"].majority_count) == ("470.57.02", "535.129.03", 7)
+    assert (odd3["driver"].value, odd3["driver"].majority, odd3["driver"].majority_count) == (
+        "470.57.02",
+        "535.129.03",
+        7,
+    )
     assert odd3["verdict"].value.startswith("CPU only: Driver 470.57.02 is too old for CUDA 12.2")
     odd6 = {o.facet: o for o in fleet.odd["gpu-node-06"]}
     assert odd6["gpus"].value == "3x Tesla V100-SXM2-32GB" and odd6["gpus"].majority == "4x Tesla V100-SXM2-32GB"
     text = render(fleet, width=100, color=False)
     assert "Odd ones out (2)" in text
-    assert "gpu-node-03 Driver 470.57.02 (7 others: 535.129.03); verdict CPU only: Driver 470.57.02 is too old" in " ".join(text.split())
+    assert (
+        "gpu-node-03 Driver 470.57.02 (7 others: 535.129.03); verdict CPU only: Driver 470.57.02 is too old"
+        in " ".join(text.split())
+    )
     assert max(len(line) for line in text.splitlines()) <= 100
 
 
@@ -73,7 +85,11 @@ def test_each_nodes_verdict_is_the_doctors_for_its_file(tmp_path):
     fleet = read_fleet([str(folder)])
     for node in fleet.nodes:
         report = judge(load_facts(node.source))
-        assert (node.status, node.line, node.exit_code) == (report.verdict.status, report.verdict.line, report.exit_code), node.name
+        assert (node.status, node.line, node.exit_code) == (
+            report.verdict.status,
+            report.verdict.line,
+            report.exit_code,
+        ), node.name
 
 
 def test_gpus_named_by_uuid_keep_nodes_apart(tmp_path):
@@ -92,10 +108,19 @@ def test_gpus_named_by_uuid_keep_nodes_apart(tmp_path):
         assert node.line == judge(load_facts(node.source)).verdict.line
 
 
-@pytest.mark.parametrize("field, value", [
-    ("created", 5), ("envcheck_version", None), ("platform.hostname", 12), ("nvml.seconds", "soon"), ("nvml.gpus.0.uuid", 7),
-    ("nvml.gpus.0.serial", ["x"]), ("tensorflow.import_seconds", "x"), ("python.seconds", True),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("created", 5),
+        ("envcheck_version", None),
+        ("platform.hostname", 12),
+        ("nvml.seconds", "soon"),
+        ("nvml.gpus.0.uuid", 7),
+        ("nvml.gpus.0.serial", ["x"]),
+        ("tensorflow.import_seconds", "x"),
+        ("python.seconds", True),
+    ],
+)
 def test_a_bad_value_in_a_field_the_judgement_skips_is_refused_as_the_doctor_would(tmp_path, field, value):
     facts = m.setup_guide_after()
     good = to_dict(facts)
@@ -126,13 +151,19 @@ def test_bad_files_are_refused_one_line_each_and_the_good_ones_kept(tmp_path, cl
     assert result.code == 2
     errors = result.err.strip().splitlines()
     assert len(errors) == 6 and errors[-1].endswith("5 of 8 files refused (above); the table shows the others")
-    for name, reason in (("truncated.json", "not valid JSON"), ("other.json", "no integer 'schema_version'"),
-                         ("future.json", "schema_version 99, newer"), ("empty-folder", "a folder with no .json files"),
-                         ("missing.json", "no such file")):
+    for name, reason in (
+        ("truncated.json", "not valid JSON"),
+        ("other.json", "no integer 'schema_version'"),
+        ("future.json", "schema_version 99, newer"),
+        ("empty-folder", "a folder with no .json files"),
+        ("missing.json", "no such file"),
+    ):
         assert any(name in line and reason in line for line in errors), name
     assert "3 nodes from 8 files, 5 refused" in result.out
     data = cli("fleet", str(folder), "--json").json()
-    assert data["command"] == "fleet" and data["exit_code"] == 2 and len(data["refused"]) == 3 and len(data["nodes"]) == 3
+    assert (
+        data["command"] == "fleet" and data["exit_code"] == 2 and len(data["refused"]) == 3 and len(data["nodes"]) == 3
+    )
 
 
 def test_nothing_readable_is_one_line_and_exit_2(tmp_path, cli):
@@ -154,12 +185,19 @@ def test_exit_codes(tmp_path, cli):
 
 
 def test_markdown_for_a_ticket_redacts_like_the_doctor_and_keeps_node_names(tmp_path, cli):
-    folder = cluster(tmp_path, count=4, odd={2: lambda f: m.elsewhere(m.linux_with_ld_library_path(), "gpu-node-02", seed=2)})
+    folder = cluster(
+        tmp_path, count=4, odd={2: lambda f: m.elsewhere(m.linux_with_ld_library_path(), "gpu-node-02", seed=2)}
+    )
     text = cli("fleet", str(folder), "--markdown").out
     assert text.startswith("## envcheck fleet: 4 nodes from 4 files; 2 distinct machines judged")
     assert "| 3 | GPU ready (4 GPUs); TensorFlow itself not tested (--quick) | gpu-node-[01,03-04] |" in text
-    assert "- **gpu-node-02**: CUDA libraries cudnn 8.0.5 (LD_LIBRARY_PATH) (3 others: cudnn 8.9.4 (pip)); verdict CPU only: " in text
-    assert "/home/ml" not in text and "~/venvs/train/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.8" in text
+    assert (
+        "- **gpu-node-02**: CUDA libraries cudnn 8.0.5 (LD_LIBRARY_PATH) (3 others: cudnn 8.9.4 (pip)); verdict CPU only: "
+        in text
+    )
+    assert (
+        "/home/ml" not in text and "~/venvs/train/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.8" in text
+    )
     assert "GPU-0" not in text
 
 
@@ -186,14 +224,46 @@ def test_the_documented_cluster_pattern_end_to_end(tmp_path):
     runs = []
     for node, facts in machines.items():
         given = tmp_path / f"given-{node}.json"
-        given.write_text(to_json(dataclasses.replace(facts, platform=dataclasses.replace(facts.platform, hostname=f"gpu-node-{node}"))))
-        runs.append(subprocess.Popen([sys.executable, "-m", "envcheck", "doctor", "--facts", str(given), "--json", "--save-facts", "node-%n.json"],
-                                     cwd=tmp_path, env={**env, "SLURM_NODEID": str(node)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        given.write_text(
+            to_json(
+                dataclasses.replace(facts, platform=dataclasses.replace(facts.platform, hostname=f"gpu-node-{node}"))
+            )
+        )
+        runs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "envcheck",
+                    "doctor",
+                    "--facts",
+                    str(given),
+                    "--json",
+                    "--save-facts",
+                    "node-%n.json",
+                ],
+                cwd=tmp_path,
+                env={**env, "SLURM_NODEID": str(node)},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     # And this machine for real, outside SLURM: %n is its host name.
     plain = {k: v for k, v in env.items() if k != "SLURM_NODEID"}
-    runs.append(subprocess.Popen([sys.executable, "-m", "envcheck", "doctor", "--quick", "--json", "--save-facts", "node-%n.json"],
-                                 cwd=tmp_path, env=plain, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    reports = tmp_path / "reports"  # the other pattern: each node's --json report captured (kubectl exec, srun --output)
+    runs.append(
+        subprocess.Popen(
+            [sys.executable, "-m", "envcheck", "doctor", "--quick", "--json", "--save-facts", "node-%n.json"],
+            cwd=tmp_path,
+            env=plain,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    )
+    reports = (
+        tmp_path / "reports"
+    )  # the other pattern: each node's --json report captured (kubectl exec, srun --output)
     reports.mkdir()
     for i, run in enumerate(runs):
         out, err = run.communicate(timeout=120)
@@ -206,16 +276,27 @@ def test_the_documented_cluster_pattern_end_to_end(tmp_path):
 
     saved = sorted(p.name for p in tmp_path.glob("node-*.json"))
     assert saved == sorted(["node-0.json", "node-1.json", "node-2.json", f"node-{_safe(socket.gethostname())}.json"])
-    fleet = subprocess.run([sys.executable, "-m", "envcheck", "fleet", *sorted(str(p) for p in tmp_path.glob("node-*.json")), "--json"],
-                           check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    fleet = subprocess.run(
+        [sys.executable, "-m", "envcheck", "fleet", *sorted(str(p) for p in tmp_path.glob("node-*.json")), "--json"],
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     data = json.loads(fleet.stdout)
     assert fleet.returncode == 1  # gpu-node-1's old driver is an error finding
     names = {n["name"] for n in data["nodes"]}
     assert {"gpu-node-0", "gpu-node-1", "gpu-node-2"} <= names and len(names) == 4
-    assert any(o["node"] == "gpu-node-1" and any(d["fact"] == "driver" for d in o["differs_in"]) for o in data["odd_ones_out"])
+    assert any(
+        o["node"] == "gpu-node-1" and any(d["fact"] == "driver" for d in o["differs_in"]) for o in data["odd_ones_out"]
+    )
     from_reports = read_fleet([str(reports)])
     assert not from_reports.refused
-    assert sorted((n.name, n.line) for n in from_reports.nodes) == sorted((n["name"], n["verdict"]["line"]) for n in data["nodes"])
+    assert sorted((n.name, n.line) for n in from_reports.nodes) == sorted(
+        (n["name"], n["verdict"]["line"]) for n in data["nodes"]
+    )
 
 
 def test_worker_processes_read_the_same_fleet(tmp_path):

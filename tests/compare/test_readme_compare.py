@@ -21,7 +21,9 @@ README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 def test_the_diff_example_is_the_real_output():
     a = m.elsewhere(m.linux_with_ld_library_path(), "gpu-node-07", "alice", "2026-11-30T10:00:00+00:00", seed=2)
     b = m.elsewhere(m.linux_clean(), "gpu-node-03", "bob", "2026-12-01T08:30:00+00:00", seed=3)
-    text = render_diff(compare(Side("gpu-node-07.json", judge(a)), Side("gpu-node-03.json", judge(b))), width=100, color=False)
+    text = render_diff(
+        compare(Side("gpu-node-07.json", judge(a)), Side("gpu-node-03.json", judge(b))), width=100, color=False
+    )
     assert "$ envcheck diff gpu-node-07.json gpu-node-03.json\n" + text + "```" in README
 
 
@@ -36,7 +38,9 @@ def test_the_fleet_example_is_the_real_output(tmp_path, monkeypatch):
 def test_the_scan_example_has_the_renderers_columns():
     block = README.split("$ envcheck scan\n", 1)[1].split("```", 1)[0]
     lines = block.splitlines()
-    assert re.match(r"envcheck scan  \d+ environments in [\d.]+ s \(quick: TensorFlow not imported; --full imports it\)$", lines[0])
+    assert re.match(
+        r"envcheck scan  \d+ environments in [\d.]+ s \(quick: TensorFlow not imported; --full imports it\)$", lines[0]
+    )
     assert lines[2].split() == ["environment", "Python", "TF", "GPU", "reached", "first", "broken", "link"]
     assert all(len(line) <= 100 for line in lines)
     assert "/work" not in block and "/root" not in block

@@ -13,7 +13,9 @@ from envcheck.facts import to_json
 from tests.explain.test_explain_context import machine
 
 SETUP_POST = "ImportError: Could not find 'cudart64_100.dll'. TensorFlow requires that this DLL be installed"
-CUDART_11 = "Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file"
+CUDART_11 = (
+    "Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file"
+)
 
 
 def explain_json(tmp_path, capsys, facts, text) -> dict:
@@ -27,7 +29,9 @@ def explain_json(tmp_path, capsys, facts, text) -> dict:
 
 
 def test_setup_post_machine_confirms_missing_cuda_and_rules_out_no_gpu(tmp_path, capsys):
-    facts = machine(os="windows", python="3.7.9", packages={"tensorflow-gpu": "1.13.1"}, gpus=("GeForce GTX 1060",), driver="417.35")
+    facts = machine(
+        os="windows", python="3.7.9", packages={"tensorflow-gpu": "1.13.1"}, gpus=("GeForce GTX 1060",), driver="417.35"
+    )
     status, order = explain_json(tmp_path, capsys, facts, SETUP_POST)
     assert status["cuda-not-installed"] == "confirmed"
     assert order[0] in {cid for cid, s in status.items() if s == "confirmed"}
@@ -41,7 +45,9 @@ def test_a_machine_without_a_gpu_confirms_no_gpu_and_puts_it_first(tmp_path, cap
 
 
 def test_a_machine_with_a_gpu_rules_out_no_gpu_and_puts_it_last(tmp_path, capsys):
-    facts = machine(os="linux", python="3.8.10", packages={"tensorflow": "2.4.1"}, gpus=("GeForce GTX 1080 Ti",), driver="460.32.03")
+    facts = machine(
+        os="linux", python="3.8.10", packages={"tensorflow": "2.4.1"}, gpus=("GeForce GTX 1080 Ti",), driver="460.32.03"
+    )
     status, order = explain_json(tmp_path, capsys, facts, CUDART_11)
     assert status["no-nvidia-gpu"] == "ruled-out"
     assert order[-1] == "no-nvidia-gpu"

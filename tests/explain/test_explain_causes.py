@@ -90,9 +90,13 @@ def test_a_pattern_with_several_causes_loads_and_fills_them(tmp_path):
     first = e.causes[0]
     assert first.text == "The build step is broken." and first.tell.text == "Run the build step alone."
     assert [c.line for c in first.tell.commands] == ["run build"] and first.rule_ids == ("EC-LIB-001",)
-    assert e.cause == first.text and e.fix.text == "Do the build step again."  # the pattern's fix, the first cause has none
+    assert (
+        e.cause == first.text and e.fix.text == "Do the build step again."
+    )  # the pattern's fix, the first cause has none
     data = e.to_dict()
-    assert [c["id"] for c in data["causes"]] == ids(e) and data["causes"][0]["tell"]["commands"][0]["line"] == "run build"
+    assert [c["id"] for c in data["causes"]] == ids(e) and data["causes"][0]["tell"]["commands"][0][
+        "line"
+    ] == "run build"
     assert data["causes"][0]["status"] is None
 
 
@@ -107,10 +111,18 @@ def test_a_single_cause_is_one_cause_named_after_the_pattern(tmp_path):
         ("      - id: second-cause\n", "      - id: first-cause\n", "given twice"),
         ("      - id: second-cause\n", "      - id: Second_Cause\n", "id"),
         ("        tell:\n          text: Look at the clock.\n", "", "needs 'tell'"),
-        ("        first_if: {vars: {late: [\"+\"]}}\n", "        first_if: {vars: {nope: [\"+\"]}}\n", "variable 'nope'"),
-        ("        last_if: {seen: [other-message]}\n", "        last_if: {seen: [no-such-message]}\n", "no-such-message"),
-        ("        first_if: {vars: {late: [\"+\"]}}\n", "        first_if: {colour: red}\n", "unknown key 'colour'"),
-        ("        rule_ids: [EC-LIB-001]\n      - id: second", "        rule_ids: [EC-LIB-001]\n        severity: high\n      - id: second", "severity"),
+        ('        first_if: {vars: {late: ["+"]}}\n', '        first_if: {vars: {nope: ["+"]}}\n', "variable 'nope'"),
+        (
+            "        last_if: {seen: [other-message]}\n",
+            "        last_if: {seen: [no-such-message]}\n",
+            "no-such-message",
+        ),
+        ('        first_if: {vars: {late: ["+"]}}\n', "        first_if: {colour: red}\n", "unknown key 'colour'"),
+        (
+            "        rule_ids: [EC-LIB-001]\n      - id: second",
+            "        rule_ids: [EC-LIB-001]\n        severity: high\n      - id: second",
+            "severity",
+        ),
         ("    causes:\n", "    cause: One.\n    causes:\n", "not both"),
     ],
 )
@@ -123,7 +135,9 @@ def test_cause_mistakes_name_file_line_and_field(tmp_path, old, new, message):
 
 
 def test_every_cause_cannot_be_conditional(tmp_path):
-    text = TWO_CAUSES.replace("      - id: first-cause\n", "      - id: first-cause\n        when: {vars: {thing: [x]}}\n")
+    text = TWO_CAUSES.replace(
+        "      - id: first-cause\n", "      - id: first-cause\n        when: {vars: {thing: [x]}}\n"
+    )
     text = text.replace("      - id: second-cause\n", "      - id: second-cause\n        when: {vars: {thing: [x]}}\n")
     with pytest.raises(PatternsError, match="at least one cause must apply without a 'when'"):
         catalogue(text, tmp_path)
@@ -131,7 +145,7 @@ def test_every_cause_cannot_be_conditional(tmp_path):
 
 @pytest.mark.parametrize(
     "anchors, message",
-    [("anchors: [Sample]\n", "lower-case"), ("anchors: [\"zzz\"]\n", "zzz")],
+    [("anchors: [Sample]\n", "lower-case"), ('anchors: ["zzz"]\n', "zzz")],
 )
 def test_anchors_are_lower_case_and_used(tmp_path, anchors, message):
     with pytest.raises(PatternsError, match=message):
@@ -156,7 +170,9 @@ def test_real_catalogue_ranks_a_windows_dll_by_what_the_log_shows():
     text = "ImportError: DLL load failed while importing _pywrap_tensorflow_internal: The specified module could not be found."
     (e,) = explain(CATALOGUE.scan_text(text))
     assert ids(e)[0] in {"msvc-runtime-missing", "python38-dll-search"} and len(e.causes) >= 3
-    cuda = explain(CATALOGUE.scan_text("Could not load dynamic library 'cudart64_110.dll'; dlerror: cudart64_110.dll not found"))[0]
+    cuda = explain(
+        CATALOGUE.scan_text("Could not load dynamic library 'cudart64_110.dll'; dlerror: cudart64_110.dll not found")
+    )[0]
     assert ids(cuda)[:2] == ["cuda-not-installed", "cuda-bin-not-on-path"]
     assert "cuda-lib-not-on-path" not in ids(cuda)  # the Linux cause does not apply to a DLL
     log = "failed call to cuInit: UNKNOWN ERROR (303)\nCould not load dynamic library 'cudart64_110.dll'; dlerror: cudart64_110.dll not found"
@@ -193,7 +209,9 @@ def test_assess_sets_status_and_explain_orders_confirmed_first_ruled_out_last(tm
     ],
 )
 def test_a_broken_assess_becomes_a_note_and_keeps_the_ranking(tmp_path, returned, problem):
-    (e,) = explain(catalogue(TWO_CAUSES, tmp_path).scan_text("Sample build failed"), assess=lambda o, causes: returned(causes))
+    (e,) = explain(
+        catalogue(TWO_CAUSES, tmp_path).scan_text("Sample build failed"), assess=lambda o, causes: returned(causes)
+    )
     assert ids(e) == ["first-cause", "second-cause", "third-cause"] and all(c.status is None for c in e.causes)
     assert len(e.machine) == 1 and problem in e.machine[0].text
 
@@ -236,7 +254,10 @@ def test_a_harmless_notice_in_a_failing_log_is_part_of_the_failure():
     assert alone.harmless
     invalid = "W tensorflow/compiler/mlir/tools/kernel_gen/tf_gpu_runtime_wrappers.cc:40] 'cuModuleLoadData(&module, data)' failed with 'CUDA_ERROR_INVALID_PTX'"
     by_id = {e.id: e for e in explain(CATALOGUE.scan_text(fallback + "\n" + invalid))}
-    assert not by_id["ptxas-too-old-fallback"].harmless and "CUDA_ERROR_INVALID_PTX" in by_id["ptxas-too-old-fallback"].log_note
+    assert (
+        not by_id["ptxas-too-old-fallback"].harmless
+        and "CUDA_ERROR_INVALID_PTX" in by_id["ptxas-too-old-fallback"].log_note
+    )
 
 
 def test_cpu_memory_is_not_gpu_memory():
@@ -256,7 +277,9 @@ def test_a_windows_dll_is_named_by_its_cuda_generation_and_releases():
     assert "2.4" in releases and "2.10" in releases and "CUDA 11.2" in releases and "cuDNN 8.1" in releases
     (old,) = explain(CATALOGUE.scan_text("ImportError: Could not find 'cudart64_100.dll'."))
     assert old.variables["cuda_generation"] == "CUDA 10.0" and "1.13" in old.variables["releases"]
-    (new,) = explain(CATALOGUE.scan_text("Could not locate cublasLt64_12.dll. Please make sure it is in your library path!"))
+    (new,) = explain(
+        CATALOGUE.scan_text("Could not locate cublasLt64_12.dll. Please make sure it is in your library path!")
+    )
     assert "12" in new.title or "12" in new.meaning
 
 
@@ -267,11 +290,17 @@ def test_late_derivers_match_the_catalogue_derivers():
 
 # --- rules every pattern keeps --------------------------------------------------------------------
 
-LINUX_ONLY = re.compile(r"\bldconfig\b|LD_LIBRARY_PATH|\bexport\s|\bsudo\s|\bapt(?:-get)?\s|/usr/local/cuda|\blsmod\b|\bdmesg\b")
+LINUX_ONLY = re.compile(
+    r"\bldconfig\b|LD_LIBRARY_PATH|\bexport\s|\bsudo\s|\bapt(?:-get)?\s|/usr/local/cuda|\blsmod\b|\bdmesg\b"
+)
 
 
 def _texts_and_commands(explanation):
-    fixes = [explanation.fix, *(c.tell for c in explanation.causes if c.tell), *(c.fix for c in explanation.causes if c.fix)]
+    fixes = [
+        explanation.fix,
+        *(c.tell for c in explanation.causes if c.tell),
+        *(c.fix for c in explanation.causes if c.fix),
+    ]
     texts = [explanation.title, explanation.meaning, *(c.text for c in explanation.causes), *(f.text for f in fixes)]
     return texts, [command for f in fixes for command in f.commands]
 
@@ -341,7 +370,14 @@ def test_the_same_cause_id_means_the_same_kind_of_cause_everywhere():
     for p in PATTERNS:
         for c in p.causes:
             shared.setdefault(c.id, set()).add(p.id)
-    for recurring in ("cuda-not-installed", "no-nvidia-gpu", "driver-upgraded-no-reboot", "other-driver-holds-gpu", "release-lacks-arch", "gpu-memory-preallocated"):
+    for recurring in (
+        "cuda-not-installed",
+        "no-nvidia-gpu",
+        "driver-upgraded-no-reboot",
+        "other-driver-holds-gpu",
+        "release-lacks-arch",
+        "gpu-memory-preallocated",
+    ):
         assert len(shared[recurring]) >= 2, recurring
 
 

@@ -40,9 +40,24 @@ def setup_post_machine(tmp_path) -> str:
         python=PythonFacts(version="3.7.9", bits=64, executable=r"C:\Users\ada\Anaconda3\envs\tf-gpu\python.exe"),
         platform=PlatformFacts(os="windows", system="Windows"),
         packages=PackagesFacts(distributions=(Distribution(name="tensorflow-gpu", version="1.13.1"),)),
-        pci=PciFacts(status=OK, devices=(PciDevice(address="0000:01:00.0", vendor_id="0x10de", device_id="0x1c03", class_code="0x030000", name="GeForce GTX 1060 6GB"),)),
+        pci=PciFacts(
+            status=OK,
+            devices=(
+                PciDevice(
+                    address="0000:01:00.0",
+                    vendor_id="0x10de",
+                    device_id="0x1c03",
+                    class_code="0x030000",
+                    name="GeForce GTX 1060 6GB",
+                ),
+            ),
+        ),
         driver=DriverFacts(status="skipped"),
-        nvml=NvmlFacts(status=OK, driver_version="417.35", gpus=(NvmlGpu(index=0, name="GeForce GTX 1060 6GB", compute_capability="6.1"),)),
+        nvml=NvmlFacts(
+            status=OK,
+            driver_version="417.35",
+            gpus=(NvmlGpu(index=0, name="GeForce GTX 1060 6GB", compute_capability="6.1"),),
+        ),
         libraries=LibrariesFacts(status=OK, search_path=(r"C:\Windows\system32",)),
     )
     path = tmp_path / "setup_post_machine.json"
@@ -96,7 +111,18 @@ def test_json_output(cli):
     assert data["machine"] == {"probed": False, "origin": None, "os": None}
     first = data["explanations"][0]
     assert first["id"] == "cuinit-no-driver"
-    assert set(first) >= {"title", "harmless", "meaning", "cause", "fix", "rule_ids", "count", "first_line", "excerpt", "on_this_machine"}
+    assert set(first) >= {
+        "title",
+        "harmless",
+        "meaning",
+        "cause",
+        "fix",
+        "rule_ids",
+        "count",
+        "first_line",
+        "excerpt",
+        "on_this_machine",
+    }
     assert first["rule_ids"] == ["EC-GPU-002", "EC-GPU-003", "EC-DRV-004", "EC-GPU-001"]
     assert first["fix"]["commands"][0] == {"shell": "bash", "line": "nvidia-smi"}
 
@@ -137,7 +163,10 @@ def test_empty_argument_exits_1(cli):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (("explain",), "nothing to explain: give the error text as an argument, '-' to read standard input, or --file LOG"),
+        (
+            ("explain",),
+            "nothing to explain: give the error text as an argument, '-' to read standard input, or --file LOG",
+        ),
         (("explain", "--file", "x.log", "text"), "not both"),
         (("explain", "--facts", "f.json", "--no-probe", "text"), "--facts replaces looking at this machine"),
         (("explain", "--python", "python3", "--no-probe", "text"), "--no-probe says not to look"),
@@ -208,7 +237,9 @@ def test_stdin_in_a_real_process():
 
 
 def test_file_dash_reads_stdin():
-    result = run_envcheck("explain", "--no-probe", "--file", "-", input="ERROR: No matching distribution found for tensorflow\n")
+    result = run_envcheck(
+        "explain", "--no-probe", "--file", "-", input="ERROR: No matching distribution found for tensorflow\n"
+    )
     assert result.code == 0 and "pip found no tensorflow for this Python" in result.out
 
 
@@ -247,13 +278,17 @@ def test_this_machines_own_log_is_judged_with_its_own_facts():
 def test_another_interpreter_can_be_looked_at():
     import sys
 
-    result = run_envcheck("explain", "--python", sys.executable, "--json", "ERROR: No matching distribution found for tensorflow")
+    result = run_envcheck(
+        "explain", "--python", sys.executable, "--json", "ERROR: No matching distribution found for tensorflow"
+    )
     assert result.code == 0, result.err
     assert json.loads(result.out)["machine"]["probed"] is True
 
 
 def test_bad_python_is_exit_2():
-    result = run_envcheck("explain", "--python", "no/such/python", "ERROR: No matching distribution found for tensorflow")
+    result = run_envcheck(
+        "explain", "--python", "no/such/python", "ERROR: No matching distribution found for tensorflow"
+    )
     assert result.code == 2 and "--python no/such/python: no such file" in result.err
 
 
@@ -263,7 +298,9 @@ def test_help_documents_the_exit_status(capsys):
     with pytest.raises(SystemExit):
         main(["explain", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "exit status: 0 when at least one known message was found, 1 when none was (or the input was empty), 2" in out
+    assert (
+        "exit status: 0 when at least one known message was found, 1 when none was (or the input was empty), 2" in out
+    )
 
 
 def test_gzip_on_stdin_is_recognised_by_its_content():
@@ -274,10 +311,24 @@ def test_gzip_on_stdin_is_recognised_by_its_content():
 
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     packed = gzip.compress((SETUP_POST + "\n").encode())
-    proc = subprocess.run([sys.executable, "-m", "envcheck", "explain", "--no-probe", "-"], input=packed, capture_output=True, env=env, cwd=str(REPO), timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "envcheck", "explain", "--no-probe", "-"],
+        input=packed,
+        capture_output=True,
+        env=env,
+        cwd=str(REPO),
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert b"cudart64_100.dll not found" in proc.stdout
-    damaged = subprocess.run([sys.executable, "-m", "envcheck", "explain", "--no-probe", "-"], input=packed[:20], capture_output=True, env=env, cwd=str(REPO), timeout=120)
+    damaged = subprocess.run(
+        [sys.executable, "-m", "envcheck", "explain", "--no-probe", "-"],
+        input=packed[:20],
+        capture_output=True,
+        env=env,
+        cwd=str(REPO),
+        timeout=120,
+    )
     assert damaged.returncode == 2 and b"damaged gzip" in damaged.stderr and b"Traceback" not in damaged.stderr
 
 
@@ -291,6 +342,8 @@ def test_list_as_json_and_list_with_text_is_a_usage_error(cli):
     result = cli("explain", "--list", "--json")
     assert result.code == 0
     data = json.loads(result.out)
-    assert len(data["messages"]) == len(load_patterns().patterns) and {"id", "title", "harmless", "rule_ids"} <= set(data["messages"][0])
+    assert len(data["messages"]) == len(load_patterns().patterns) and {"id", "title", "harmless", "rule_ids"} <= set(
+        data["messages"][0]
+    )
     result = cli("explain", "--list", "Illegal instruction")
     assert result.code == 2 and "--list" in result.err

@@ -55,20 +55,36 @@ def machine(
         NvmlFacts(
             status=OK,
             driver_version=driver,
-            gpus=tuple(NvmlGpu(index=i, name=name, memory_total_mb=8192, memory_used_mb=0) for i, name in enumerate(gpus)),
+            gpus=tuple(
+                NvmlGpu(index=i, name=name, memory_total_mb=8192, memory_used_mb=0) for i, name in enumerate(gpus)
+            ),
         )
         if gpus and driver
         else NvmlFacts(status=MISSING, error_kind="driver_not_loaded", error="Driver Not Loaded")
     )
     return Facts(
         python=PythonFacts(version=python, bits=bits, executable="/envs/tf/bin/python", machine="x86_64"),
-        platform=PlatformFacts(os=os, system={"windows": "Windows", "macos": "Darwin"}.get(os, "Linux"), cpu="Test CPU", cpu_flags=cpu_flags, machine="x86_64"),
+        platform=PlatformFacts(
+            os=os,
+            system={"windows": "Windows", "macos": "Darwin"}.get(os, "Linux"),
+            cpu="Test CPU",
+            cpu_flags=cpu_flags,
+            machine="x86_64",
+        ),
         env=EnvFacts(variables=env or {}),
-        packages=PackagesFacts(distributions=tuple(Distribution(name=n, version=v) for n, v in (packages or {}).items())),
+        packages=PackagesFacts(
+            distributions=tuple(Distribution(name=n, version=v) for n, v in (packages or {}).items())
+        ),
         pci=PciFacts(
             status=pci_status or (OK if gpus else MISSING),  # the probe's "missing": bus read, no NVIDIA device
             devices=tuple(
-                PciDevice(address=f"0000:0{i + 1}:00.0", vendor_id="0x10de", device_id="0x1c03", class_code="0x030000", name=name)
+                PciDevice(
+                    address=f"0000:0{i + 1}:00.0",
+                    vendor_id="0x10de",
+                    device_id="0x1c03",
+                    class_code="0x030000",
+                    name=name,
+                )
                 for i, name in enumerate(gpus)
             ),
         ),
@@ -104,7 +120,9 @@ SETUP_POST = (
 
 def test_setup_post_on_its_own_windows_machine():
     """Windows, Python 3.7, tensorflow-gpu 1.13.1, GTX 1060, driver 417.35: install CUDA 10.0 and cuDNN 7.4."""
-    facts = machine(os="windows", python="3.7.9", packages={"tensorflow-gpu": "1.13.1"}, gpus=("GeForce GTX 1060",), driver="417.35")
+    facts = machine(
+        os="windows", python="3.7.9", packages={"tensorflow-gpu": "1.13.1"}, gpus=("GeForce GTX 1060",), driver="417.35"
+    )
     explanation = explained(SETUP_POST, facts)
     text = notes(explanation)
     # The doctor's own finding, with its fix for this machine: CUDA 10.0 and its bin folder on PATH.
@@ -119,10 +137,14 @@ def test_setup_post_on_its_own_windows_machine():
 
 def test_windows_message_from_another_tensorflow_is_called_out():
     """TF 2.10 asks for cudart64_110.dll, so a cudart64_100.dll message came from another install."""
-    facts = machine(os="windows", python="3.9.13", packages={"tensorflow": "2.10.1"}, gpus=("GeForce GTX 1060",), driver="472.12")
+    facts = machine(
+        os="windows", python="3.9.13", packages={"tensorflow": "2.10.1"}, gpus=("GeForce GTX 1060",), driver="472.12"
+    )
     text = notes(explained(SETUP_POST, facts))
     assert "built for CUDA 11.2 and cuDNN 8.1" in text
-    assert "asks for cudart64_110.dll, not cudart64_100.dll (TensorFlow 1.13-2.0 (CUDA 10.0, cuDNN 7.4) load it)" in text
+    assert (
+        "asks for cudart64_110.dll, not cudart64_100.dll (TensorFlow 1.13-2.0 (CUDA 10.0, cuDNN 7.4) load it)" in text
+    )
 
 
 def test_windows_tensorflow_past_native_gpu_support_never_loads_cuda():
@@ -137,18 +159,28 @@ def test_windows_message_explained_on_linux_says_so():
 
 
 def test_linux_release_with_pip_cuda_gets_the_and_cuda_command():
-    facts = machine(os="linux", packages={"tensorflow": "2.15.1"}, gpus=("NVIDIA GeForce RTX 4090",), driver="550.54.14")
-    explanation = explained("Could not load dynamic library 'libcudart.so.12'; dlerror: libcudart.so.12: cannot open", facts)
+    facts = machine(
+        os="linux", packages={"tensorflow": "2.15.1"}, gpus=("NVIDIA GeForce RTX 4090",), driver="550.54.14"
+    )
+    explanation = explained(
+        "Could not load dynamic library 'libcudart.so.12'; dlerror: libcudart.so.12: cannot open", facts
+    )
     assert "/envs/tf/bin/python -m pip install 'tensorflow[and-cuda]==2.15.1'" in commands(explanation)
     (command,) = [c for n in explanation.machine for c in n.commands]
     assert command.pip_args == ("install", "tensorflow[and-cuda]==2.15.1")
 
 
 def test_linux_release_without_pip_cuda_gets_the_toolkit_and_library_path():
-    facts = machine(os="linux", python="3.8.10", packages={"tensorflow": "2.4.1"}, gpus=("GeForce GTX 1080 Ti",), driver="460.32.03")
-    explanation = explained("Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open", facts)
+    facts = machine(
+        os="linux", python="3.8.10", packages={"tensorflow": "2.4.1"}, gpus=("GeForce GTX 1080 Ti",), driver="460.32.03"
+    )
+    explanation = explained(
+        "Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open", facts
+    )
     assert "Install CUDA 11.0" in notes(explanation)
-    assert "export LD_LIBRARY_PATH=/usr/local/cuda-11.0/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" in commands(explanation)
+    assert "export LD_LIBRARY_PATH=/usr/local/cuda-11.0/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" in commands(
+        explanation
+    )
     assert explanation.machine[0].url == "https://developer.nvidia.com/cuda-11.0-download-archive"
 
 
@@ -185,7 +217,12 @@ def test_library_on_disk_but_not_on_the_loader_path():
 
 
 def test_library_the_loader_finds_now_points_at_another_process():
-    copy = LibraryCopy(path="/usr/local/cuda-11.0/lib64/libcudart.so.11.0", directory="/usr/local/cuda-11.0/lib64", origin="ldconfig", loads=True)
+    copy = LibraryCopy(
+        path="/usr/local/cuda-11.0/lib64/libcudart.so.11.0",
+        directory="/usr/local/cuda-11.0/lib64",
+        origin="ldconfig",
+        loads=True,
+    )
     facts = machine(
         packages={"tensorflow": "2.4.1"},
         python="3.8.10",
@@ -204,7 +241,11 @@ def test_tensorflow_missing_from_the_probed_interpreter():
 
 
 def test_release_outside_the_matrix_is_unknown_not_guessed():
-    text = notes(explained("Could not load dynamic library 'libcudart.so.12'; dlerror: x", machine(packages={"tensorflow": "0.9.0"})))
+    text = notes(
+        explained(
+            "Could not load dynamic library 'libcudart.so.12'; dlerror: x", machine(packages={"tensorflow": "0.9.0"})
+        )
+    )
     assert "not in envcheck's compatibility matrix" in text
 
 
@@ -219,7 +260,24 @@ def test_no_driver_error_is_harmless_on_a_machine_without_nvidia_gpu():
 
 def test_no_driver_error_is_not_harmless_when_a_gpu_has_no_driver():
     facts = machine(gpus=("GeForce GTX 1060",), driver=None, nouveau=True)
-    facts = type(facts)(**{**facts.__dict__, "pci": PciFacts(status=OK, devices=(PciDevice(address="0000:01:00.0", vendor_id="0x10de", device_id="0x1c03", class_code="0x030000", name="GP106 [GeForce GTX 1060 6GB]", driver="nouveau"),))})
+    facts = type(facts)(
+        **{
+            **facts.__dict__,
+            "pci": PciFacts(
+                status=OK,
+                devices=(
+                    PciDevice(
+                        address="0000:01:00.0",
+                        vendor_id="0x10de",
+                        device_id="0x1c03",
+                        class_code="0x030000",
+                        name="GP106 [GeForce GTX 1060 6GB]",
+                        driver="nouveau",
+                    ),
+                ),
+            ),
+        }
+    )
     explanation = explained(CUINIT_303, facts)
     assert not explanation.harmless
     assert "GeForce GTX 1060 6GB but no working NVIDIA driver" in notes(explanation)
@@ -227,7 +285,9 @@ def test_no_driver_error_is_not_harmless_when_a_gpu_has_no_driver():
 
 
 def test_harmless_notice_becomes_an_error_when_the_gpu_is_there():
-    explanation = explained("Could not find cuda drivers on your machine, GPU will not be used.", machine(gpus=("Tesla T4",), driver=None))
+    explanation = explained(
+        "Could not find cuda drivers on your machine, GPU will not be used.", machine(gpus=("Tesla T4",), driver=None)
+    )
     assert not explanation.harmless
 
 
@@ -254,7 +314,9 @@ NO_DEVICE = "failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device
 
 @pytest.mark.parametrize("value", ["", "-1"])
 def test_cuda_visible_devices_hiding_every_gpu(value):
-    explanation = explained(NO_DEVICE, machine(gpus=("Tesla T4",), driver="535.104.05", env={"CUDA_VISIBLE_DEVICES": value}))
+    explanation = explained(
+        NO_DEVICE, machine(gpus=("Tesla T4",), driver="535.104.05", env={"CUDA_VISIBLE_DEVICES": value})
+    )
     assert findings(explanation) == ["EC-ENV-003"]
     assert f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU" in notes(explanation)
     assert "unset CUDA_VISIBLE_DEVICES" in commands(explanation)
@@ -287,7 +349,9 @@ def test_illegal_instruction_on_a_cpu_with_avx_points_elsewhere():
 
 def test_pip_finds_nothing_for_32_bit_python():
     facts = machine(os="windows", python="3.7.9", bits=32)
-    assert "is 32-bit; TensorFlow publishes 64-bit wheels only" in notes(explained("ERROR: No matching distribution found for tensorflow", facts))
+    assert "is 32-bit; TensorFlow publishes 64-bit wheels only" in notes(
+        explained("ERROR: No matching distribution found for tensorflow", facts)
+    )
 
 
 def test_pip_finds_nothing_for_a_python_no_release_supports():
@@ -320,7 +384,9 @@ def test_compute_capability_advice_needs_only_the_matrix():
 
 
 def test_driver_older_than_the_cuda_of_the_installed_tensorflow():
-    facts = machine(os="windows", python="3.9.13", packages={"tensorflow": "2.10.0"}, gpus=("GeForce GTX 1060",), driver="417.35")
+    facts = machine(
+        os="windows", python="3.9.13", packages={"tensorflow": "2.10.0"}, gpus=("GeForce GTX 1060",), driver="417.35"
+    )
     explanation = explained("CUDA driver version is insufficient for CUDA runtime version", facts)
     assert findings(explanation) == ["EC-DRV-001"]
     assert "Driver 417.35 is too old for CUDA 11.2" in notes(explanation) and "452.39 or newer" in notes(explanation)
@@ -328,7 +394,9 @@ def test_driver_older_than_the_cuda_of_the_installed_tensorflow():
 
 def test_driver_new_enough_points_at_another_runtime():
     facts = machine(os="linux", packages={"tensorflow": "2.15.0"}, gpus=("Tesla T4",), driver="550.54.14")
-    assert "is new enough for CUDA 12.2" in notes(explained("CUDA driver version is insufficient for CUDA runtime version", facts))
+    assert "is new enough for CUDA 12.2" in notes(
+        explained("CUDA driver version is insufficient for CUDA runtime version", facts)
+    )
 
 
 def test_memory_held_by_other_processes():
@@ -339,7 +407,9 @@ def test_memory_held_by_other_processes():
         memory_used_mb=14000,
         processes=(GpuProcess(pid=4242, name="python", used_memory_mb=13900),),
     )
-    facts = machine(nvml=NvmlFacts(status=OK, driver_version="535.104.05", gpus=(gpu,)), gpus=("Tesla T4",), driver="535.104.05")
+    facts = machine(
+        nvml=NvmlFacts(status=OK, driver_version="535.104.05", gpus=(gpu,)), gpus=("Tesla T4",), driver="535.104.05"
+    )
     explanation = explained("Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR", facts)
     assert "EC-ENV-005" in findings(explanation)
     assert "GPU 0 (Tesla T4): 14000 of 15360 MiB already in use by python (pid 4242, 13900 MiB)" in notes(explanation)
@@ -380,11 +450,20 @@ def test_unknown_os_gives_no_version_claims():
 
 def test_release_before_the_pip_extra_in_a_conda_environment_gets_conda():
     """TF 2.4 finds CUDA on the library path: in a conda env the conda packages, else apt."""
-    facts = machine(os="linux", python="3.8.10", packages={"tensorflow": "2.4.1"}, gpus=("GeForce GTX 1080 Ti",), driver="460.32.03")
-    conda = type(facts)(**{**facts.__dict__, "python": PythonFacts(version="3.8.10", bits=64, executable="/envs/tf/bin/python", in_conda=True)})
+    facts = machine(
+        os="linux", python="3.8.10", packages={"tensorflow": "2.4.1"}, gpus=("GeForce GTX 1080 Ti",), driver="460.32.03"
+    )
+    conda = type(facts)(
+        **{
+            **facts.__dict__,
+            "python": PythonFacts(version="3.8.10", bits=64, executable="/envs/tf/bin/python", in_conda=True),
+        }
+    )
     message = "Could not load dynamic library 'libcudart.so.11.0'; dlerror: x"
     assert "conda install -c conda-forge cudatoolkit=11.0 cudnn=8.0" in commands(explained(message, conda))
-    assert 'export LD_LIBRARY_PATH="$CONDA_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"' in commands(explained(message, conda))
+    assert 'export LD_LIBRARY_PATH="$CONDA_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"' in commands(
+        explained(message, conda)
+    )
     assert not any("conda" in c for c in commands(explained(message, facts)))
 
 
@@ -400,7 +479,9 @@ def test_compute_capability_advice_installs_cuda_like_the_plan():
     matrix = load_matrix()
     newest = [b for b in matrix.tf_releases("linux") if b.gpu and matrix.support(b, "3.5") != "none"][-1]
     plan = make_plan(matrix, apply_overrides(None, matrix, os="linux", compute_capability="3.5", tf=str(newest.tf)))
-    assert commands(explained(text, machine(os="linux"))) == [f"/envs/tf/bin/python -m pip install '{requirement(plan.option)}'"]
+    assert commands(explained(text, machine(os="linux"))) == [
+        f"/envs/tf/bin/python -m pip install '{requirement(plan.option)}'"
+    ]
 
 
 def test_driver_advice_on_a_machine_without_any_nvidia_gpu():
@@ -410,7 +491,13 @@ def test_driver_advice_on_a_machine_without_any_nvidia_gpu():
 
 
 def test_gpu_memory_advice_on_a_machine_without_any_nvidia_gpu():
-    text = notes(explained("OOM when allocating tensor with shape[64,3,3,3]", machine(os="linux", packages={"tensorflow": "2.15.0"})))
+    text = notes(
+        explained(
+            "OOM when allocating tensor with shape[64,3,3,3]", machine(os="linux", packages={"tensorflow": "2.15.0"})
+        )
+    )
     assert "no NVIDIA GPU" in text and "TF_FORCE_GPU_ALLOW_GROWTH" not in text
     with_gpu = machine(os="linux", packages={"tensorflow": "2.15.0"}, gpus=("Tesla T4",), driver="550.54.14")
-    assert "TF_FORCE_GPU_ALLOW_GROWTH is not set" in notes(explained("OOM when allocating tensor with shape[64,3,3,3]", with_gpu))
+    assert "TF_FORCE_GPU_ALLOW_GROWTH is not set" in notes(
+        explained("OOM when allocating tensor with shape[64,3,3,3]", with_gpu)
+    )

@@ -152,8 +152,18 @@ def test_named_messages_cover_distinct_patterns():
         ("Could not find 'cudart64_90.dll'.", "cudart64_90.dll", "9.0", ""),
         ("Could not find 'cudart64_101.dll'.", "cudart64_101.dll", "10.1", ""),
         ("Could not find 'cudnn64_7.dll'.", "cudnn64_7.dll", "", "7"),
-        ("Could not load dynamic library 'cudart64_110.dll'; dlerror: cudart64_110.dll not found", "cudart64_110.dll", "11.0", ""),
-        ("Could not load dynamic library 'cudart64_12.dll'; dlerror: cudart64_12.dll not found", "cudart64_12.dll", "12", ""),
+        (
+            "Could not load dynamic library 'cudart64_110.dll'; dlerror: cudart64_110.dll not found",
+            "cudart64_110.dll",
+            "11.0",
+            "",
+        ),
+        (
+            "Could not load dynamic library 'cudart64_12.dll'; dlerror: cudart64_12.dll not found",
+            "cudart64_12.dll",
+            "12",
+            "",
+        ),
         ("Could not load dynamic library 'libcudart.so.10.1'; dlerror: x", "libcudart.so.10.1", "10.1", ""),
         ("Could not load dynamic library 'libcudnn.so.8'; dlerror: x", "libcudnn.so.8", "", "8"),
     ],
@@ -213,7 +223,10 @@ def test_required_literals_never_skip_a_line_a_regex_matches():
 @pytest.mark.parametrize(
     "source, clauses",
     [
-        ("Could not load dynamic library '(?P<l>libcudart|cudart64_)x", ((b"cudart64_", b"libcudart"), (b"could not load dynamic library '",))),
+        (
+            "Could not load dynamic library '(?P<l>libcudart|cudart64_)x",
+            ((b"cudart64_", b"libcudart"), (b"could not load dynamic library '",)),
+        ),
         ("(?:abc|de)fgh", ((b"fgh",),)),  # a branch with a short run adds no clause
         ("xyz(?: optional)?end", ((b"xyz",), (b"end",))),
         ("(?!nothere)real(?:one|two (?:three|four))", ((b"one", b"two "), (b"real",))),

@@ -58,7 +58,13 @@ def test_setup_post_windows_session():
 def test_linux_log_with_missing_cudnn_among_successful_loads():
     result = CATALOGUE.scan(open(LOGS / "linux_tf24_missing_cudnn.log", "rb"))
     found = by_id(result)
-    assert set(found) == {"cudnn-not-loaded", "cannot-dlopen-gpu-libraries", "numa-node-notice", "gpu-found", "cpu-optimized-notice"}
+    assert set(found) == {
+        "cudnn-not-loaded",
+        "cannot-dlopen-gpu-libraries",
+        "numa-node-notice",
+        "gpu-found",
+        "cpu-optimized-notice",
+    }
     assert found["cudnn-not-loaded"].variables["library"] == "libcudnn.so.8"
     assert found["cannot-dlopen-gpu-libraries"].count == 2  # the warning and "Skipping registering GPU devices..."
     # "Successfully opened dynamic library libcudart.so.11.0" is not a problem and is not reported
@@ -304,7 +310,10 @@ _VARIED = st.sampled_from(
 
 @settings(max_examples=examples(80), deadline=None)
 @given(
-    lines=st.lists(st.tuples(_VARIED, st.integers(0, 99), st.integers(0, 9999), st.sampled_from(["10", "11", "1", "12"])), max_size=60),
+    lines=st.lists(
+        st.tuples(_VARIED, st.integers(0, 99), st.integers(0, 9999), st.sampled_from(["10", "11", "1", "12"])),
+        max_size=60,
+    ),
     chunk=st.integers(min_value=64, max_value=4096),
 )
 def test_grouping_lines_by_their_words_changes_nothing(lines, chunk):

@@ -47,7 +47,9 @@ CAUSE_IDS = {p.id for p in CATALOGUE.patterns} | {c.id for p in CATALOGUE.patter
 
 def _param(entry: dict, check: str):
     if KNOWN_MISSES.get(entry["id"]) == check:
-        return pytest.param(entry, id=entry["id"], marks=pytest.mark.xfail(strict=True, reason="known miss, see KNOWN_MISSES"))
+        return pytest.param(
+            entry, id=entry["id"], marks=pytest.mark.xfail(strict=True, reason="known miss, see KNOWN_MISSES")
+        )
     return pytest.param(entry, id=entry["id"])
 
 
@@ -147,13 +149,25 @@ def test_accuracy_benchmark_on_a_tiny_corpus(tmp_path, capsys):
         )
     )
     (tmp_path / "ordinary.yaml").write_text(
-        yaml.safe_dump({"lines": [{"line": "Epoch 3/70", "source": "https://example.org/3"}, {"line": "Illegal instruction (core dumped)", "source": "https://example.org/4"}]})
+        yaml.safe_dump(
+            {
+                "lines": [
+                    {"line": "Epoch 3/70", "source": "https://example.org/3"},
+                    {"line": "Illegal instruction (core dumped)", "source": "https://example.org/4"},
+                ]
+            }
+        )
     )
     benchmark = _benchmark()
     assert benchmark.main(["--json", "--corpus", str(tmp_path)]) == 0
     report = json.loads(capsys.readouterr().out)
     overall = report["overall"]
-    assert overall["messages"] == 2 and overall["recognised"] == 1 and overall["cause_right"] == 1 and overall["cause_first"] == 1
+    assert (
+        overall["messages"] == 2
+        and overall["recognised"] == 1
+        and overall["cause_right"] == 1
+        and overall["cause_first"] == 1
+    )
     assert overall["recognised_pct"] == 50.0 and overall["harmless_right_pct"] == 100.0
     assert overall["ordinary_lines"] == 2 and overall["false_positives"] == 1  # the crash line is no ordinary line
     assert report["families"]["demo"]["messages"] == 2

@@ -30,8 +30,19 @@ def build(out_dir: Path, variant: str = "current") -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / "libnvidia-ml.so.1"
     subprocess.run(
-        [cc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-soname,libnvidia-ml.so.1",
-         *VARIANTS[variant], "-o", str(target), str(SOURCE)],
+        [
+            cc,
+            "-shared",
+            "-fPIC",
+            "-O1",
+            "-Wall",
+            "-Werror",
+            "-Wl,-soname,libnvidia-ml.so.1",
+            *VARIANTS[variant],
+            "-o",
+            str(target),
+            str(SOURCE),
+        ],
         check=True,
         capture_output=True,
     )

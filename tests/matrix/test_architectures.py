@@ -90,7 +90,13 @@ def test_architectures_name_their_sources_and_do_not_overlap(m):
         assert arch.sources, arch
         assert not seen & set(arch.compute_capabilities), arch
         seen |= set(arch.compute_capabilities)
-    assert [a.name for a in m.architectures() if a.last_driver_branch] == ["Fermi", "Kepler", "Maxwell", "Pascal", "Volta"]
+    assert [a.name for a in m.architectures() if a.last_driver_branch] == [
+        "Fermi",
+        "Kepler",
+        "Maxwell",
+        "Pascal",
+        "Volta",
+    ]
 
 
 def test_every_cuda_architecture_up_to_blackwell_is_known_but_8_8(m):

@@ -253,7 +253,23 @@ def test_every_product_name_and_alias_resolves_to_its_own_product(m):
 def test_coverage_reaches_every_generation_and_line(m):
     names = {g.name for g in m.gpus()}
     assert len(names) >= 290
-    for expected in ("GeForce GTX 480", "Tesla K80", "GeForce GTX 980 Ti", "GeForce GTX 1080 Ti", "Tesla V100",
-                     "GeForce RTX 2080 Ti", "A100", "GeForce RTX 4090", "H200", "B300", "GeForce RTX 5090", "GB10",
-                     "Jetson T5000", "RTX PRO 2000 Blackwell", "Quadro RTX 3000", "T500", "NVS 810"):
+    for expected in (
+        "GeForce GTX 480",
+        "Tesla K80",
+        "GeForce GTX 980 Ti",
+        "GeForce GTX 1080 Ti",
+        "Tesla V100",
+        "GeForce RTX 2080 Ti",
+        "A100",
+        "GeForce RTX 4090",
+        "H200",
+        "B300",
+        "GeForce RTX 5090",
+        "GB10",
+        "Jetson T5000",
+        "RTX PRO 2000 Blackwell",
+        "Quadro RTX 3000",
+        "T500",
+        "NVS 810",
+    ):
         assert expected in names, expected

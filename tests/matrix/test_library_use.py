@@ -46,7 +46,10 @@ def test_cudart64_110_is_every_cuda_11_release_on_windows():
     assert use.os == "windows" and use.known
     assert {b.cuda.release[0] for b in use.builds} == {11}
     assert [str(b.tf) for b in use.builds][0] == "2.4" and str(use.builds[-1].tf) == "2.10"
-    assert use.generation() == "CUDA 11.x" and use.releases() == "TensorFlow 2.4 (CUDA 11.0, cuDNN 8.0) and 2.5-2.10 (CUDA 11.2, cuDNN 8.1)"
+    assert (
+        use.generation() == "CUDA 11.x"
+        and use.releases() == "TensorFlow 2.4 (CUDA 11.0, cuDNN 8.0) and 2.5-2.10 (CUDA 11.2, cuDNN 8.1)"
+    )
 
 
 def test_a_name_no_release_loads_is_unknown():

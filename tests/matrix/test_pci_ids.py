@@ -58,7 +58,9 @@ def test_device_ids_name_their_product(m, device_id, name):
     assert gpu is not None and gpu.name == name, (device_id, gpu)
 
 
-@pytest.mark.parametrize("spelled", ["1c03", "0x1c03", "0x1C03", "1C03", "10de:1c03", "10DE:1C03", "0x10de:0x1c03", " 1c03 "])
+@pytest.mark.parametrize(
+    "spelled", ["1c03", "0x1c03", "0x1C03", "1C03", "10de:1c03", "10DE:1C03", "0x10de:0x1c03", " 1c03 "]
+)
 def test_spellings_of_an_id(m, spelled):
     assert parse_pci_device_id(spelled) == "1c03"
     assert m.gpu_by_pci_id(spelled).name == "GeForce GTX 1060"
@@ -94,15 +96,27 @@ def test_ids_are_lower_case_hex_and_name_one_product(m):
             assert m.gpu_by_pci_id(device_id) is gpu
     assert len(seen) >= 500
     assert {g.architecture for g in m.gpus() if g.pci_ids} >= {
-        "Fermi", "Kepler", "Maxwell", "Pascal", "Volta", "Turing", "Ampere", "Ada Lovelace", "Hopper", "Blackwell"
+        "Fermi",
+        "Kepler",
+        "Maxwell",
+        "Pascal",
+        "Volta",
+        "Turing",
+        "Ampere",
+        "Ada Lovelace",
+        "Hopper",
+        "Blackwell",
     }
 
 
 def test_a_gpu_without_a_driver_or_pci_ids_is_known_by_its_device_id(m):
     # No pci.ids on the machine, no driver: the PCI bus gives only the device id.
-    facts = Facts(pci=PciFacts(status=OK, devices=(
-        PciDevice(address="0000:01:00.0", vendor_id="0x10de", device_id="0x2684", class_code="0x030000"),
-    )))
+    facts = Facts(
+        pci=PciFacts(
+            status=OK,
+            devices=(PciDevice(address="0000:01:00.0", vendor_id="0x10de", device_id="0x2684", class_code="0x030000"),),
+        )
+    )
     target = target_from_facts(facts, m)
     assert target.gpu_names == ("GeForce RTX 4090",)
     assert target.compute_capability == Version("8.9")
@@ -110,9 +124,12 @@ def test_a_gpu_without_a_driver_or_pci_ids_is_known_by_its_device_id(m):
 
 
 def test_an_unknown_device_id_still_asks_for_the_gpu(m):
-    facts = Facts(pci=PciFacts(status=OK, devices=(
-        PciDevice(address="0000:01:00.0", vendor_id="0x10de", device_id="0x25a9", class_code="0x030000"),
-    )))
+    facts = Facts(
+        pci=PciFacts(
+            status=OK,
+            devices=(PciDevice(address="0000:01:00.0", vendor_id="0x10de", device_id="0x25a9", class_code="0x030000"),),
+        )
+    )
     target = target_from_facts(facts, m)
     assert target.has_gpu and target.compute_capability is None
     assert target.gpu_names == ("NVIDIA device 0x25a9",)

@@ -21,8 +21,15 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def pci_device(root: Path, address: str, vendor: str, device: str, cls: str, driver: str | None = None,
-               subsystem: tuple[str, str] | None = None) -> None:
+def pci_device(
+    root: Path,
+    address: str,
+    vendor: str,
+    device: str,
+    cls: str,
+    driver: str | None = None,
+    subsystem: tuple[str, str] | None = None,
+) -> None:
     """One PCI function as sysfs shows it, with its driver symlink when a driver is bound."""
     base = root / "sys/bus/pci/devices" / address
     write(base / "vendor", vendor + "\n")

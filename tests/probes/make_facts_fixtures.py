@@ -79,7 +79,11 @@ def this_machine() -> dict:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.run(
         [sys.executable, "-m", "envcheck", "doctor", "--json", "--fail-on", "never"],
-        capture_output=True, text=True, env=env, cwd=str(REPO), check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(REPO),
+        check=True,
     )
     return _neutral(json.loads(proc.stdout)["facts"])
 
@@ -95,7 +99,11 @@ def fake_server() -> dict:
         env.update(fakenvml.environment(**fake_machines.SERVER_NVML))
         proc = subprocess.run(
             [sys.executable, "-c", _COLLECT, str(environ_file)],
-            capture_output=True, text=True, env=env, cwd=str(REPO), check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=str(REPO),
+            check=True,
         )
         facts = facts_from_dict(json.loads(proc.stdout))
         facts = dataclasses.replace(

@@ -28,14 +28,23 @@ def test_the_scripts_need_nothing_newer_than_python_3_6():
     vermin = shutil.which("vermin") or str(Path(sys.executable).with_name("vermin"))
     if not Path(vermin).exists():
         pytest.skip("vermin is not installed")
-    out = subprocess.run([vermin, "-t=3.6-", "--no-tips", "--violations", str(INTERPRETER_SCRIPT), str(WORKER_SCRIPT)], capture_output=True, text=True)
+    out = subprocess.run(
+        [vermin, "-t=3.6-", "--no-tips", "--violations", str(INTERPRETER_SCRIPT), str(WORKER_SCRIPT)],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 
 @pytest.mark.parametrize("version", ["3.6", "3.7"])
 def test_the_interpreter_probe_runs_there_and_lists_packages(version):
     python = interpreter(version)
-    out = subprocess.run([str(python), "-I", str(INTERPRETER_SCRIPT), "--requires-of", "tensorflow"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [str(python), "-I", str(INTERPRETER_SCRIPT), "--requires-of", "tensorflow"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["python"]["version"].startswith(version)
@@ -89,7 +98,9 @@ def setup_guide_stack():
     if not marker.exists():
         shutil.rmtree(cache, ignore_errors=True)
         subprocess.run([str(python36), "-m", "venv", str(cache)], check=True, timeout=120)
-        done = subprocess.run([str(python), "-m", "pip", "install", "-q", *TF113_PINS], capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", *TF113_PINS], capture_output=True, text=True, timeout=900
+        )
         if done.returncode != 0:
             pytest.skip(f"tensorflow-gpu 1.13.1 could not be installed here: {done.stderr.strip().splitlines()[-1:]}")
         marker.write_text("ok\n")
@@ -103,7 +114,9 @@ def test_the_setup_guides_stack_is_read_and_judged(cli, setup_guide_stack):
     tf = data["facts"]["tensorflow"]
     assert data["facts"]["python"]["version"].startswith("3.6")
     assert tf["error_kind"] == "import_failed" and "libcublas.so.10.0" in tf["error"]
-    assert any(d["name"] == "tensorflow-gpu" and d["version"] == "1.13.1" for d in data["facts"]["packages"]["distributions"])
+    assert any(
+        d["name"] == "tensorflow-gpu" and d["version"] == "1.13.1" for d in data["facts"]["packages"]["distributions"]
+    )
     assert data["verdict"]["status"] == "broken" and "libcublas.so.10.0" in data["verdict"]["line"]
     # No GPU here: the CPU build of the same release is the way forward, with this interpreter's pip.
     steps = [c.get("pip_args") for s in data["verdict"]["cpu_path"] for c in s["commands"]]
@@ -114,10 +127,13 @@ def test_the_telling_line_of_tensorflow_1s_import_error():
     from envcheck.machine import telling_line
 
     error = (
-        "ImportError: Traceback (most recent call last):\n  File \"x.py\", line 58, in <module>\n"
+        'ImportError: Traceback (most recent call last):\n  File "x.py", line 58, in <module>\n'
         "ImportError: libcublas.so.10.0: cannot open shared object file: No such file or directory\n\n\n"
         "Failed to load the native TensorFlow runtime.\n\nSee https://www.tensorflow.org/install/errors\n\n"
         "for some common reasons and solutions.  Include the entire stack trace\nabove this error message when asking for help."
     )
-    assert telling_line(error) == "ImportError: libcublas.so.10.0: cannot open shared object file: No such file or directory"
+    assert (
+        telling_line(error)
+        == "ImportError: libcublas.so.10.0: cannot open shared object file: No such file or directory"
+    )
     assert telling_line("no error words here\nlast line") == "last line"

@@ -84,8 +84,13 @@ def test_search_order_ld_library_path_then_pip_then_ldconfig_then_unreachable_pl
         f"\tlibcudnn.so.8 (libc6) => /usr/lib/i386-linux-gnu/libcudnn.so.8\n"
         f"\tlibc.so.6 (libc6,x86-64, OS ABI: Linux 3.2.0) => /lib/x86_64-linux-gnu/libc.so.6\n"
     )
-    facts = probe(tmp_path, {"LD_LIBRARY_PATH": f"{mine}::/does/not/exist"}, transcript, pip_dirs=[str(pip)],
-                  conda_prefix=str(conda))
+    facts = probe(
+        tmp_path,
+        {"LD_LIBRARY_PATH": f"{mine}::/does/not/exist"},
+        transcript,
+        pip_dirs=[str(pip)],
+        conda_prefix=str(conda),
+    )
     cudnn = family(facts, "cudnn")
     assert [(c.origin, c.file_version, c.on_loader_path) for c in cudnn.copies] == [
         ("LD_LIBRARY_PATH", "8.1.0", True),
@@ -200,7 +205,9 @@ def test_conda_env_cuda_packages(tmp_path):
     (prefix / "conda-meta/cudatoolkit-11.2.2-hbe64b41_10.json").write_text("{}")
     (prefix / "conda-meta/cudnn-8.1.0.77-h90431f1_0.json").write_text("{}")
     toolkits = find_cuda_toolkits({}, tmp_path / "root", str(prefix))
-    assert [(t.version, t.origin, t.version_source) for t in toolkits] == [("11.2.2", "conda", "conda package cudatoolkit")]
+    assert [(t.version, t.origin, t.version_source) for t in toolkits] == [
+        ("11.2.2", "conda", "conda package cudatoolkit")
+    ]
 
 
 # --- loading, in the probed interpreter ------------------------------------------------------
@@ -267,7 +274,9 @@ def test_load_results_attribute_a_crash_and_ignore_noise():
     first, second = load_results(requests, output, -6)
     assert first == {"loads": True, "load_error": None, "reported_version": "12.4"}
     assert second == {"loads": False, "load_error": "loading this library killed the process (signal 6)"}
-    assert load_results(requests, '{"index": 1, "trying": true}\n', None)[1]["load_error"].endswith("did not finish in time")
+    assert load_results(requests, '{"index": 1, "trying": true}\n', None)[1]["load_error"].endswith(
+        "did not finish in time"
+    )
 
 
 def test_load_tester_failure_is_recorded_not_raised(tmp_path):
@@ -285,5 +294,7 @@ def test_wheel_folders_come_from_the_interpreter_even_when_run_isolated(tmp_path
     (site / "nvidia/cudnn/lib").mkdir(parents=True)
     (site / "nvidia/__init__.py").write_text("")
     env = dict(os.environ, PYTHONPATH=str(site))
-    proc = subprocess.run([sys.executable, "-I", str(INTERPRETER_SCRIPT)], capture_output=True, text=True, env=env, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-I", str(INTERPRETER_SCRIPT)], capture_output=True, text=True, env=env, check=True
+    )
     assert str(site / "nvidia/cudnn/lib") in json.loads(proc.stdout)["library_dirs"]["pip"]

@@ -38,16 +38,22 @@ def test_setup_post_failure_cuda_90_installed_where_tf_113_wants_100():
     listing = Listing(
         {
             SYSTEM32: ["nvcuda.dll", "msvcp140.dll", "kernel32.dll"],
-            v90: ["cudart64_90.dll", "cublas64_90.dll", "cufft64_90.dll", "curand64_90.dll",
-                  "cusolver64_90.dll", "cusparse64_90.dll", "cudnn64_7.dll", "nvcc.exe"],
+            v90: [
+                "cudart64_90.dll",
+                "cublas64_90.dll",
+                "cufft64_90.dll",
+                "curand64_90.dll",
+                "cusolver64_90.dll",
+                "cusparse64_90.dll",
+                "cudnn64_7.dll",
+                "nvcc.exe",
+            ],
         }
     )
     env = dict(ENV, CUDA_PATH=rf"{TOOLKIT}\v9.0", CUDA_PATH_V9_0=rf"{TOOLKIT}\v9.0")
     result = search_windows([SYSTEM32, v90, r"C:\Python36"], env, listing)
     cudart = family(result, "cudart")
-    assert [(c.path, c.file_version, c.origin) for c in cudart.copies] == [
-        (rf"{v90}\cudart64_90.dll", "9.0", "PATH")
-    ]
+    assert [(c.path, c.file_version, c.origin) for c in cudart.copies] == [(rf"{v90}\cudart64_90.dll", "9.0", "PATH")]
     assert cudart.winners == {"cudart64_90.dll": rf"{v90}\cudart64_90.dll"}
     assert "cudart64_100.dll" not in cudart.winners
     assert family(result, "cudnn").copies[0].file_version == "7"
@@ -64,7 +70,10 @@ def test_two_toolkits_on_path_each_name_has_its_own_winner():
     result = search_windows([v90, v100], ENV, listing)
     cudart = family(result, "cudart")
     assert [c.file_version for c in cudart.copies] == ["9.0", "10.0"]
-    assert cudart.winners == {"cudart64_90.dll": rf"{v90}\cudart64_90.dll", "cudart64_100.dll": rf"{v100}\cudart64_100.dll"}
+    assert cudart.winners == {
+        "cudart64_90.dll": rf"{v90}\cudart64_90.dll",
+        "cudart64_100.dll": rf"{v100}\cudart64_100.dll",
+    }
     assert cudart.winner == rf"{v100}\cudart64_100.dll"  # the newest name
 
 
@@ -96,8 +105,14 @@ def test_cudnn_9_in_its_own_folder_and_cuda_12_names():
         {
             SYSTEM32: ["nvcuda.dll"],
             cudnn: ["cudnn64_9.dll", "cudnn_ops64_9.dll", "cudnn_graph64_9.dll"],
-            v126: ["cudart64_12.dll", "cublas64_12.dll", "cublasLt64_12.dll", "cufft64_11.dll", "cusparse64_12.dll",
-                   "nvJitLink_120_0.dll"],
+            v126: [
+                "cudart64_12.dll",
+                "cublas64_12.dll",
+                "cublasLt64_12.dll",
+                "cufft64_11.dll",
+                "cusparse64_12.dll",
+                "nvJitLink_120_0.dll",
+            ],
         }
     )
     result = search_windows([v126, cudnn], ENV, listing)
@@ -146,8 +161,20 @@ def test_cuda_path_version_from_the_folder_name_when_no_versioned_variable():
 
 @pytest.mark.parametrize(
     "digits, version",
-    [("100", "10.0"), ("101", "10.1"), ("110", "11.0"), ("12", "12"), ("65", "6.5"), ("80", "8.0"),
-     ("90", "9.0"), ("92", "9.2"), ("10", "10"), ("11", "11"), ("7", "7"), ("9", "9")],
+    [
+        ("100", "10.0"),
+        ("101", "10.1"),
+        ("110", "11.0"),
+        ("12", "12"),
+        ("65", "6.5"),
+        ("80", "8.0"),
+        ("90", "9.0"),
+        ("92", "9.2"),
+        ("10", "10"),
+        ("11", "11"),
+        ("7", "7"),
+        ("9", "9"),
+    ],
 )
 def test_dll_name_versions(digits, version):
     assert windows_file_version(digits) == version

@@ -117,8 +117,15 @@ def test_ancient_driver_without_init_entry_point_is_function_not_found(nvml_prob
 def test_no_library_at_all(tmp_path, probe_env):
     """An empty LD_LIBRARY_PATH folder and no driver: this machine's own state."""
     proc = subprocess.run(
-        [sys.executable, "-c", "from envcheck.probes.nvml import probe_nvml; f = probe_nvml(); print(f.status, f.error_kind, f.error)"],
-        capture_output=True, text=True, env=probe_env(LD_LIBRARY_PATH=str(tmp_path)), timeout=60,
+        [
+            sys.executable,
+            "-c",
+            "from envcheck.probes.nvml import probe_nvml; f = probe_nvml(); print(f.status, f.error_kind, f.error)",
+        ],
+        capture_output=True,
+        text=True,
+        env=probe_env(LD_LIBRARY_PATH=str(tmp_path)),
+        timeout=60,
     )
     assert proc.stdout.split()[:2] == ["missing", "library_not_found"]
     assert "libnvidia-ml.so.1" in proc.stdout  # the loader's own reason is kept

@@ -113,5 +113,10 @@ def test_driver_probe_is_skipped_off_linux(make_tree):
 
 
 def test_version_parser_ignores_dates_and_gcc_versions():
-    assert parse_kernel_module_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  390.157  Wed Oct 12 09:19:07 UTC 2022") == "390.157"
+    assert (
+        parse_kernel_module_version(
+            "NVRM version: NVIDIA UNIX x86_64 Kernel Module  390.157  Wed Oct 12 09:19:07 UTC 2022"
+        )
+        == "390.157"
+    )
     assert parse_kernel_module_version("nothing here") is None

@@ -44,15 +44,33 @@ COMPLETE = {
     "build_info": {"cpu_compiler": "clang", "is_tensorrt_build": "True"},
     "physical_devices": [
         {"name": "/physical_device:CPU:0", "device_type": "CPU", "details": {}},
-        {"name": "/physical_device:GPU:0", "device_type": "GPU",
-         "details": {"device_name": "NVIDIA GeForce RTX 3090", "compute_capability": "8.6"}},
+        {
+            "name": "/physical_device:GPU:0",
+            "device_type": "GPU",
+            "details": {"device_name": "NVIDIA GeForce RTX 3090", "compute_capability": "8.6"},
+        },
     ],
-    "logical_devices": [{"name": "/device:CPU:0", "device_type": "CPU"}, {"name": "/device:GPU:0", "device_type": "GPU"}],
+    "logical_devices": [
+        {"name": "/device:CPU:0", "device_type": "CPU"},
+        {"name": "/device:GPU:0", "device_type": "GPU"},
+    ],
     "placement": [
-        {"op": "matmul", "requested": "/GPU:0", "device": "/job:localhost/replica:0/task:0/device:GPU:0", "ok": True,
-         "error": None, "seconds": 0.41},
-        {"op": "conv2d", "requested": "/GPU:0", "device": None, "ok": False,
-         "error": "UnimplementedError: DNN library is not found.", "seconds": 0.02},
+        {
+            "op": "matmul",
+            "requested": "/GPU:0",
+            "device": "/job:localhost/replica:0/task:0/device:GPU:0",
+            "ok": True,
+            "error": None,
+            "seconds": 0.41,
+        },
+        {
+            "op": "conv2d",
+            "requested": "/GPU:0",
+            "device": None,
+            "ok": False,
+            "error": "UnimplementedError: DNN library is not found.",
+            "seconds": 0.02,
+        },
     ],
     "mapped_libraries": ["/usr/lib/x86_64-linux-gnu/libcuda.so.535.154.05"],
     "import_seconds": 3.2,
@@ -66,7 +84,11 @@ def output(*results: dict, noise: str = "") -> str:
 def test_complete_result_is_ok_with_every_field():
     facts = facts_from_worker(output(dict(COMPLETE, stage="placement", partial=True), COMPLETE), "", 0)
     assert facts.status == "ok" and facts.error_kind is None
-    assert (facts.version, facts.distribution, facts.distributions) == ("2.15.1", "tensorflow", ("tensorflow", "tensorflow-gpu"))
+    assert (facts.version, facts.distribution, facts.distributions) == (
+        "2.15.1",
+        "tensorflow",
+        ("tensorflow", "tensorflow-gpu"),
+    )
     assert facts.is_cuda_build is True and facts.cuda_version == "12.2" and facts.cudnn_version == "8"
     assert facts.compute_capabilities[-1] == "compute_90"
     assert facts.physical_devices[1].details == {"device_name": "NVIDIA GeForce RTX 3090", "compute_capability": "8.6"}
@@ -111,7 +133,12 @@ def test_crash_after_the_cheap_stages_keeps_what_was_learnt():
     partial = {k: v for k, v in COMPLETE.items() if k not in ("placement", "mapped_libraries")}
     partial.update(stage="placement", partial=True)
     facts = facts_from_worker(output(partial), "Fatal Python error: Segmentation fault\n", -signal.SIGSEGV)
-    assert (facts.status, facts.error_kind, facts.signal, facts.failed_stage) == ("error", "crashed", "SIGSEGV", "placement")
+    assert (facts.status, facts.error_kind, facts.signal, facts.failed_stage) == (
+        "error",
+        "crashed",
+        "SIGSEGV",
+        "placement",
+    )
     assert facts.version == "2.15.1" and facts.is_cuda_build is True
     assert facts.placement == ()
     assert "Fatal Python error: Segmentation fault" in facts.log_lines
@@ -185,8 +212,16 @@ _EagerConst: (_EagerConst): /job:localhost/replica:0/task:0/device:GPU:0
 
 def test_log_lines_that_matter_are_kept_without_timestamps():
     lines = important_log_lines(TF1_WINDOWS, TF24_LINUX, TF216_LINUX)
-    assert "I tensorflow/stream_executor/platform/default/dso_loader.cc:42] Successfully opened dynamic library cudart64_100.dll" in lines
-    assert any(line.startswith("W tensorflow/stream_executor/platform/default/dso_loader.cc:60] Could not load dynamic library 'libcudnn.so.8'") for line in lines)
+    assert (
+        "I tensorflow/stream_executor/platform/default/dso_loader.cc:42] Successfully opened dynamic library cudart64_100.dll"
+        in lines
+    )
+    assert any(
+        line.startswith(
+            "W tensorflow/stream_executor/platform/default/dso_loader.cc:60] Could not load dynamic library 'libcudnn.so.8'"
+        )
+        for line in lines
+    )
     assert any("Cannot dlopen some GPU libraries" in line for line in lines)
     assert any("failed call to cuInit: CUDA_ERROR_NO_DEVICE" in line for line in lines)
     assert any(line.startswith("E cuda_dnn.cc:9261] Unable to register cuDNN factory") for line in lines)
@@ -199,7 +234,10 @@ def test_log_lines_that_matter_are_kept_without_timestamps():
 
 
 def test_log_lines_are_deduplicated_and_bounded():
-    noisy = "\n".join(f"W0000 00:00:17.{i:06d}   1 dso_loader.cc:60] Could not load dynamic library 'libcudnn.so.8'" for i in range(50))
+    noisy = "\n".join(
+        f"W0000 00:00:17.{i:06d}   1 dso_loader.cc:60] Could not load dynamic library 'libcudnn.so.8'"
+        for i in range(50)
+    )
     assert len(important_log_lines(noisy)) == 1
     many = "\n".join(f"Could not load dynamic library 'libfoo{i}.so'" for i in range(500))
     assert len(important_log_lines(many)) == MAX_LOG_LINES
@@ -221,7 +259,7 @@ def test_worker_import_failure_like_the_setup_post(tmp_path):
     env = fake_tf(
         tmp_path,
         "raise ImportError(\"Could not find 'cudart64_100.dll'. TensorFlow requires that this DLL be installed in a "
-        "directory that is named in your %PATH% environment variable.\")\n",
+        'directory that is named in your %PATH% environment variable.")\n',
     )
     facts = probe_tensorflow(None, env, timeout=60)
     assert (facts.status, facts.error_kind, facts.failed_stage) == ("error", "import_failed", "import")
@@ -303,7 +341,10 @@ def test_real_tensorflow_cuda_build_without_a_driver_runs_both_ops_on_the_cpu():
     assert facts.is_cuda_build is True and facts.cuda_version.startswith("12")
     assert any(cc.startswith(("sm_", "compute_")) for cc in facts.compute_capabilities)
     assert [d.device_type for d in facts.physical_devices] == ["CPU"]
-    assert [(p.op, p.requested, p.ok) for p in facts.placement] == [("matmul", "/CPU:0", True), ("conv2d", "/CPU:0", True)]
+    assert [(p.op, p.requested, p.ok) for p in facts.placement] == [
+        ("matmul", "/CPU:0", True),
+        ("conv2d", "/CPU:0", True),
+    ]
     assert all(p.device.endswith("device:CPU:0") for p in facts.placement)
     # TF says why it found no GPU; the wording changed across releases.
     assert any(("cuInit" in line) or ("cuda drivers" in line) for line in facts.log_lines), facts.log_lines
@@ -337,7 +378,10 @@ def test_process_that_exits_inside_the_import_with_an_import_error_on_stderr():
         ("Executing op Conv2D in device /job:localhost/replica:0/task:0/device:GPU:0", True),
         ("Executing op RandomUniform in device /job:localhost/replica:0/task:0/device:GPU:0", False),
         ("Created device /job:localhost/replica:0/task:0/device:GPU:0 with 10 MB memory", True),
-        ("kernel driver does not appear to be running on this host (gpu01): /proc/driver/nvidia/version does not exist", True),
+        (
+            "kernel driver does not appear to be running on this host (gpu01): /proc/driver/nvidia/version does not exist",
+            True,
+        ),
         ("kernel reported version is: 550.54.15", True),
         ("Ignoring visible gpu device (device: 0, name: GeForce GT 730, compute capability: 3.5)", True),
         ("ImportError: DLL load failed while importing _pywrap_tensorflow_internal", True),
@@ -346,14 +390,16 @@ def test_process_that_exits_inside_the_import_with_an_import_error_on_stderr():
         ("Can't find libdevice directory ${CUDA_DIR}/nvvm/libdevice", True),
         ("Fatal Python error: Segmentation fault", True),
         ("oneDNN custom operations are on. You may see slightly different numerical results", False),
-        ("This TensorFlow binary is optimized to use available CPU instructions in performance-critical operations.", False),
+        (
+            "This TensorFlow binary is optimized to use available CPU instructions in performance-critical operations.",
+            False,
+        ),
         ("To enable the following instructions: AVX2 AVX512F FMA, in other operations, rebuild TensorFlow", False),
         ("Your CPU supports instructions that this TensorFlow binary was not compiled to use: AVX2 FMA", False),
     ],
 )
 def test_each_log_pattern_keeps_its_line_and_leaves_its_neighbour(line, kept):
     assert (important_log_lines(line) == (line,)) is kept
-
 
 
 _json = st.recursive(

@@ -34,7 +34,11 @@ def doctor_json(*args: str) -> dict:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.run(
         [sys.executable, "-m", "envcheck", "doctor", "--json", *args],
-        capture_output=True, text=True, env=env, cwd=str(REPO), timeout=600,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(REPO),
+        timeout=600,
     )
     assert proc.returncode in (0, 1), proc.stderr
     return json.loads(proc.stdout)
@@ -97,7 +101,9 @@ def test_an_interrupted_collect_leaves_no_tensorflow_worker_behind(tmp_path, mon
     pidfile = tmp_path / "worker.pid"
     package = tmp_path / "site" / "tensorflow"
     package.mkdir(parents=True)
-    (package / "__init__.py").write_text(f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n")
+    (package / "__init__.py").write_text(
+        f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
+    )
     environ = dict(os.environ, PYTHONPATH=str(package.parent))
 
     def interrupted(*args, **kwargs):

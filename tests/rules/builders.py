@@ -90,14 +90,29 @@ def with_tf(facts: Facts, distribution: str, version: str, **tf_fields: Any) -> 
     """Another TF distribution installed, seen by the TF worker with ``tf_fields``."""
     others = tuple(d for d in ("tensorflow", "tensorflow-gpu", "tensorflow-cpu") if d != distribution)
     facts = with_distributions(facts, (distribution, version), drop=others)
-    return change(facts, {"tensorflow": dataclasses.replace(facts.tensorflow, version=version, distribution=distribution, distributions=(distribution,), **tf_fields)})
+    return change(
+        facts,
+        {
+            "tensorflow": dataclasses.replace(
+                facts.tensorflow, version=version, distribution=distribution, distributions=(distribution,), **tf_fields
+            )
+        },
+    )
 
 
 def server_gpus(facts: Facts, *gpus: tuple[str, str], **gpu_fields: Any) -> Facts:
     """Replace the server's GPUs by (name, compute capability) pairs; TF sees and uses them all."""
     nvml = tuple(
-        NvmlGpu(index=i, name=name, uuid=f"GPU-{i:08d}-0000-0000-0000-000000000000", pci_bus_id=f"00000000:{i + 1:02X}:00.0",
-                compute_capability=cc, memory_total_mb=16384, memory_used_mb=300, **gpu_fields)
+        NvmlGpu(
+            index=i,
+            name=name,
+            uuid=f"GPU-{i:08d}-0000-0000-0000-000000000000",
+            pci_bus_id=f"00000000:{i + 1:02X}:00.0",
+            compute_capability=cc,
+            memory_total_mb=16384,
+            memory_used_mb=300,
+            **gpu_fields,
+        )
         for i, (name, cc) in enumerate(gpus)
     )
     devices = (TfDevice(name="/physical_device:CPU:0", device_type="CPU"),) + tuple(
@@ -108,8 +123,26 @@ def server_gpus(facts: Facts, *gpus: tuple[str, str], **gpu_fields: Any) -> Fact
         for i in range(len(gpus))
         for op in ("matmul", "conv2d")
     )
-    pci = tuple(PciDevice(address=f"0000:{i + 1:02x}:00.0", vendor_id="0x10de", device_id="0x2204", class_code="0x030000", driver="nvidia", name=name) for i, (name, _) in enumerate(gpus))
-    return change(facts, {"nvml.gpus": nvml, "tensorflow.physical_devices": devices, "tensorflow.placement": placement, "pci.devices": pci})
+    pci = tuple(
+        PciDevice(
+            address=f"0000:{i + 1:02x}:00.0",
+            vendor_id="0x10de",
+            device_id="0x2204",
+            class_code="0x030000",
+            driver="nvidia",
+            name=name,
+        )
+        for i, (name, _) in enumerate(gpus)
+    )
+    return change(
+        facts,
+        {
+            "nvml.gpus": nvml,
+            "tensorflow.physical_devices": devices,
+            "tensorflow.placement": placement,
+            "pci.devices": pci,
+        },
+    )
 
 
 def tf_sees_no_gpu(facts: Facts, *log_lines: str) -> Facts:
@@ -118,7 +151,10 @@ def tf_sees_no_gpu(facts: Facts, *log_lines: str) -> Facts:
         {
             "tensorflow.physical_devices": (TfDevice(name="/physical_device:CPU:0", device_type="CPU"),),
             "tensorflow.placement": tuple(
-                PlacementResult(op=op, requested="/CPU:0", device="/job:localhost/replica:0/task:0/device:CPU:0", ok=True) for op in ("matmul", "conv2d")
+                PlacementResult(
+                    op=op, requested="/CPU:0", device="/job:localhost/replica:0/task:0/device:CPU:0", ok=True
+                )
+                for op in ("matmul", "conv2d")
             ),
             "tensorflow.log_lines": log_lines,
         },
@@ -132,8 +168,18 @@ def no_driver_linux(facts: Facts, pci_driver: str | None = None) -> Facts:
         quick(facts),
         {
             "pci.devices": pci,
-            "driver": dataclasses.replace(facts.driver, status=MISSING, loaded=False, version=None, module_version=None, text=None, error="the nvidia kernel module is not loaded"),
-            "nvml": NvmlFacts(status=MISSING, error_kind="library_not_found", error="NVML Shared Library Not Found", error_code=12),
+            "driver": dataclasses.replace(
+                facts.driver,
+                status=MISSING,
+                loaded=False,
+                version=None,
+                module_version=None,
+                text=None,
+                error="the nvidia kernel module is not loaded",
+            ),
+            "nvml": NvmlFacts(
+                status=MISSING, error_kind="library_not_found", error="NVML Shared Library Not Found", error_code=12
+            ),
         },
     )
 
@@ -143,7 +189,10 @@ def nvml_failure(facts: Facts, kind: str, message: str) -> Facts:
 
 
 def gpu_failure(facts: Facts, index: int, kind: str, message: str) -> Facts:
-    gpus = tuple(dataclasses.replace(g, status=ERROR, error_kind=kind, error=message) if g.index == index else g for g in facts.nvml.gpus)
+    gpus = tuple(
+        dataclasses.replace(g, status=ERROR, error_kind=kind, error=message) if g.index == index else g
+        for g in facts.nvml.gpus
+    )
     return change(facts, {"nvml.gpus": gpus})
 
 
@@ -154,10 +203,14 @@ def windows_copies(facts: Facts, directory: str, *names: str) -> Facts:
     libraries = list(facts.libraries.libraries)
     for name in names:
         family, version = match_library(name, "windows")
-        copy = LibraryCopy(path=f"{directory}\\{name}", directory=directory, origin="PATH", file_version=version, names=(name,))
+        copy = LibraryCopy(
+            path=f"{directory}\\{name}", directory=directory, origin="PATH", file_version=version, names=(name,)
+        )
         for i, lib in enumerate(libraries):
             if lib.family == family:
-                libraries[i] = dataclasses.replace(lib, copies=(copy,) + lib.copies, winners={**lib.winners, name: copy.path})
+                libraries[i] = dataclasses.replace(
+                    lib, copies=(copy,) + lib.copies, winners={**lib.winners, name: copy.path}
+                )
                 break
         else:
             libraries.append(LibraryFacts(family=family, copies=(copy,), winner=copy.path, winners={name: copy.path}))
@@ -166,7 +219,14 @@ def windows_copies(facts: Facts, directory: str, *names: str) -> Facts:
 
 def cuda_10_installed(facts: Facts, without: tuple[str, ...] = ()) -> Facts:
     """The setup post after installing CUDA 10.0 and cuDNN 7.4 (less the files in ``without``)."""
-    names = ("cudart64_100.dll", "cublas64_100.dll", "cufft64_100.dll", "curand64_100.dll", "cusolver64_100.dll", "cudnn64_7.dll")
+    names = (
+        "cudart64_100.dll",
+        "cublas64_100.dll",
+        "cufft64_100.dll",
+        "curand64_100.dll",
+        "cusolver64_100.dll",
+        "cudnn64_7.dll",
+    )
     root = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v10.0"
     toolkit = CudaToolkit(path=root, version="10.0", origin="CUDA_PATH", version_source="CUDA_PATH_V10_0")
     facts = change(facts, {"libraries.toolkits": (toolkit,) + facts.libraries.toolkits})
@@ -175,12 +235,18 @@ def cuda_10_installed(facts: Facts, without: tuple[str, ...] = ()) -> Facts:
 
 
 def library_copies(facts: Facts, family: str, *copies: LibraryCopy) -> Facts:
-    libraries = tuple(dataclasses.replace(lib, copies=copies, winner=copies[0].path if copies else None, winners={}) if lib.family == family else lib for lib in facts.libraries.libraries)
+    libraries = tuple(
+        dataclasses.replace(lib, copies=copies, winner=copies[0].path if copies else None, winners={})
+        if lib.family == family
+        else lib
+        for lib in facts.libraries.libraries
+    )
     return change(facts, {"libraries.libraries": libraries})
 
 
 def busy_gpu(facts: Facts, used_mb: int) -> Facts:
     gpus = list(facts.nvml.gpus)
-    gpus[0] = dataclasses.replace(gpus[0], memory_used_mb=used_mb, processes=(GpuProcess(pid=4242, name="python3", used_memory_mb=used_mb - 300),))
+    gpus[0] = dataclasses.replace(
+        gpus[0], memory_used_mb=used_mb, processes=(GpuProcess(pid=4242, name="python3", used_memory_mb=used_mb - 300),)
+    )
     return change(facts, {"nvml.gpus": tuple(gpus)})
-

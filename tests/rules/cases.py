@@ -31,29 +31,70 @@ class Case:
         return f"{self.rule}: {self.about}"
 
 
-def _tf_requiring(facts, numpy: str, requires=("numpy<2.0.0,>=1.23.5", "protobuf>=3.20.3,<5.0.0dev", "nvidia-cudnn-cu12==8.9.4.25; extra == 'and-cuda'", "tensorflow-io-gcs-filesystem>=0.23.1; python_version < '3.12'", "colorama; sys_platform == 'win32'")):
+def _tf_requiring(
+    facts,
+    numpy: str,
+    requires=(
+        "numpy<2.0.0,>=1.23.5",
+        "protobuf>=3.20.3,<5.0.0dev",
+        "nvidia-cudnn-cu12==8.9.4.25; extra == 'and-cuda'",
+        "tensorflow-io-gcs-filesystem>=0.23.1; python_version < '3.12'",
+        "colorama; sys_platform == 'win32'",
+    ),
+):
     """The server's TensorFlow with its own Requires-Dist, and a NumPy of ``numpy``."""
     dists = tuple(
         dataclasses.replace(d, requires=tuple(requires)) if d.name == "tensorflow" else d
         for d in facts.packages.distributions
         if d.name not in ("numpy", "protobuf", "tensorflow-io-gcs-filesystem")
-    ) + (Distribution(name="numpy", version=numpy), Distribution(name="protobuf", version="4.25.3"), Distribution(name="tensorflow-io-gcs-filesystem", version="0.37.1"))
+    ) + (
+        Distribution(name="numpy", version=numpy),
+        Distribution(name="protobuf", version="4.25.3"),
+        Distribution(name="tensorflow-io-gcs-filesystem", version="0.37.1"),
+    )
     return b.change(facts, {"packages.distributions": tuple(sorted(dists, key=lambda d: d.name))})
 
 
-def _pip_copy(name: str, reported: str, loads: bool = True, directory: str = "/venv/site-packages/nvidia/cudnn/lib") -> LibraryCopy:
-    return LibraryCopy(path=f"{directory}/{name}", directory=directory, origin="pip", file_version=name.rsplit(".", 1)[-1], reported_version=reported, loads=loads, realpath=f"{directory}/{name}", names=(name,))
+def _pip_copy(
+    name: str, reported: str, loads: bool = True, directory: str = "/venv/site-packages/nvidia/cudnn/lib"
+) -> LibraryCopy:
+    return LibraryCopy(
+        path=f"{directory}/{name}",
+        directory=directory,
+        origin="pip",
+        file_version=name.rsplit(".", 1)[-1],
+        reported_version=reported,
+        loads=loads,
+        realpath=f"{directory}/{name}",
+        names=(name,),
+    )
 
 
 def _system_copy(name: str, reported: str) -> LibraryCopy:
     d = "/usr/lib/x86_64-linux-gnu"
-    return LibraryCopy(path=f"{d}/{name}", directory=d, origin="ldconfig", file_version=name.rsplit(".", 1)[-1], reported_version=reported, loads=True, realpath=f"{d}/{name}.{reported}", names=(name,))
+    return LibraryCopy(
+        path=f"{d}/{name}",
+        directory=d,
+        origin="ldconfig",
+        file_version=name.rsplit(".", 1)[-1],
+        reported_version=reported,
+        loads=True,
+        realpath=f"{d}/{name}.{reported}",
+        names=(name,),
+    )
 
 
 def _not_installed(facts: Facts) -> Facts:
     tf_names = ("tensorflow", "tensorflow-gpu", "tensorflow-cpu", "keras")
     facts = b.with_distributions(facts, drop=tf_names)
-    return b.change(facts, {"tensorflow": TensorflowFacts(status="missing", error_kind="not_installed", error="No module named 'tensorflow'")})
+    return b.change(
+        facts,
+        {
+            "tensorflow": TensorflowFacts(
+                status="missing", error_kind="not_installed", error="No module named 'tensorflow'"
+            )
+        },
+    )
 
 
 def _windows_tf(version: str) -> Facts:
@@ -70,10 +111,25 @@ def _mixed_models() -> Facts:
 CASES: tuple[Case, ...] = (
     # --- python
     Case("EC-PY-001", lambda: b.change(b.server(), {"python.bits": 32}), b.server, "32-bit interpreter"),
-    Case("EC-PY-002", lambda: b.change(b.server(), {"python.version": "3.12.1"}), b.server, "TF 2.15 has no Python 3.12 wheels"),
-    Case("EC-PY-002", lambda: b.change(_not_installed(b.no_gpu()), {"python.version": "3.14.0"}), lambda: b.change(_not_installed(b.no_gpu()), {"python.version": "3.13.1"}), "no release at all for Python 3.14"),
+    Case(
+        "EC-PY-002",
+        lambda: b.change(b.server(), {"python.version": "3.12.1"}),
+        b.server,
+        "TF 2.15 has no Python 3.12 wheels",
+    ),
+    Case(
+        "EC-PY-002",
+        lambda: b.change(_not_installed(b.no_gpu()), {"python.version": "3.14.0"}),
+        lambda: b.change(_not_installed(b.no_gpu()), {"python.version": "3.13.1"}),
+        "no release at all for Python 3.14",
+    ),
     # --- GPU present
-    Case("EC-PY-003", lambda: b.change(b.no_gpu(), {"python.version": "2.7.18"}), lambda: b.change(b.no_gpu(), {"python.version": "3.6.15"}), "Python 2.7"),
+    Case(
+        "EC-PY-003",
+        lambda: b.change(b.no_gpu(), {"python.version": "2.7.18"}),
+        lambda: b.change(b.no_gpu(), {"python.version": "3.6.15"}),
+        "Python 2.7",
+    ),
     Case("EC-GPU-001", b.no_gpu, b.server, "no NVIDIA device on the PCI bus"),
     Case(
         "EC-GPU-001",
@@ -81,11 +137,29 @@ CASES: tuple[Case, ...] = (
         lambda: b.change(b.no_gpu(), {"pci.status": SKIPPED, "pci.error": "not Linux"}),
         "without a PCI probe absence is not established",
     ),
-    Case("EC-GPU-002", lambda: b.no_driver_linux(b.server()), lambda: b.no_driver_linux(b.server(), pci_driver="nvidia"), "card on the bus, no driver bound"),
-    Case("EC-GPU-003", lambda: b.no_driver_linux(b.server(), pci_driver="nouveau"), lambda: b.no_driver_linux(b.server(), pci_driver="nvidia"), "nouveau holds the card"),
-    Case("EC-GPU-003", lambda: b.no_driver_linux(b.server(), pci_driver="vfio-pci"), b.server, "vfio-pci holds the card"),
+    Case(
+        "EC-GPU-002",
+        lambda: b.no_driver_linux(b.server()),
+        lambda: b.no_driver_linux(b.server(), pci_driver="nvidia"),
+        "card on the bus, no driver bound",
+    ),
+    Case(
+        "EC-GPU-003",
+        lambda: b.no_driver_linux(b.server(), pci_driver="nouveau"),
+        lambda: b.no_driver_linux(b.server(), pci_driver="nvidia"),
+        "nouveau holds the card",
+    ),
+    Case(
+        "EC-GPU-003", lambda: b.no_driver_linux(b.server(), pci_driver="vfio-pci"), b.server, "vfio-pci holds the card"
+    ),
     # --- driver
-    Case("EC-DRV-001", lambda: b.change(b.server(), {"nvml.driver_version": "450.80.02", "driver.version": "450.80.02"}), b.server, "below the CUDA 12 floor", "error"),
+    Case(
+        "EC-DRV-001",
+        lambda: b.change(b.server(), {"nvml.driver_version": "450.80.02", "driver.version": "450.80.02"}),
+        b.server,
+        "below the CUDA 12 floor",
+        "error",
+    ),
     Case(
         "EC-DRV-001",
         lambda: b.change(b.server(), {"nvml.driver_version": "530.30.02", "driver.version": "530.30.02"}),
@@ -100,47 +174,174 @@ CASES: tuple[Case, ...] = (
         "CUDA 10.0 on Windows needs 411.31",
         "error",
     ),
-    Case("EC-DRV-002", lambda: b.nvml_failure(b.server(), "version_mismatch", "Driver/library version mismatch"), b.server, "driver upgraded without reboot"),
-    Case("EC-DRV-002", lambda: b.change(b.server(), {"driver.version": "535.104.05"}), b.server, "kernel module and NVML report different versions"),
-    Case("EC-DRV-002", lambda: b.change(b.server(), {"driver.version": "535.104.05", "driver.module_file_version": "535.104.05"}), lambda: b.change(b.server(), {"driver.module_file_version": "535.129.03"}), "installed at different versions: no reboot helps"),
+    Case(
+        "EC-DRV-002",
+        lambda: b.nvml_failure(b.server(), "version_mismatch", "Driver/library version mismatch"),
+        b.server,
+        "driver upgraded without reboot",
+    ),
+    Case(
+        "EC-DRV-002",
+        lambda: b.change(b.server(), {"driver.version": "535.104.05"}),
+        b.server,
+        "kernel module and NVML report different versions",
+    ),
+    Case(
+        "EC-DRV-002",
+        lambda: b.change(b.server(), {"driver.version": "535.104.05", "driver.module_file_version": "535.104.05"}),
+        lambda: b.change(b.server(), {"driver.module_file_version": "535.129.03"}),
+        "installed at different versions: no reboot helps",
+    ),
     Case(
         "EC-DRV-003",
-        lambda: b.change(b.server(), {"nvml": NvmlFacts(status="missing", error_kind="library_not_found", error="NVML Shared Library Not Found")}),
+        lambda: b.change(
+            b.server(),
+            {
+                "nvml": NvmlFacts(
+                    status="missing", error_kind="library_not_found", error="NVML Shared Library Not Found"
+                )
+            },
+        ),
         b.no_gpu,
         "kernel module loaded, user-space library missing (no GPU: nothing to say)",
     ),
-    Case("EC-DRV-004", lambda: b.nvml_failure(b.server(), "driver_not_loaded", "Driver Not Loaded"), b.server, "module not loaded"),
-    Case("EC-DRV-004", lambda: b.change(b.no_driver_linux(b.server()), {"driver.module_files": ("/lib/modules/6.5.0-21-generic/updates/dkms/nvidia.ko",)}), lambda: b.no_driver_linux(b.server()), "module on disk, not loaded, no NVML library"),
-    Case("EC-DRV-004", lambda: b.change(b.no_driver_linux(b.server()), {"driver.kernel_release": "6.8.0-31-generic", "driver.dkms": ("550.54.14/6.5.0-21-generic",)}), lambda: b.no_driver_linux(b.server()), "built by DKMS for the old kernel only"),
-    Case("EC-DRV-005", lambda: b.gpu_failure(b.server(), 1, "no_permission", "Insufficient Permissions"), b.server, "one GPU not accessible"),
-    Case("EC-DRV-006", lambda: b.gpu_failure(b.server(), 2, "gpu_lost", "GPU is lost"), b.server, "a GPU fell off the bus"),
-    Case("EC-DRV-007", lambda: b.gpu_failure(b.server(), 0, "function_not_found", "Function Not Found"), lambda: b.gpu_failure(b.server(), 0, "gpu_lost", "GPU is lost"), "old driver lacks an NVML call"),
-    Case("EC-DRV-008", lambda: b.nvml_failure(b.server(), "unknown", "Unknown Error"), lambda: b.nvml_failure(b.server(), "driver_not_loaded", "Driver Not Loaded"), "unknown NVML error"),
+    Case(
+        "EC-DRV-004",
+        lambda: b.nvml_failure(b.server(), "driver_not_loaded", "Driver Not Loaded"),
+        b.server,
+        "module not loaded",
+    ),
+    Case(
+        "EC-DRV-004",
+        lambda: b.change(
+            b.no_driver_linux(b.server()),
+            {"driver.module_files": ("/lib/modules/6.5.0-21-generic/updates/dkms/nvidia.ko",)},
+        ),
+        lambda: b.no_driver_linux(b.server()),
+        "module on disk, not loaded, no NVML library",
+    ),
+    Case(
+        "EC-DRV-004",
+        lambda: b.change(
+            b.no_driver_linux(b.server()),
+            {"driver.kernel_release": "6.8.0-31-generic", "driver.dkms": ("550.54.14/6.5.0-21-generic",)},
+        ),
+        lambda: b.no_driver_linux(b.server()),
+        "built by DKMS for the old kernel only",
+    ),
+    Case(
+        "EC-DRV-005",
+        lambda: b.gpu_failure(b.server(), 1, "no_permission", "Insufficient Permissions"),
+        b.server,
+        "one GPU not accessible",
+    ),
+    Case(
+        "EC-DRV-006",
+        lambda: b.gpu_failure(b.server(), 2, "gpu_lost", "GPU is lost"),
+        b.server,
+        "a GPU fell off the bus",
+    ),
+    Case(
+        "EC-DRV-007",
+        lambda: b.gpu_failure(b.server(), 0, "function_not_found", "Function Not Found"),
+        lambda: b.gpu_failure(b.server(), 0, "gpu_lost", "GPU is lost"),
+        "old driver lacks an NVML call",
+    ),
+    Case(
+        "EC-DRV-008",
+        lambda: b.nvml_failure(b.server(), "unknown", "Unknown Error"),
+        lambda: b.nvml_failure(b.server(), "driver_not_loaded", "Driver Not Loaded"),
+        "unknown NVML error",
+    ),
     # --- compute capability
-    Case("EC-CC-001", lambda: b.server_gpus(b.server(), ("GeForce GTX 780", "3.5")), lambda: b.server_gpus(b.server(), ("GeForce GTX 980", "5.2")), "Kepler card, TF 2.15 starts at sm_50"),
-    Case("EC-CC-003", lambda: b.change(b.server_gpus(b.server(), ("Tesla K40m", "3.5")), {"nvml.driver_version": "470.256.02", "driver.version": "470.256.02"}), lambda: b.change(b.server_gpus(b.server(), ("Tesla T4", "7.5")), {"nvml.driver_version": "470.256.02", "driver.version": "470.256.02"}), "Kepler past its last branch; a Turing card can get a newer driver"),
-    Case("EC-CC-002", lambda: b.server_gpus(b.server(), ("NVIDIA GeForce RTX 3090", "8.6")), lambda: b.server_gpus(b.server(), ("NVIDIA GeForce RTX 2080 Ti", "7.5")), "Ampere card, TF 2.15 has only compute_80 PTX"),
+    Case(
+        "EC-CC-001",
+        lambda: b.server_gpus(b.server(), ("GeForce GTX 780", "3.5")),
+        lambda: b.server_gpus(b.server(), ("GeForce GTX 980", "5.2")),
+        "Kepler card, TF 2.15 starts at sm_50",
+    ),
+    Case(
+        "EC-CC-003",
+        lambda: b.change(
+            b.server_gpus(b.server(), ("Tesla K40m", "3.5")),
+            {"nvml.driver_version": "470.256.02", "driver.version": "470.256.02"},
+        ),
+        lambda: b.change(
+            b.server_gpus(b.server(), ("Tesla T4", "7.5")),
+            {"nvml.driver_version": "470.256.02", "driver.version": "470.256.02"},
+        ),
+        "Kepler past its last branch; a Turing card can get a newer driver",
+    ),
+    Case(
+        "EC-CC-002",
+        lambda: b.server_gpus(b.server(), ("NVIDIA GeForce RTX 3090", "8.6")),
+        lambda: b.server_gpus(b.server(), ("NVIDIA GeForce RTX 2080 Ti", "7.5")),
+        "Ampere card, TF 2.15 has only compute_80 PTX",
+    ),
     # --- libraries
     Case("EC-LIB-001", b.setup_post, lambda: b.cuda_10_installed(b.setup_post()), "cudart64_100.dll missing"),
     Case(
         "EC-LIB-001",
-        lambda: b.with_distributions(b.library_copies(b.quick(b.server()), "cudart"), drop=("nvidia-cuda-runtime-cu12",)),
+        lambda: b.with_distributions(
+            b.library_copies(b.quick(b.server()), "cudart"), drop=("nvidia-cuda-runtime-cu12",)
+        ),
         lambda: b.quick(b.server()),
         "libcudart.so.12 not found on Linux (and no wheel that should carry it)",
     ),
-    Case("EC-LIB-002", lambda: b.library_copies(b.cuda_10_installed(b.setup_post()), "cudnn"), lambda: b.cuda_10_installed(b.setup_post()), "cudnn64_7.dll missing"),
-    Case("EC-LIB-002", lambda: b.library_copies(b.quick(b.server()), "cudnn", _pip_copy("libcudnn.so.8", "8.6.0")), lambda: b.library_copies(b.quick(b.server()), "cudnn", _pip_copy("libcudnn.so.8", "8.9.4")), "cuDNN 8.6 older than the build's 8.9"),
-    Case("EC-LIB-002", b.setup_post, lambda: b.cuda_10_installed(b.setup_post()), "cudnn64_7.dll only in the CUDA 9.0 folder"),
-    Case("EC-LIB-003", b.setup_post, lambda: b.library_copies(b.setup_post(), "cudart"), "CUDA 9.0 runtime instead of 10.0"),
+    Case(
+        "EC-LIB-002",
+        lambda: b.library_copies(b.cuda_10_installed(b.setup_post()), "cudnn"),
+        lambda: b.cuda_10_installed(b.setup_post()),
+        "cudnn64_7.dll missing",
+    ),
+    Case(
+        "EC-LIB-002",
+        lambda: b.library_copies(b.quick(b.server()), "cudnn", _pip_copy("libcudnn.so.8", "8.6.0")),
+        lambda: b.library_copies(b.quick(b.server()), "cudnn", _pip_copy("libcudnn.so.8", "8.9.4")),
+        "cuDNN 8.6 older than the build's 8.9",
+    ),
+    Case(
+        "EC-LIB-002",
+        b.setup_post,
+        lambda: b.cuda_10_installed(b.setup_post()),
+        "cudnn64_7.dll only in the CUDA 9.0 folder",
+    ),
+    Case(
+        "EC-LIB-003",
+        b.setup_post,
+        lambda: b.library_copies(b.setup_post(), "cudart"),
+        "CUDA 9.0 runtime instead of 10.0",
+    ),
     Case(
         "EC-LIB-004",
-        lambda: b.library_copies(b.quick(b.server()), "cudnn", _system_copy("libcudnn.so.8", "8.0.5"), _pip_copy("libcudnn.so.8", "8.9.4")),
-        lambda: b.library_copies(b.quick(b.server()), "cudnn", _pip_copy("libcudnn.so.8", "8.9.4"), _system_copy("libcudnn.so.8", "8.0.5")),
+        lambda: b.library_copies(
+            b.quick(b.server()), "cudnn", _system_copy("libcudnn.so.8", "8.0.5"), _pip_copy("libcudnn.so.8", "8.9.4")
+        ),
+        lambda: b.library_copies(
+            b.quick(b.server()), "cudnn", _pip_copy("libcudnn.so.8", "8.9.4"), _system_copy("libcudnn.so.8", "8.0.5")
+        ),
         "old system cuDNN earlier on the path than the pip one",
         "error",
     ),
-    Case("EC-LIB-005", b.no_gpu, lambda: b.change(b.no_gpu(), {"libraries.toolkits": (dataclasses.replace(b.no_gpu().libraries.toolkits[0], version="12.4"),)}), "CUDA 13 toolkit, TF built for 12.5", "info"),
-    Case("EC-LIB-005", b.setup_post, lambda: b.change(b.setup_post(), {"libraries.toolkits": (dataclasses.replace(b.setup_post().libraries.toolkits[0], version="10.0"),)}), "CUDA 9.0 toolkit, TF 1.13 wants 10.0", "warning"),
+    Case(
+        "EC-LIB-005",
+        b.no_gpu,
+        lambda: b.change(
+            b.no_gpu(), {"libraries.toolkits": (dataclasses.replace(b.no_gpu().libraries.toolkits[0], version="12.4"),)}
+        ),
+        "CUDA 13 toolkit, TF built for 12.5",
+        "info",
+    ),
+    Case(
+        "EC-LIB-005",
+        b.setup_post,
+        lambda: b.change(
+            b.setup_post(),
+            {"libraries.toolkits": (dataclasses.replace(b.setup_post().libraries.toolkits[0], version="10.0"),)},
+        ),
+        "CUDA 9.0 toolkit, TF 1.13 wants 10.0",
+        "warning",
+    ),
     Case(
         "EC-LIB-006",
         lambda: b.library_copies(b.quick(b.server()), "cudnn", _pip_copy("libcudnn.so.8", "8.9.4", loads=False)),
@@ -151,29 +352,62 @@ CASES: tuple[Case, ...] = (
     Case(
         "EC-LIB-006",
         lambda: b.library_copies(b.quick(b.server()), "cudart"),
-        lambda: b.with_distributions(b.library_copies(b.quick(b.server()), "cudart"), drop=("nvidia-cuda-runtime-cu12",)),
+        lambda: b.with_distributions(
+            b.library_copies(b.quick(b.server()), "cudart"), drop=("nvidia-cuda-runtime-cu12",)
+        ),
         "the runtime wheel is installed but its library is not found",
         "error",
     ),
-    Case("EC-LIB-007", lambda: b.with_distributions(b.server(), ("nvidia-cudnn-cu12", "9.1.0.70")), b.server, "cuDNN wheel outside TF 2.15.1's pin"),
-    Case("EC-LIB-008", lambda: b.cuda_10_installed(b.setup_post(), without=("cublas64_100.dll",)), lambda: b.cuda_10_installed(b.setup_post()), "cublas64_100.dll missing"),
+    Case(
+        "EC-LIB-007",
+        lambda: b.with_distributions(b.server(), ("nvidia-cudnn-cu12", "9.1.0.70")),
+        b.server,
+        "cuDNN wheel outside TF 2.15.1's pin",
+    ),
+    Case(
+        "EC-LIB-008",
+        lambda: b.cuda_10_installed(b.setup_post(), without=("cublas64_100.dll",)),
+        lambda: b.cuda_10_installed(b.setup_post()),
+        "cublas64_100.dll missing",
+    ),
     # --- TensorFlow
-    Case("EC-TF-010", lambda: _tf_requiring(b.server(), "2.1.3"), lambda: _tf_requiring(b.server(), "1.26.4"), "NumPy 2 under a TensorFlow built for NumPy 1"),
+    Case(
+        "EC-TF-010",
+        lambda: _tf_requiring(b.server(), "2.1.3"),
+        lambda: _tf_requiring(b.server(), "1.26.4"),
+        "NumPy 2 under a TensorFlow built for NumPy 1",
+    ),
     Case("EC-TF-001", lambda: _not_installed(b.no_gpu()), b.no_gpu, "nothing installed"),
-    Case("EC-TF-002", lambda: b.with_distributions(b.server(), ("tensorflow-cpu", "2.15.1")), b.server, "tensorflow and tensorflow-cpu together"),
+    Case(
+        "EC-TF-002",
+        lambda: b.with_distributions(b.server(), ("tensorflow-cpu", "2.15.1")),
+        b.server,
+        "tensorflow and tensorflow-cpu together",
+    ),
     Case(
         "EC-TF-002",
         lambda: b.with_distributions(_windows_tf("2.10.1"), ("tensorflow-gpu", "2.10.1")),
         lambda: b.change(
             b.with_distributions(_windows_tf("2.15.1"), ("tensorflow-intel", "2.15.1")),
-            {"packages.distributions": tuple(
-                dataclasses.replace(d, requires=('tensorflow-intel==2.15.1; platform_system == "Windows"',)) if d.name == "tensorflow" else d
-                for d in b.with_distributions(_windows_tf("2.15.1"), ("tensorflow-intel", "2.15.1")).packages.distributions
-            )},
+            {
+                "packages.distributions": tuple(
+                    dataclasses.replace(d, requires=('tensorflow-intel==2.15.1; platform_system == "Windows"',))
+                    if d.name == "tensorflow"
+                    else d
+                    for d in b.with_distributions(
+                        _windows_tf("2.15.1"), ("tensorflow-intel", "2.15.1")
+                    ).packages.distributions
+                )
+            },
         ),
         "tensorflow-intel is a dependency of tensorflow, not a second install",
     ),
-    Case("EC-TF-003", lambda: b.with_distributions(b.no_gpu(), ("tensorflow-gpu", "2.12.0")), lambda: b.with_distributions(b.no_gpu(), ("tensorflow-gpu", "2.11.0")), "tensorflow-gpu 2.12 placeholder"),
+    Case(
+        "EC-TF-003",
+        lambda: b.with_distributions(b.no_gpu(), ("tensorflow-gpu", "2.12.0")),
+        lambda: b.with_distributions(b.no_gpu(), ("tensorflow-gpu", "2.11.0")),
+        "tensorflow-gpu 2.12 placeholder",
+    ),
     Case("EC-TF-004", lambda: _windows_tf("2.15.1"), lambda: _windows_tf("2.10.1"), "native Windows after 2.10"),
     Case(
         "EC-TF-005",
@@ -181,66 +415,237 @@ CASES: tuple[Case, ...] = (
         lambda: b.with_tf(b.no_gpu(), "tensorflow-cpu", "2.21.0", is_cuda_build=False),
         "CPU-only build with four GPUs (without a GPU it is the right build)",
     ),
-    Case("EC-TF-005", lambda: b.with_distributions(b.cuda_10_installed(b.setup_post()), ("tensorflow", "1.13.1"), drop=("tensorflow-gpu",)), lambda: b.cuda_10_installed(b.setup_post()), "1.x tensorflow (CPU) instead of tensorflow-gpu"),
-    Case("EC-TF-006", b.setup_post, lambda: b.change(b.setup_post(), {"tensorflow": TensorflowFacts(status=SKIPPED)}), "import fails"),
+    Case(
+        "EC-TF-005",
+        lambda: b.with_distributions(
+            b.cuda_10_installed(b.setup_post()), ("tensorflow", "1.13.1"), drop=("tensorflow-gpu",)
+        ),
+        lambda: b.cuda_10_installed(b.setup_post()),
+        "1.x tensorflow (CPU) instead of tensorflow-gpu",
+    ),
+    Case(
+        "EC-TF-006",
+        b.setup_post,
+        lambda: b.change(b.setup_post(), {"tensorflow": TensorflowFacts(status=SKIPPED)}),
+        "import fails",
+    ),
     Case(
         "EC-TF-007",
-        lambda: b.change(b.server(), {"tensorflow": TensorflowFacts(status=ERROR, error_kind="crashed", signal="SIGSEGV", returncode=-11, failed_stage="devices", error="worker killed by SIGSEGV")}),
-        lambda: b.change(b.server(), {"tensorflow": TensorflowFacts(status=ERROR, error_kind="import_failed", error="ImportError: boom")}),
+        lambda: b.change(
+            b.server(),
+            {
+                "tensorflow": TensorflowFacts(
+                    status=ERROR,
+                    error_kind="crashed",
+                    signal="SIGSEGV",
+                    returncode=-11,
+                    failed_stage="devices",
+                    error="worker killed by SIGSEGV",
+                )
+            },
+        ),
+        lambda: b.change(
+            b.server(),
+            {"tensorflow": TensorflowFacts(status=ERROR, error_kind="import_failed", error="ImportError: boom")},
+        ),
         "worker crashed",
     ),
     Case(
         "EC-TF-007",
-        lambda: b.change(b.server(), {"tensorflow": TensorflowFacts(status=ERROR, error_kind="timeout", failed_stage="placement", error="no answer within 60 s")}),
+        lambda: b.change(
+            b.server(),
+            {
+                "tensorflow": TensorflowFacts(
+                    status=ERROR, error_kind="timeout", failed_stage="placement", error="no answer within 60 s"
+                )
+            },
+        ),
         b.server,
         "worker timed out",
     ),
     Case("EC-TF-008", lambda: b.with_tf(b.server(), "tensorflow", "2.99.0"), b.server, "release newer than the matrix"),
-    Case("EC-TF-009", lambda: b.change(b.no_gpu(), {"platform.os": "macos", "platform.system": "Darwin"}), b.no_gpu, "macOS"),
+    Case(
+        "EC-TF-009",
+        lambda: b.change(b.no_gpu(), {"platform.os": "macos", "platform.system": "Darwin"}),
+        b.no_gpu,
+        "macOS",
+    ),
     # --- placement
     Case(
         "EC-PLC-001",
-        lambda: b.tf_sees_no_gpu(b.server(), "W dso_loader.cc:64] Could not load dynamic library 'libcudnn.so.8'", "W gpu_device.cc:2211] Cannot dlopen some GPU libraries."),
+        lambda: b.tf_sees_no_gpu(
+            b.server(),
+            "W dso_loader.cc:64] Could not load dynamic library 'libcudnn.so.8'",
+            "W gpu_device.cc:2211] Cannot dlopen some GPU libraries.",
+        ),
         lambda: b.tf_sees_no_gpu(b.no_gpu(), "E cuda_platform.cc:52] failed call to cuInit: UNKNOWN ERROR (303)"),
         "GPU, driver and libraries there, TF lists no GPU (no GPU at all: not this rule)",
     ),
     Case(
         "EC-PLC-002",
-        lambda: b.change(b.server(), {"tensorflow.placement": (PlacementResult(op="matmul", requested="/GPU:0", device="/job:localhost/replica:0/task:0/device:CPU:0", ok=True),)}),
-        lambda: b.change(b.no_gpu(), {"tensorflow.placement": (PlacementResult(op="matmul", requested="/CPU:0", device="/job:localhost/replica:0/task:0/device:CPU:0", ok=True),)}),
+        lambda: b.change(
+            b.server(),
+            {
+                "tensorflow.placement": (
+                    PlacementResult(
+                        op="matmul", requested="/GPU:0", device="/job:localhost/replica:0/task:0/device:CPU:0", ok=True
+                    ),
+                )
+            },
+        ),
+        lambda: b.change(
+            b.no_gpu(),
+            {
+                "tensorflow.placement": (
+                    PlacementResult(
+                        op="matmul", requested="/CPU:0", device="/job:localhost/replica:0/task:0/device:CPU:0", ok=True
+                    ),
+                )
+            },
+        ),
         "asked for GPU:0, ran on the CPU",
     ),
     Case(
         "EC-PLC-003",
-        lambda: b.change(b.server(), {"tensorflow.placement": (
-            PlacementResult(op="matmul", requested="/GPU:0", device="/job:localhost/replica:0/task:0/device:GPU:0", ok=True),
-            PlacementResult(op="conv2d", requested="/GPU:0", device=None, ok=False, error="UnknownError: Failed to get convolution algorithm. This is probably because cuDNN failed to initialize"),
-        )}),
-        lambda: b.change(b.server(), {"tensorflow.placement": (
-            PlacementResult(op="matmul", requested="/GPU:0", device=None, ok=False, error="InternalError: CUDA runtime implicit initialization failed"),
-            PlacementResult(op="conv2d", requested="/GPU:0", device=None, ok=False, error="InternalError: CUDA runtime implicit initialization failed"),
-        )}),
+        lambda: b.change(
+            b.server(),
+            {
+                "tensorflow.placement": (
+                    PlacementResult(
+                        op="matmul", requested="/GPU:0", device="/job:localhost/replica:0/task:0/device:GPU:0", ok=True
+                    ),
+                    PlacementResult(
+                        op="conv2d",
+                        requested="/GPU:0",
+                        device=None,
+                        ok=False,
+                        error="UnknownError: Failed to get convolution algorithm. This is probably because cuDNN failed to initialize",
+                    ),
+                )
+            },
+        ),
+        lambda: b.change(
+            b.server(),
+            {
+                "tensorflow.placement": (
+                    PlacementResult(
+                        op="matmul",
+                        requested="/GPU:0",
+                        device=None,
+                        ok=False,
+                        error="InternalError: CUDA runtime implicit initialization failed",
+                    ),
+                    PlacementResult(
+                        op="conv2d",
+                        requested="/GPU:0",
+                        device=None,
+                        ok=False,
+                        error="InternalError: CUDA runtime implicit initialization failed",
+                    ),
+                )
+            },
+        ),
         "convolution fails where the matmul passed",
     ),
     Case(
         "EC-PLC-004",
         lambda: b.change(b.server(), {"tensorflow.physical_devices": b.server().tensorflow.physical_devices[:4]}),
-        lambda: b.with_env(b.change(b.server(), {"tensorflow.physical_devices": b.server().tensorflow.physical_devices[:3]}), CUDA_VISIBLE_DEVICES="0,1"),
+        lambda: b.with_env(
+            b.change(b.server(), {"tensorflow.physical_devices": b.server().tensorflow.physical_devices[:3]}),
+            CUDA_VISIBLE_DEVICES="0,1",
+        ),
         "3 of 4 GPUs listed (2 of 2 visible is fine)",
     ),
     # --- environment
-    Case("EC-ENV-001", lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0;1"), lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0,1"), "semicolon instead of comma: CUDA reads '0;1' as GPU 0", "warning"),
-    Case("EC-ENV-001", lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0,1,-1,3"), lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0,1,3"), "a negative entry hides the GPUs after it", "warning"),
-    Case("EC-ENV-001", lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="gpu0"), lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0"), "not a number first: no GPU", "error"),
-    Case("EC-ENV-001", lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0,1,gpu2"), lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES=" 0, 1"), "bad entry after good ones", "warning"),
-    Case("EC-ENV-002", lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="4"), lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="3"), "index 4 on a 4-GPU machine", "error"),
-    Case("EC-ENV-002", lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="GPU-deadbeef"), lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="GPU-0c1f8a1e"), "unknown UUID"),
-    Case("EC-ENV-003", lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES=""), lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0"), "empty: every GPU hidden", "error"),
-    Case("EC-ENV-003", lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="-1"), lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0,-1"), "-1 first hides all; after an index it only ends the list"),
-    Case("EC-ENV-008", lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0,1,2,1"), lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0,1,2"), "GPU 1 named twice: CUDA shows none", "error"),
-    Case("EC-ENV-008", lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="GPU-0c1f8a1e,GPU-0c1f8a1"), lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="GPU-0c1f8a1e"), "one GPU by two UUID prefixes"),
-    Case("EC-ENV-004", _mixed_models, lambda: b.with_env(_mixed_models(), CUDA_DEVICE_ORDER="PCI_BUS_ID"), "V100 and T4, default fastest-first order"),
-    Case("EC-ENV-005", lambda: b.busy_gpu(b.server(), 30000), lambda: b.busy_gpu(b.server(), 12000), "30 of 32 GB taken by another process"),
-    Case("EC-ENV-006", lambda: b.with_env(b.server(), TF_FORCE_GPU_ALLOW_GROWTH="1"), lambda: b.with_env(b.server(), TF_FORCE_GPU_ALLOW_GROWTH="true"), "1 is not true"),
-    Case("EC-ENV-007", lambda: b.with_env(b.server(), TF_CPP_MIN_LOG_LEVEL="3"), lambda: b.with_env(b.server(), TF_CPP_MIN_LOG_LEVEL="1"), "level 3 hides errors"),
+    Case(
+        "EC-ENV-001",
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0;1"),
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0,1"),
+        "semicolon instead of comma: CUDA reads '0;1' as GPU 0",
+        "warning",
+    ),
+    Case(
+        "EC-ENV-001",
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0,1,-1,3"),
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0,1,3"),
+        "a negative entry hides the GPUs after it",
+        "warning",
+    ),
+    Case(
+        "EC-ENV-001",
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="gpu0"),
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0"),
+        "not a number first: no GPU",
+        "error",
+    ),
+    Case(
+        "EC-ENV-001",
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0,1,gpu2"),
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES=" 0, 1"),
+        "bad entry after good ones",
+        "warning",
+    ),
+    Case(
+        "EC-ENV-002",
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="4"),
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="3"),
+        "index 4 on a 4-GPU machine",
+        "error",
+    ),
+    Case(
+        "EC-ENV-002",
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="GPU-deadbeef"),
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="GPU-0c1f8a1e"),
+        "unknown UUID",
+    ),
+    Case(
+        "EC-ENV-003",
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES=""),
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0"),
+        "empty: every GPU hidden",
+        "error",
+    ),
+    Case(
+        "EC-ENV-003",
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="-1"),
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0,-1"),
+        "-1 first hides all; after an index it only ends the list",
+    ),
+    Case(
+        "EC-ENV-008",
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0,1,2,1"),
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0,1,2"),
+        "GPU 1 named twice: CUDA shows none",
+        "error",
+    ),
+    Case(
+        "EC-ENV-008",
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="GPU-0c1f8a1e,GPU-0c1f8a1"),
+        lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="GPU-0c1f8a1e"),
+        "one GPU by two UUID prefixes",
+    ),
+    Case(
+        "EC-ENV-004",
+        _mixed_models,
+        lambda: b.with_env(_mixed_models(), CUDA_DEVICE_ORDER="PCI_BUS_ID"),
+        "V100 and T4, default fastest-first order",
+    ),
+    Case(
+        "EC-ENV-005",
+        lambda: b.busy_gpu(b.server(), 30000),
+        lambda: b.busy_gpu(b.server(), 12000),
+        "30 of 32 GB taken by another process",
+    ),
+    Case(
+        "EC-ENV-006",
+        lambda: b.with_env(b.server(), TF_FORCE_GPU_ALLOW_GROWTH="1"),
+        lambda: b.with_env(b.server(), TF_FORCE_GPU_ALLOW_GROWTH="true"),
+        "1 is not true",
+    ),
+    Case(
+        "EC-ENV-007",
+        lambda: b.with_env(b.server(), TF_CPP_MIN_LOG_LEVEL="3"),
+        lambda: b.with_env(b.server(), TF_CPP_MIN_LOG_LEVEL="1"),
+        "level 3 hides errors",
+    ),
 )

@@ -97,7 +97,9 @@ def test_rule_ids_are_issued_once_and_never_reused():
     assert len(ISSUED) == len(set(ISSUED))
     registered = set(RULES) | {"EC-INT-001"}
     assert registered <= set(ISSUED), f"new rule ids must be added to ISSUED: {sorted(registered - set(ISSUED))}"
-    assert set(ISSUED) - set(RETIRED) == registered, f"removed rules must be retired: {sorted(set(ISSUED) - set(RETIRED) - registered)}"
+    assert set(ISSUED) - set(RETIRED) == registered, (
+        f"removed rules must be retired: {sorted(set(ISSUED) - set(RETIRED) - registered)}"
+    )
     assert not set(RETIRED) & set(RULES)
 
 

@@ -15,9 +15,15 @@ from envcheck.verdict import judge
 
 from . import builders as b
 
-text = st.one_of(st.none(), st.text(max_size=12), st.sampled_from(["", "1", "2.15", "12.2.140", "550.54.14", "3.7", "x.y", "-1", "2.99.0rc1", "1.13.1"]))
+text = st.one_of(
+    st.none(),
+    st.text(max_size=12),
+    st.sampled_from(["", "1", "2.15", "12.2.140", "550.54.14", "3.7", "x.y", "-1", "2.99.0rc1", "1.13.1"]),
+)
 some_text = text.map(lambda v: v or "")
-names = st.sampled_from(["libcudart.so.12", "libcudnn.so.8", "cudart64_100.dll", "cudnn64_7.dll", "libcublas.so.12", "weird", ""])
+names = st.sampled_from(
+    ["libcudart.so.12", "libcudnn.so.8", "cudart64_100.dll", "cudnn64_7.dll", "libcublas.so.12", "weird", ""]
+)
 
 copies = st.builds(
     LibraryCopy,
@@ -37,11 +43,23 @@ gpus = st.builds(
     compute_capability=text,
     memory_total_mb=st.one_of(st.none(), st.integers(0, 100000)),
     memory_used_mb=st.one_of(st.none(), st.integers(0, 100000)),
-    processes=st.lists(st.builds(GpuProcess, pid=st.integers(0, 99999), name=text, used_memory_mb=st.one_of(st.none(), st.integers(0, 99999))), max_size=2).map(tuple),
+    processes=st.lists(
+        st.builds(
+            GpuProcess, pid=st.integers(0, 99999), name=text, used_memory_mb=st.one_of(st.none(), st.integers(0, 99999))
+        ),
+        max_size=2,
+    ).map(tuple),
     status=st.sampled_from(["ok", "error"]),
     error_kind=st.sampled_from([None, "gpu_lost", "no_permission", "unknown", "function_not_found"]),
 )
-placements = st.builds(PlacementResult, op=st.sampled_from(["matmul", "conv2d"]), requested=st.sampled_from(["/GPU:0", "/CPU:0", ""]), device=text, ok=st.booleans(), error=text)
+placements = st.builds(
+    PlacementResult,
+    op=st.sampled_from(["matmul", "conv2d"]),
+    requested=st.sampled_from(["/GPU:0", "/CPU:0", ""]),
+    device=text,
+    ok=st.booleans(),
+    error=text,
+)
 
 
 def test_unicode_digits_in_variables_are_text_not_numbers():
@@ -58,35 +76,73 @@ def test_unicode_digits_in_variables_are_text_not_numbers():
     bits=st.sampled_from([0, 32, 64]),
     os_name=st.sampled_from(["linux", "windows", "macos", "wsl", ""]),
     tf_version=text,
-    tf_kind=st.sampled_from([None, "not_installed", "import_failed", "timeout", "crashed", "bad_output", "worker_failed"]),
+    tf_kind=st.sampled_from(
+        [None, "not_installed", "import_failed", "timeout", "crashed", "bad_output", "worker_failed"]
+    ),
     driver=text,
-    nvml_kind=st.sampled_from([None, "library_not_found", "driver_not_loaded", "version_mismatch", "gpu_lost", "no_permission", "function_not_found", "unknown"]),
+    nvml_kind=st.sampled_from(
+        [
+            None,
+            "library_not_found",
+            "driver_not_loaded",
+            "version_mismatch",
+            "gpu_lost",
+            "no_permission",
+            "function_not_found",
+            "unknown",
+        ]
+    ),
     nvml_gpus=st.lists(gpus, max_size=3).map(tuple),
     cudart=st.lists(copies, max_size=3).map(tuple),
     env=st.dictionaries(
-        st.sampled_from(["CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_CPP_MIN_LOG_LEVEL"]),
+        st.sampled_from(
+            ["CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_CPP_MIN_LOG_LEVEL"]
+        ),
         st.one_of(st.text(max_size=8), st.text(alphabet="0123-,²٣０GPU ", max_size=6)),
     ),
     dist_version=some_text,
     placement=st.lists(placements, max_size=3).map(tuple),
     tf_caps=st.lists(st.sampled_from(["sm_35", "sm_70", "compute_80", "bogus"]), max_size=3).map(tuple),
 )
-def test_no_rule_crashes(base, python_version, bits, os_name, tf_version, tf_kind, driver, nvml_kind, nvml_gpus, cudart, env, dist_version, placement, tf_caps):
+def test_no_rule_crashes(
+    base,
+    python_version,
+    bits,
+    os_name,
+    tf_version,
+    tf_kind,
+    driver,
+    nvml_kind,
+    nvml_gpus,
+    cudart,
+    env,
+    dist_version,
+    placement,
+    tf_caps,
+):
     facts = base()
-    facts = b.change(facts, {
-        "python.version": python_version,
-        "python.bits": bits,
-        "platform.os": os_name,
-        "tensorflow": dataclasses.replace(
-            facts.tensorflow, version=tf_version, error_kind=tf_kind, status="error" if tf_kind else facts.tensorflow.status,
-            placement=placement, compute_capabilities=tf_caps,
-            physical_devices=facts.tensorflow.physical_devices + (TfDevice(name="/physical_device:GPU:9", device_type="GPU"),),
-        ),
-        "nvml.driver_version": driver,
-        "nvml.error_kind": nvml_kind,
-        "nvml.gpus": nvml_gpus,
-        "env.variables": env,
-    })
+    facts = b.change(
+        facts,
+        {
+            "python.version": python_version,
+            "python.bits": bits,
+            "platform.os": os_name,
+            "tensorflow": dataclasses.replace(
+                facts.tensorflow,
+                version=tf_version,
+                error_kind=tf_kind,
+                status="error" if tf_kind else facts.tensorflow.status,
+                placement=placement,
+                compute_capabilities=tf_caps,
+                physical_devices=facts.tensorflow.physical_devices
+                + (TfDevice(name="/physical_device:GPU:9", device_type="GPU"),),
+            ),
+            "nvml.driver_version": driver,
+            "nvml.error_kind": nvml_kind,
+            "nvml.gpus": nvml_gpus,
+            "env.variables": env,
+        },
+    )
     facts = b.library_copies(facts, "cudart", *cudart)
     facts = b.with_distributions(facts, ("tensorflow-gpu", dist_version), ("nvidia-cudnn-cu12", dist_version))
     report = judge(facts)
@@ -98,7 +154,24 @@ def test_no_rule_crashes(base, python_version, bits, os_name, tf_version, tf_kin
 # Version fields as a snapshot may carry them: the reader takes any string there, so no rule may
 # trip over one ("12..2" used to crash EC-LIB-002 and EC-LIB-008 through the matrix's parser).
 odd_versions = st.one_of(
-    st.sampled_from(["12..2", "12.", ".2", "1..", "..", "12.2.", "v12.2", "12.2 ", " ", "٣.٢", "1!2.0", "2.15.0rc1+local", "9" * 5000, "1." * 50]),
+    st.sampled_from(
+        [
+            "12..2",
+            "12.",
+            ".2",
+            "1..",
+            "..",
+            "12.2.",
+            "v12.2",
+            "12.2 ",
+            " ",
+            "٣.٢",
+            "1!2.0",
+            "2.15.0rc1+local",
+            "9" * 5000,
+            "1." * 50,
+        ]
+    ),
     st.text(alphabet="0123456789.", max_size=12),
     st.text(alphabet="0123456789.+-!_abcdelpostrv ", max_size=12),
 )
@@ -106,13 +179,26 @@ odd_versions = st.one_of(
 
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    base=st.sampled_from(["setup_post_win10", "multi_gpu_server", "linux_cuda_build_no_gpu", "fake_nvml_2gpu", "this_machine"]),
+    base=st.sampled_from(
+        ["setup_post_win10", "multi_gpu_server", "linux_cuda_build_no_gpu", "fake_nvml_2gpu", "this_machine"]
+    ),
     fields=st.dictionaries(
-        st.sampled_from([
-            "tensorflow.cuda_version", "tensorflow.cudnn_version", "tensorflow.version", "nvml.driver_version",
-            "nvml.cuda_driver_version", "nvml.nvml_version", "driver.version", "driver.module_version",
-            "driver.module_file_version", "python.version", "python.pip_version", "platform.glibc",
-        ]),
+        st.sampled_from(
+            [
+                "tensorflow.cuda_version",
+                "tensorflow.cudnn_version",
+                "tensorflow.version",
+                "nvml.driver_version",
+                "nvml.cuda_driver_version",
+                "nvml.nvml_version",
+                "driver.version",
+                "driver.module_version",
+                "driver.module_file_version",
+                "python.version",
+                "python.pip_version",
+                "platform.glibc",
+            ]
+        ),
         odd_versions,
         min_size=1,
     ),
@@ -123,12 +209,28 @@ odd_versions = st.one_of(
 def test_no_rule_crashes_on_odd_version_strings(base, fields, gpu_cc, library_version, dist_version):
     facts = b.change(b.named(base), fields)
     if gpu_cc is not None and facts.nvml.gpus:
-        facts = b.change(facts, {"nvml.gpus": tuple(dataclasses.replace(g, compute_capability=gpu_cc) for g in facts.nvml.gpus)})
+        facts = b.change(
+            facts, {"nvml.gpus": tuple(dataclasses.replace(g, compute_capability=gpu_cc) for g in facts.nvml.gpus)}
+        )
     if library_version is not None:
-        facts = b.change(facts, {"libraries.libraries": tuple(
-            dataclasses.replace(lib, copies=tuple(dataclasses.replace(c, reported_version=library_version, file_version=library_version) for c in lib.copies))
-            for lib in facts.libraries.libraries
-        ), "libraries.toolkits": tuple(dataclasses.replace(t, version=library_version) for t in facts.libraries.toolkits)})
+        facts = b.change(
+            facts,
+            {
+                "libraries.libraries": tuple(
+                    dataclasses.replace(
+                        lib,
+                        copies=tuple(
+                            dataclasses.replace(c, reported_version=library_version, file_version=library_version)
+                            for c in lib.copies
+                        ),
+                    )
+                    for lib in facts.libraries.libraries
+                ),
+                "libraries.toolkits": tuple(
+                    dataclasses.replace(t, version=library_version) for t in facts.libraries.toolkits
+                ),
+            },
+        )
     installed = [d.name for d in facts.packages.distributions if d.name.startswith(("tensorflow", "nvidia-"))]
     facts = b.with_distributions(facts, *((name, dist_version) for name in installed))
     report = judge(facts)

@@ -91,7 +91,10 @@ def test_this_machine_runs_on_the_cpu_and_that_is_a_finished_state():
     # The CUDA build runs on the CPU; the only step is optional: the same release without CUDA,
     # which prints no CUDA start-up error (CUDA_VISIBLE_DEVICES would not silence it).
     (step,) = report.verdict.cpu_path
-    assert step.text.startswith("Optional") and pip_steps((step,)) == [("uninstall", "-y", "tensorflow"), ("install", "tensorflow-cpu==2.21.0")]
+    assert step.text.startswith("Optional") and pip_steps((step,)) == [
+        ("uninstall", "-y", "tensorflow"),
+        ("install", "tensorflow-cpu==2.21.0"),
+    ]
     assert not any("CUDA_VISIBLE_DEVICES" in c.line for c in step.commands)
 
 
@@ -123,8 +126,13 @@ def test_a_driver_too_old_is_the_cause_of_tf_seeing_no_gpu():
     # Which older TF runs on this driver as it is, for this Python (answered by the matrix).
     matrix = load_matrix()
     older = [
-        x for x in matrix.tf_releases("linux")
-        if x.gpu and x.cuda and x.supports_python("3.11") and (matrix.minor_compat_floor(x.cuda.major, "linux") or matrix.min_driver(x.cuda, "linux")) <= Version("450.80.02")
+        x
+        for x in matrix.tf_releases("linux")
+        if x.gpu
+        and x.cuda
+        and x.supports_python("3.11")
+        and (matrix.minor_compat_floor(x.cuda.major, "linux") or matrix.min_driver(x.cuda, "linux"))
+        <= Version("450.80.02")
     ]
     fix = found["EC-DRV-001"].fix
     if older:
@@ -142,9 +150,13 @@ def test_driver_alternative_is_the_newest_release_the_driver_runs():
     matrix = load_matrix()
     fix = by_id(judge(facts))["EC-DRV-001"].fix
     runs = [
-        x for x in matrix.tf_releases("linux")
-        if x.gpu and x.cuda and x.supports_python("3.7")
-        and (matrix.minor_compat_floor(x.cuda.major, "linux") or matrix.min_driver(x.cuda, "linux")) <= Version("415.27")
+        x
+        for x in matrix.tf_releases("linux")
+        if x.gpu
+        and x.cuda
+        and x.supports_python("3.7")
+        and (matrix.minor_compat_floor(x.cuda.major, "linux") or matrix.min_driver(x.cuda, "linux"))
+        <= Version("415.27")
     ]
     assert runs, "the matrix should hold a release built for a CUDA that driver 415 runs"
     newest = max(runs, key=lambda x: x.tf)
@@ -152,7 +164,10 @@ def test_driver_alternative_is_the_newest_release_the_driver_runs():
 
 
 def test_hidden_gpus_are_the_reason_not_a_placement_failure():
-    facts = b.tf_sees_no_gpu(b.with_env(b.server(), CUDA_VISIBLE_DEVICES=""), "E cuda_driver.cc:282] failed call to cuInit: CUDA_ERROR_NO_DEVICE")
+    facts = b.tf_sees_no_gpu(
+        b.with_env(b.server(), CUDA_VISIBLE_DEVICES=""),
+        "E cuda_driver.cc:282] failed call to cuInit: CUDA_ERROR_NO_DEVICE",
+    )
     report = judge(facts)
     assert report.verdict.status == CPU_ONLY and report.verdict.finding_id == "EC-ENV-003"
     assert by_id(report)["EC-PLC-001"].caused_by == "EC-ENV-003"
@@ -167,19 +182,37 @@ def test_environment_errors_stay_causes_of_their_own():
 
 def test_before_tensorflow_is_installed_the_verdict_is_the_plan():
     facts = b.with_distributions(b.no_gpu(), drop=("tensorflow", "keras"))
-    facts = b.change(facts, {"tensorflow": TensorflowFacts(status="missing", error_kind="not_installed", error="No module named 'tensorflow'")})
+    facts = b.change(
+        facts,
+        {
+            "tensorflow": TensorflowFacts(
+                status="missing", error_kind="not_installed", error="No module named 'tensorflow'"
+            )
+        },
+    )
     report = judge(facts)
     assert report.verdict.status == NOT_INSTALLED and report.verdict.finding_id == "EC-TF-001"
     assert report.exit_code == 0  # the state before the first install is not an error
     assert by_id(report)["EC-TF-001"].severity is Severity.WARNING
-    assert report.verdict.plan["tensorflow"] == "2.21" and report.verdict.plan["requirement"] == "tensorflow-cpu==2.21.*"
+    assert (
+        report.verdict.plan["tensorflow"] == "2.21" and report.verdict.plan["requirement"] == "tensorflow-cpu==2.21.*"
+    )
     assert ("install", "tensorflow-cpu==2.21.*") in pip_steps(report.verdict.cpu_path)
-    assert report.verdict.line.startswith("not installed: TensorFlow is not installed yet; for this machine: TensorFlow 2.21")
+    assert report.verdict.line.startswith(
+        "not installed: TensorFlow is not installed yet; for this machine: TensorFlow 2.21"
+    )
 
 
 def test_before_tensorflow_is_installed_on_a_gpu_machine_the_plan_is_the_gpu_build():
     facts = b.with_distributions(b.server(), drop=("tensorflow", "tensorflow-gpu", "keras"))
-    facts = b.change(facts, {"tensorflow": TensorflowFacts(status="missing", error_kind="not_installed", error="No module named 'tensorflow'")})
+    facts = b.change(
+        facts,
+        {
+            "tensorflow": TensorflowFacts(
+                status="missing", error_kind="not_installed", error="No module named 'tensorflow'"
+            )
+        },
+    )
     report = judge(facts)
     assert report.verdict.status == NOT_INSTALLED
     assert "[and-cuda]" in report.verdict.plan["requirement"] and report.verdict.plan["kind"] == "gpu"
@@ -240,7 +273,9 @@ def test_windows_native_after_2_10_gives_the_three_ways():
 def test_compute_capability_names_the_newest_release_for_the_card():
     finding = by_id(judge(b.server_gpus(b.server(), ("GeForce GTX 780", "3.5"))))["EC-CC-001"]
     matrix = load_matrix()
-    newest = max((x for x in matrix.tf_releases("linux") if x.gpu and matrix.support(x, "3.5") != "none"), key=lambda x: x.tf)
+    newest = max(
+        (x for x in matrix.tf_releases("linux") if x.gpu and matrix.support(x, "3.5") != "none"), key=lambda x: x.tf
+    )
     assert f"is {newest.tf.major}.{newest.tf.minor}" in finding.title and "GeForce GTX 780" in finding.title
 
 
@@ -248,11 +283,18 @@ def test_facts_file_gives_the_same_findings_anywhere(tmp_path):
     """The snapshot is the only input: another environment, another directory, same JSON verdict."""
     snapshot = REPO / "tests" / "fixtures" / "facts" / "setup_post_win10.json"
     outputs = []
-    for extra in ({}, {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3", "PATH": os.environ["PATH"] + ":/opt/cuda-9.0/bin"}):
+    for extra in (
+        {},
+        {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3", "PATH": os.environ["PATH"] + ":/opt/cuda-9.0/bin"},
+    ):
         env = {**os.environ, "PYTHONPATH": str(REPO), **extra}
         proc = subprocess.run(
             [sys.executable, "-m", "envcheck", "doctor", "--facts", str(snapshot), "--json"],
-            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=120,
         )
         assert proc.returncode == 1, proc.stderr
         data = json.loads(proc.stdout)
@@ -277,7 +319,14 @@ def test_probed_snapshots_of_this_machine_and_a_two_gpu_server():
 def test_installed_but_not_loaded_is_not_no_driver_installed():
     """NVML says the driver is not loaded and the card has no driver bound: the driver is there."""
     facts = b.no_driver_linux(b.server())
-    facts = b.change(facts, {"nvml": dataclasses.replace(facts.nvml, error_kind="driver_not_loaded", error="Driver Not Loaded", error_code=9, status="error")})
+    facts = b.change(
+        facts,
+        {
+            "nvml": dataclasses.replace(
+                facts.nvml, error_kind="driver_not_loaded", error="Driver Not Loaded", error_code=9, status="error"
+            )
+        },
+    )
     report = judge(facts)
     found = by_id(report)
     assert "EC-GPU-002" not in found
@@ -291,7 +340,10 @@ def test_nothing_installed_is_still_no_driver():
 
 
 def test_a_module_built_for_the_old_kernel_only_says_rebuild():
-    facts = b.change(b.no_driver_linux(b.server()), {"driver.kernel_release": "6.8.0-31-generic", "driver.dkms": ("550.54.14/6.5.0-21-generic",)})
+    facts = b.change(
+        b.no_driver_linux(b.server()),
+        {"driver.kernel_release": "6.8.0-31-generic", "driver.dkms": ("550.54.14/6.5.0-21-generic",)},
+    )
     fix = by_id(judge(facts))["EC-DRV-004"].fix
     assert "6.5.0-21-generic" in fix.text and "6.8.0-31-generic" in fix.text
     assert any(c.line == "sudo dkms autoinstall" for c in fix.commands)
@@ -308,7 +360,9 @@ def test_libraries_and_module_of_different_installs_need_a_reinstall_not_a_reboo
 def test_a_convolution_failing_on_one_gpu_of_four_is_not_four_ready_gpus():
     facts = b.server()
     placement = tuple(
-        dataclasses.replace(p, ok=False, device=None, error="CUDNN_STATUS_EXECUTION_FAILED") if p.requested == "/GPU:2" and p.op == "conv2d" else p
+        dataclasses.replace(p, ok=False, device=None, error="CUDNN_STATUS_EXECUTION_FAILED")
+        if p.requested == "/GPU:2" and p.op == "conv2d"
+        else p
         for p in facts.tensorflow.placement
     )
     report = judge(b.change(facts, {"tensorflow.placement": placement}))
@@ -332,7 +386,16 @@ def test_numpy_2_under_a_numpy_1_tensorflow_is_the_cause_of_the_failed_import():
     from .cases import _tf_requiring
 
     facts = _tf_requiring(b.server(), "2.1.3")
-    facts = b.change(facts, {"tensorflow": TensorflowFacts(status="error", error_kind="import_failed", error="ImportError: numpy.core.multiarray failed to import\nA module that was compiled using NumPy 1.x cannot be run in NumPy 2.1.3")})
+    facts = b.change(
+        facts,
+        {
+            "tensorflow": TensorflowFacts(
+                status="error",
+                error_kind="import_failed",
+                error="ImportError: numpy.core.multiarray failed to import\nA module that was compiled using NumPy 1.x cannot be run in NumPy 2.1.3",
+            )
+        },
+    )
     report = judge(facts)
     found = by_id(report)
     assert found["EC-TF-010"].severity is Severity.ERROR and found["EC-TF-006"].caused_by == "EC-TF-010"
@@ -347,7 +410,10 @@ def test_a_kepler_card_on_its_last_driver_is_the_first_broken_link_not_the_drive
     supports Kepler, so the fix is the newest release that runs on the card with that driver."""
     facts = b.server_gpus(b.server(), ("Tesla K40m", "3.5"))
     facts = b.change(facts, {"nvml.driver_version": "470.256.02", "driver.version": "470.256.02"})
-    facts = b.tf_sees_no_gpu(facts, "Ignoring visible gpu device (device: 0, name: Tesla K40m) with Cuda compute capability 3.5. The minimum required Cuda capability is 5.0.")
+    facts = b.tf_sees_no_gpu(
+        facts,
+        "Ignoring visible gpu device (device: 0, name: Tesla K40m) with Cuda compute capability 3.5. The minimum required Cuda capability is 5.0.",
+    )
     report = judge(facts)
     found = by_id(report)
     assert report.verdict.first_broken_link == "compute" and report.verdict.finding_id == "EC-CC-001"

@@ -58,20 +58,51 @@ def machine(tmp_path_factory):
     conda = make_venv(root / "miniconda" / "envs" / "cuda")
     (root / "miniconda" / "envs" / "cuda" / "conda-meta").mkdir()
     (home / ".conda").mkdir()
-    (home / ".conda" / "environments.txt").write_text(f"{root / 'miniconda' / 'envs' / 'cuda'}\n{root / 'miniconda' / 'envs' / 'deleted'}\n")
+    (home / ".conda" / "environments.txt").write_text(
+        f"{root / 'miniconda' / 'envs' / 'cuda'}\n{root / 'miniconda' / 'envs' / 'deleted'}\n"
+    )
     pyenv = make_venv(root / "pyenv" / "versions" / "3.99.0")
     kernel(jupyter, "tf", {"argv": launcher(tf), "display_name": "TF", "language": "python"})
-    kernel(jupyter, "tf-cpu", {"argv": launcher(tf), "display_name": "TF on the CPU", "language": "python", "env": {"CUDA_VISIBLE_DEVICES": ""}})
-    kernel(jupyter, "bare", {"argv": ["python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"], "display_name": "Python 3", "language": "python"})
-    gone = kernel(jupyter, "old-project", {"argv": launcher(root / "removed" / "bin" / "python"), "display_name": "Old", "language": "python"})
+    kernel(
+        jupyter,
+        "tf-cpu",
+        {
+            "argv": launcher(tf),
+            "display_name": "TF on the CPU",
+            "language": "python",
+            "env": {"CUDA_VISIBLE_DEVICES": ""},
+        },
+    )
+    kernel(
+        jupyter,
+        "bare",
+        {
+            "argv": ["python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python 3",
+            "language": "python",
+        },
+    )
+    gone = kernel(
+        jupyter,
+        "old-project",
+        {"argv": launcher(root / "removed" / "bin" / "python"), "display_name": "Old", "language": "python"},
+    )
     plain = root / "not-executable" / "bin" / "python3"
     plain.parent.mkdir(parents=True)
     plain.write_text("")
     kernel(jupyter, "noexec", {"argv": launcher(plain), "display_name": "No exec", "language": "python"})
     kernel(jupyter, "ir", {"argv": ["R", "--slave"], "display_name": "R", "language": "R"})
     broken = kernel(jupyter, "broken", "{not json")
-    kernel(jupyter, "via-env", {"argv": ["/usr/bin/env", "python3", "-m", "ipykernel_launcher"], "display_name": "env", "language": "python"})
-    kernel(jupyter, "wrapper", {"argv": ["{resource_dir}/start.sh", "{connection_file}"], "display_name": "wrapped", "language": "python"})
+    kernel(
+        jupyter,
+        "via-env",
+        {"argv": ["/usr/bin/env", "python3", "-m", "ipykernel_launcher"], "display_name": "env", "language": "python"},
+    )
+    kernel(
+        jupyter,
+        "wrapper",
+        {"argv": ["{resource_dir}/start.sh", "{connection_file}"], "display_name": "wrapped", "language": "python"},
+    )
     environ = {
         "HOME": str(home),
         "PATH": os.pathsep.join([str(tf.parent), str(pipx.parent), "/usr/bin", "/bin"]),
@@ -79,8 +110,19 @@ def machine(tmp_path_factory):
         "JUPYTER_DATA_DIR": str(root / "jupyter-data"),
         "PYENV_ROOT": str(root / "pyenv"),
     }
-    return {"root": root, "home": home, "project": project, "tf": tf, "project_python": project_python, "pipx": pipx, "conda": conda,
-            "pyenv": pyenv, "gone": gone, "broken": broken, "environ": environ}
+    return {
+        "root": root,
+        "home": home,
+        "project": project,
+        "tf": tf,
+        "project_python": project_python,
+        "pipx": pipx,
+        "conda": conda,
+        "pyenv": pyenv,
+        "gone": gone,
+        "broken": broken,
+        "environ": environ,
+    }
 
 
 def places(machine):
@@ -103,7 +145,9 @@ def test_every_place_is_looked_at_and_pipx_is_not(machine):
     assert bare.interpreter == str(machine["tf"].parent / "python3")  # found on PATH, as Jupyter would
     by_name = {k.name: k for k in kernels}
     assert by_name["via-env"].interpreter == str(machine["tf"].parent / "python3")  # /usr/bin/env python3, on PATH
-    assert by_name["wrapper"].interpreter is None and by_name["wrapper"].problem is None  # a launcher script: nothing to check
+    assert (
+        by_name["wrapper"].interpreter is None and by_name["wrapper"].problem is None
+    )  # a launcher script: nothing to check
     problems = {k.name: k.problem for k in kernels if k.problem}
     assert problems["old-project"].endswith("does not exist") and problems["noexec"].endswith("is not executable")
     assert problems["broken"] == "its kernel.json is not valid JSON"
@@ -113,7 +157,11 @@ def test_one_interpreter_reached_many_ways_is_one_environment(machine):
     p = places(machine)
     candidates, kernels = discover(p)
     environments, unusable = identify(candidates, p, jobs=2)
-    tf = [e for e in environments if os.path.realpath(e.prefix) == os.path.realpath(machine["home"] / ".virtualenvs" / "tf")]
+    tf = [
+        e
+        for e in environments
+        if os.path.realpath(e.prefix) == os.path.realpath(machine["home"] / ".virtualenvs" / "tf")
+    ]
     # The venv in a terminal (PATH), in its folder, and as two kernels: one environment. The
     # kernel that sets CUDA_VISIBLE_DEVICES runs differently: an environment of its own.
     assert len(tf) == 2
@@ -127,11 +175,16 @@ def test_one_interpreter_reached_many_ways_is_one_environment(machine):
     assert conda.kind == "conda"
     assert environments[0].reached[0].how == RUNNING
     # A conda prefix listed but deleted is no interpreter: a finding, not a row.
-    assert [u.candidate.path for u in unusable] == [str(machine["root"] / "miniconda" / "envs" / "deleted" / "bin" / "python")]
+    assert [u.candidate.path for u in unusable] == [
+        str(machine["root"] / "miniconda" / "envs" / "deleted" / "bin" / "python")
+    ]
     findings = kernel_findings(kernels, unusable)
     gone = next(f for f in findings if "'old-project'" in f.title)
     assert gone.kind == KERNEL_CANNOT_START and gone.where == str(machine["gone"])
-    assert [c.line for c in gone.commands] == ["jupyter kernelspec remove -y old-project", "python -m ipykernel install --user --name old-project"]
+    assert [c.line for c in gone.commands] == [
+        "jupyter kernelspec remove -y old-project",
+        "python -m ipykernel install --user --name old-project",
+    ]
 
 
 def test_the_scan_end_to_end(machine, cli, monkeypatch):
@@ -142,11 +195,34 @@ def test_the_scan_end_to_end(machine, cli, monkeypatch):
     if not home.exists():
         jupyter = machine["root"] / "jupyter-small"
         kernel(jupyter, "tf", {"argv": launcher(machine["tf"]), "display_name": "TF", "language": "python"})
-        kernel(jupyter, "tf-cpu", {"argv": launcher(machine["tf"]), "display_name": "TF on the CPU", "language": "python", "env": {"CUDA_VISIBLE_DEVICES": ""}})
-        kernel(jupyter, "old-project", {"argv": launcher(machine["root"] / "removed" / "bin" / "python"), "display_name": "Old", "language": "python"})
+        kernel(
+            jupyter,
+            "tf-cpu",
+            {
+                "argv": launcher(machine["tf"]),
+                "display_name": "TF on the CPU",
+                "language": "python",
+                "env": {"CUDA_VISIBLE_DEVICES": ""},
+            },
+        )
+        kernel(
+            jupyter,
+            "old-project",
+            {
+                "argv": launcher(machine["root"] / "removed" / "bin" / "python"),
+                "display_name": "Old",
+                "language": "python",
+            },
+        )
         home.mkdir()
-    environ = {"HOME": str(home), "PATH": str(machine["tf"].parent), "JUPYTER_PATH": str(machine["root"] / "jupyter-small"),
-               "JUPYTER_DATA_DIR": str(home / "jd"), "PYENV_ROOT": str(home / "no-pyenv"), "COLUMNS": "120"}
+    environ = {
+        "HOME": str(home),
+        "PATH": str(machine["tf"].parent),
+        "JUPYTER_PATH": str(machine["root"] / "jupyter-small"),
+        "JUPYTER_DATA_DIR": str(home / "jd"),
+        "PYENV_ROOT": str(home / "no-pyenv"),
+        "COLUMNS": "120",
+    }
     for name in list(os.environ):
         if name not in ("SYSTEMROOT", "TMPDIR", "TEMP", "TMP", "PYTHONPATH"):
             monkeypatch.delenv(name, raising=False)
@@ -161,7 +237,9 @@ def test_the_scan_end_to_end(machine, cli, monkeypatch):
     tf_rows = [e for e in envs if any(r["how"] == "kernel" for r in e["reached"])]
     assert len(tf_rows) == 2 and all(e["status"] == OK for e in envs)
     hidden = next(e for e in tf_rows if e["kernel_env"])
-    assert hidden["report"]["facts"]["env"]["variables"]["CUDA_VISIBLE_DEVICES"] == ""  # the kernel's own variables were probed
+    assert (
+        hidden["report"]["facts"]["env"]["variables"]["CUDA_VISIBLE_DEVICES"] == ""
+    )  # the kernel's own variables were probed
     assert hidden["report"]["command"] == "doctor" and hidden["report"]["facts"]["quick"] is True
     assert [f["kind"] for f in data["findings"]] == [KERNEL_CANNOT_START]
     from envcheck.render.scan import render
@@ -172,12 +250,16 @@ def test_the_scan_end_to_end(machine, cli, monkeypatch):
         text = render(again, home=str(home), width=width, color=False)
         lines = text.splitlines()
         assert lines[0].startswith("envcheck scan  3 environments in ")
-        assert all(len(line) <= width for line in lines if not line.startswith("       ")), width  # commands are never cut
+        assert all(len(line) <= width for line in lines if not line.startswith("       ")), (
+            width
+        )  # commands are never cut
     text = render(again, home=str(home), width=120, color=False)
     assert "(quick: TensorFlow not imported; --full imports it)" in text.splitlines()[0]
     header, *rows = text.split("\n\n")[1].splitlines()
     assert header.split() == ["environment", "Python", "TF", "GPU", "reached", "first", "broken", "link"]
-    assert rows[0].split()[0] == (sys.executable if not sys.executable.startswith(str(home)) else "~" + sys.executable[len(str(home)):])
+    assert rows[0].split()[0] == (
+        sys.executable if not sys.executable.startswith(str(home)) else "~" + sys.executable[len(str(home)) :]
+    )
     assert "/.virtualenvs/tf/bin/python" in rows[1] and " PATH" in rows[1] and "TensorFlow: not installed" in rows[1]
     verbose = " ".join(render(again, home=str(home), verbose=True, width=120, color=False).split())
     assert "reached: PATH python, PATH python3" in verbose and "kernel 'tf'" in verbose
@@ -211,12 +293,15 @@ def test_a_budget_that_runs_out_gives_exit_1_and_names_each_environment(cli, mac
     assert any(f["kind"] == NOT_AN_INTERPRETER for f in data["findings"])  # the deleted conda prefix
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--timeout", "0"], "--timeout: must be a positive number of seconds"),
-    (["--budget", "soon"], "--budget: not a number"),
-    (["--jobs", "0"], "--jobs: must be at least 1"),
-    (["--fail-on", "sometimes"], "--fail-on: unknown choice"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--timeout", "0"], "--timeout: must be a positive number of seconds"),
+        (["--budget", "soon"], "--budget: not a number"),
+        (["--jobs", "0"], "--jobs: must be at least 1"),
+        (["--fail-on", "sometimes"], "--fail-on: unknown choice"),
+    ],
+)
 def test_bad_flags_are_one_line_and_exit_2(cli, args, message):
     result = cli("scan", *args)
     assert result.code == 2 and message in result.err and len(result.err.strip().splitlines()) == 1
@@ -239,8 +324,13 @@ def test_a_python_2_shim_that_pyenv_has_not_selected_is_no_environment(tmp_path)
 
 
 def test_the_help_says_where_it_looks_and_the_exit_codes():
-    out = subprocess.run([sys.executable, "-m", "envcheck", "scan", "--help"], capture_output=True, text=True, check=False,
-                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "envcheck", "scan", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    ).stdout
     for word in ("pyenv", "conda env list", "kernelspec", "pipx", "exit status:", "not checked in time"):
         assert word in " ".join(out.split()), word
 

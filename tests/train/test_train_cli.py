@@ -18,25 +18,28 @@ def no_keras_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--epochs", "-1"], "--epochs: must be at least 1, got -1"),
-    (["--subset", "0"], "--subset: must be at least 1"),
-    (["--cpu-replicas", "0"], "--cpu-replicas: must be at least 1"),
-    (["--gpus", "-2"], "--gpus: must be at least 0"),
-    (["--batch-per-replica", "ten"], "expected a whole number, got 'ten'"),
-    (["--lr", "-0.1"], "--lr: must be a positive number"),
-    (["--lr", "nan"], "--lr: must be a positive number"),
-    (["--preset", "slow"], "--preset: unknown choice 'slow'"),
-    (["--synthetic", "--data", "x"], "not allowed with argument"),
-    (["--data", "no/such/folder"], "--data no/such/folder: no such file or folder"),
-    (["--gpus", "2", "--cpu-replicas", "2"], "exclude each other"),
-    (["--gpus", "2", "--cpu-replicas", "1"], "exclude each other"),  # used to train on the CPU silently
-    (["--synthetic", "--jit", "--cpu-replicas", "2"], "--jit with --cpu-replicas"),
-    (["--multi-worker"], "--multi-worker needs a cluster: neither TF_CONFIG nor SLURM"),
-    # An empty path used to mean the current folder: outputs written into it, data searched below it.
-    (["--data", ""], "--data/--data-dir: needs a path, got an empty string"),
-    (["--synthetic", "--output", ""], "--output/-o: needs a path, got an empty string"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--epochs", "-1"], "--epochs: must be at least 1, got -1"),
+        (["--subset", "0"], "--subset: must be at least 1"),
+        (["--cpu-replicas", "0"], "--cpu-replicas: must be at least 1"),
+        (["--gpus", "-2"], "--gpus: must be at least 0"),
+        (["--batch-per-replica", "ten"], "expected a whole number, got 'ten'"),
+        (["--lr", "-0.1"], "--lr: must be a positive number"),
+        (["--lr", "nan"], "--lr: must be a positive number"),
+        (["--preset", "slow"], "--preset: unknown choice 'slow'"),
+        (["--synthetic", "--data", "x"], "not allowed with argument"),
+        (["--data", "no/such/folder"], "--data no/such/folder: no such file or folder"),
+        (["--gpus", "2", "--cpu-replicas", "2"], "exclude each other"),
+        (["--gpus", "2", "--cpu-replicas", "1"], "exclude each other"),  # used to train on the CPU silently
+        (["--synthetic", "--jit", "--cpu-replicas", "2"], "--jit with --cpu-replicas"),
+        (["--multi-worker"], "--multi-worker needs a cluster: neither TF_CONFIG nor SLURM"),
+        # An empty path used to mean the current folder: outputs written into it, data searched below it.
+        (["--data", ""], "--data/--data-dir: needs a path, got an empty string"),
+        (["--synthetic", "--output", ""], "--output/-o: needs a path, got an empty string"),
+    ],
+)
 def test_bad_values_are_one_line_and_exit_2(cli, args, message):
     result = cli("train", *args)
     assert result.code == EXIT_USAGE
@@ -117,15 +120,27 @@ def test_help_and_flag_checks_do_not_import_tensorflow():
         "import envcheck.train, envcheck.train.data, envcheck.train.config, envcheck.train.schedule\n"
         "assert 'tensorflow' not in sys.modules, 'tensorflow was imported'\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
-                            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
     assert result.returncode == 0, result.stderr
     assert "--cpu-replicas" in result.stdout and "--multi-worker" in result.stdout and "--level" in result.stdout
 
 
 def test_the_module_entry_point_is_the_train_command(train_env):
-    result = subprocess.run([sys.executable, "-m", "envcheck.train", "--epochs", "0"], cwd=REPO, env=train_env,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "envcheck.train", "--epochs", "0"],
+        cwd=REPO,
+        env=train_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == EXIT_USAGE and "--epochs: must be at least 1" in result.stderr
 
 

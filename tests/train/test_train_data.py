@@ -54,10 +54,13 @@ def test_subset_does_not_read_batch_files_it_does_not_need(tmp_path):
         load_cifar10(tmp_path / "b")
 
 
-@pytest.mark.parametrize("layout", [
-    ("datasets", "cifar-10-batches-py-target", "cifar-10-batches-py"),  # Keras 3
-    ("datasets", "cifar-10-batches-py"),  # Keras 2 / tf.keras
-])
+@pytest.mark.parametrize(
+    "layout",
+    [
+        ("datasets", "cifar-10-batches-py-target", "cifar-10-batches-py"),  # Keras 3
+        ("datasets", "cifar-10-batches-py"),  # Keras 2 / tf.keras
+    ],
+)
 def test_keras_cache_is_found_in_both_layouts(tmp_path, layout):
     folder = tmp_path.joinpath("keras-home", *layout)
     x_train, *_ = write_python_batches(folder)
@@ -82,18 +85,33 @@ def test_a_folder_without_cifar_layout_is_refused(tmp_path):
         load_cifar10(tmp_path / "photos")
 
 
-@pytest.mark.parametrize("damage, expected", [
-    (lambda p: p.write_bytes(p.read_bytes()[:100]), "not a readable CIFAR-10 python batch"),
-    (lambda p: p.unlink(), "missing"),
-    (lambda p: p.write_bytes(pickle.dumps({b"data": np.zeros((4, 100), np.uint8), b"labels": [0] * 4}, protocol=4)),
-     "expected uint8 \\(N, 3072\\)"),
-    (lambda p: p.write_bytes(pickle.dumps([1, 2, 3], protocol=4)), "not a CIFAR-10 python batch"),
-    # Labels that are not numbers used to escape as an internal error.
-    (lambda p: p.write_bytes(pickle.dumps({b"data": np.zeros((2, 3072), np.uint8), b"labels": ["cat", "dog"]},
-                                          protocol=4)), "labels are not whole numbers"),
-    (lambda p: p.write_bytes(pickle.dumps({b"data": np.zeros((2, 3072), np.uint8), b"labels": [[0], [1]]},
-                                          protocol=4)), "labels of shape"),
-])
+@pytest.mark.parametrize(
+    "damage, expected",
+    [
+        (lambda p: p.write_bytes(p.read_bytes()[:100]), "not a readable CIFAR-10 python batch"),
+        (lambda p: p.unlink(), "missing"),
+        (
+            lambda p: p.write_bytes(
+                pickle.dumps({b"data": np.zeros((4, 100), np.uint8), b"labels": [0] * 4}, protocol=4)
+            ),
+            "expected uint8 \\(N, 3072\\)",
+        ),
+        (lambda p: p.write_bytes(pickle.dumps([1, 2, 3], protocol=4)), "not a CIFAR-10 python batch"),
+        # Labels that are not numbers used to escape as an internal error.
+        (
+            lambda p: p.write_bytes(
+                pickle.dumps({b"data": np.zeros((2, 3072), np.uint8), b"labels": ["cat", "dog"]}, protocol=4)
+            ),
+            "labels are not whole numbers",
+        ),
+        (
+            lambda p: p.write_bytes(
+                pickle.dumps({b"data": np.zeros((2, 3072), np.uint8), b"labels": [[0], [1]]}, protocol=4)
+            ),
+            "labels of shape",
+        ),
+    ],
+)
 def test_corrupt_python_batches_are_one_clear_error(tmp_path, damage, expected):
     write_python_batches(tmp_path / "b")
     damage(tmp_path / "b" / "test_batch")
@@ -216,7 +234,9 @@ def test_an_archive_of_image_folders_is_extracted_once_into_the_cache(tmp_path, 
 
     monkeypatch.setattr(tarfile, "open", lambda *a, **k: (_ for _ in ()).throw(AssertionError("extracted again")))
     stages.clear()
-    assert load_cifar10(tmp_path / "cifar10-jpg.tar.gz", stage=lambda doing, done=None: stages.append(doing)).x_train.shape == (10, 32, 32, 3)
+    assert load_cifar10(
+        tmp_path / "cifar10-jpg.tar.gz", stage=lambda doing, done=None: stages.append(doing)
+    ).x_train.shape == (10, 32, 32, 3)
     assert [s.split()[0] for s in stages] == ["Reading"]  # the cache serves both the files and the arrays
 
 
@@ -246,7 +266,9 @@ def test_synthetic_data_is_cifar_shaped_balanced_repeatable_and_learnable():
     assert (distances.argmin(1) == data.y_test).mean() > 0.9
 
 
-@pytest.mark.skipif(not REAL_CIFAR10.exists(), reason="the real CIFAR-10 archive (../shared/data/cifar10-jpg.tar.gz) is absent")
+@pytest.mark.skipif(
+    not REAL_CIFAR10.exists(), reason="the real CIFAR-10 archive (../shared/data/cifar10-jpg.tar.gz) is absent"
+)
 def test_the_real_cifar10_archive_loads_a_balanced_slice(tmp_path, monkeypatch):
     monkeypatch.delenv("ENVCHECK_CACHE_DIR")  # the user cache: extracted once, reused by later runs
     data = load_cifar10(REAL_CIFAR10, subset=30, val_subset=20)

@@ -16,8 +16,20 @@ from train_helpers import REPO, read_json, run_module
 
 from envcheck.errors import EXIT_USAGE
 
-TINY = ["--synthetic", "--no-progress", "--subset", "32", "--val-subset", "8", "--batch-per-replica", "8",
-        "--steps-per-epoch", "1", "--gpus", "0"]
+TINY = [
+    "--synthetic",
+    "--no-progress",
+    "--subset",
+    "32",
+    "--val-subset",
+    "8",
+    "--batch-per-replica",
+    "8",
+    "--steps-per-epoch",
+    "1",
+    "--gpus",
+    "0",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -27,16 +39,19 @@ def no_keras_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--seed", "4294967296"], "--seed: must be at most 4,294,967,295"),
-    (["--seed", "9" * 5000], "--seed: must be at most 4,294,967,295"),
-    (["--cpu-replicas", "100000"], "--cpu-replicas: must be at most 64"),
-    (["--subset", "1" + "0" * 5000], "--subset: must be at most"),
-    (["--synthetic", "--subset", "100000000000"], "--subset: must be at most 1,000,000,000"),
-    (["--synthetic", "--subset", "60000"], "--subset 60,000: --synthetic generates at most 50,000 images"),
-    (["--synthetic", "--val-subset", "10001"], "--val-subset 10,001: --synthetic generates at most 10,000"),
-    (["--synthetic", "--resume", "--overwrite"], "not allowed with argument"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--seed", "4294967296"], "--seed: must be at most 4,294,967,295"),
+        (["--seed", "9" * 5000], "--seed: must be at most 4,294,967,295"),
+        (["--cpu-replicas", "100000"], "--cpu-replicas: must be at most 64"),
+        (["--subset", "1" + "0" * 5000], "--subset: must be at most"),
+        (["--synthetic", "--subset", "100000000000"], "--subset: must be at most 1,000,000,000"),
+        (["--synthetic", "--subset", "60000"], "--subset 60,000: --synthetic generates at most 50,000 images"),
+        (["--synthetic", "--val-subset", "10001"], "--val-subset 10,001: --synthetic generates at most 10,000"),
+        (["--synthetic", "--resume", "--overwrite"], "not allowed with argument"),
+    ],
+)
 def test_flags_past_their_bounds_are_one_line_before_anything_starts(cli, args, message):
     started = time.monotonic()
     result = cli("train", *args)
@@ -86,9 +101,25 @@ def test_resume_on_a_finished_run_reports_it_and_trains_nothing(cli, tmp_path):
 def test_exit_2_after_tensorflow_starts_is_one_line_without_its_log(tmp_path, train_env):
     # Fewer images than one global batch is found only once the replicas are known (TF started).
     train_env.pop("TF_CPP_MIN_LOG_LEVEL", None)
-    result = run_module("envcheck", "train", "--synthetic", "--no-progress", "--subset", "8", "--val-subset", "8",
-                        "--batch-per-replica", "16", "--gpus", "0", "--epochs", "1", "--output", str(tmp_path / "run"),
-                        env=train_env)
+    result = run_module(
+        "envcheck",
+        "train",
+        "--synthetic",
+        "--no-progress",
+        "--subset",
+        "8",
+        "--val-subset",
+        "8",
+        "--batch-per-replica",
+        "16",
+        "--gpus",
+        "0",
+        "--epochs",
+        "1",
+        "--output",
+        str(tmp_path / "run"),
+        env=train_env,
+    )
     assert result.returncode == EXIT_USAGE, result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith("envcheck: error: 8 training images are fewer than one global batch")
@@ -101,7 +132,9 @@ def test_exit_2_after_tensorflow_starts_is_one_line_without_its_log(tmp_path, tr
 def test_overwrite_trains_a_finished_run_again(tmp_path, train_env):
     out = tmp_path / "run"
     _finished_run(out, epochs=5)
-    result = run_module("envcheck", "train", *TINY, "--epochs", "1", "--output", str(out), "--overwrite", "--json", env=train_env)
+    result = run_module(
+        "envcheck", "train", *TINY, "--epochs", "1", "--output", str(out), "--overwrite", "--json", env=train_env
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout)["epochs"] == 1
     assert [r["epoch"] for r in read_json(out / "history.json")["epochs"]] == [1]
@@ -111,8 +144,13 @@ def test_overwrite_trains_a_finished_run_again(tmp_path, train_env):
 def test_a_kill_right_after_an_epoch_loses_nothing_and_leaves_no_temporary_file(tmp_path, train_env):
     out = tmp_path / "run"
     args = [*TINY, "--epochs", "4", "--output", str(out)]
-    first = subprocess.Popen([sys.executable, "-m", "envcheck.train", *args], cwd=REPO, env=train_env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = subprocess.Popen(
+        [sys.executable, "-m", "envcheck.train", *args],
+        cwd=REPO,
+        env=train_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and first.poll() is None:
@@ -139,32 +177,57 @@ def test_a_kill_right_after_an_epoch_loses_nothing_and_leaves_no_temporary_file(
 def _can_mount_a_small_disk() -> bool:
     if shutil.which("unshare") is None or not sys.platform.startswith("linux"):
         return False
-    done = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt"],
-                          capture_output=True, timeout=30)
+    done = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt"],
+        capture_output=True,
+        timeout=30,
+    )
     return done.returncode == 0
 
 
 def _train_on_a_small_disk(tmp_path, train_env, size: str):
     disk = tmp_path / "disk"
     disk.mkdir()
-    command = ('disk="$0"; python="$1"; shift; mount -t tmpfs -o size=%s tmpfs "$disk" && "$python" -m envcheck train "$@"; '
-               'code=$?; ls -A "$disk/run" "$disk/run/resume" 2>&1; exit $code'.replace("%s", str(size)))
+    command = (
+        'disk="$0"; python="$1"; shift; mount -t tmpfs -o size=%s tmpfs "$disk" && "$python" -m envcheck train "$@"; '
+        'code=$?; ls -A "$disk/run" "$disk/run/resume" 2>&1; exit $code'.replace("%s", str(size))
+    )
     return subprocess.run(
-        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", command, str(disk), sys.executable,
-         *TINY, "--epochs", "3", "--output", str(disk / "run")],
-        cwd=REPO, env=train_env, capture_output=True, text=True, timeout=600,
+        [
+            "unshare",
+            "--user",
+            "--map-root-user",
+            "--mount",
+            "sh",
+            "-c",
+            command,
+            str(disk),
+            sys.executable,
+            *TINY,
+            "--epochs",
+            "3",
+            "--output",
+            str(disk / "run"),
+        ],
+        cwd=REPO,
+        env=train_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not _can_mount_a_small_disk(), reason="cannot mount a small tmpfs in a user namespace here")
-@pytest.mark.parametrize("size, kept", [("4m", "No epoch is kept yet"), ("30m", "Epochs 1-1 are kept")])
+@pytest.mark.parametrize("size, kept", [("4m", "No epoch is kept yet"), ("30m", "Epoch 1 is kept")])
 def test_a_full_disk_is_one_line_and_exit_1_saying_what_was_kept(tmp_path, train_env, size, kept):
     train_env.pop("TF_CPP_MIN_LOG_LEVEL", None)
     done = _train_on_a_small_disk(tmp_path, train_env, size)
     errors = [line for line in done.stderr.splitlines() if line.startswith("envcheck:")]
     assert done.returncode == 1, done.stderr[-3000:]
-    assert len(errors) == 1 and "cannot write the epoch's outputs (No space left on device" in errors[0], done.stderr[-3000:]
+    assert len(errors) == 1 and "cannot write the epoch's outputs (No space left on device" in errors[0], done.stderr[
+        -3000:
+    ]
     assert kept in errors[0]
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
     assert ".tmp-" not in done.stdout  # the listing of the folder: no temporary file left
@@ -173,13 +236,21 @@ def test_a_full_disk_is_one_line_and_exit_1_saying_what_was_kept(tmp_path, train
 @pytest.mark.slow
 def test_a_write_that_fails_inside_h5py_is_one_line_not_a_crash(tmp_path, train_env):
     """Past envcheck's own space check (a file-size limit here): h5py's failure and its clean-up."""
+
     def limit_file_size():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (5 << 20, 5 << 20))
 
     out = tmp_path / "run"
-    done = subprocess.run([sys.executable, "-m", "envcheck", "train", *TINY, "--epochs", "2", "--output", str(out)],
-                          cwd=REPO, env=train_env, capture_output=True, text=True, timeout=600, preexec_fn=limit_file_size)
+    done = subprocess.run(
+        [sys.executable, "-m", "envcheck", "train", *TINY, "--epochs", "2", "--output", str(out)],
+        cwd=REPO,
+        env=train_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=limit_file_size,
+    )
     assert done.returncode == 1, done.stderr[-3000:]  # not 3 (internal error), not 139 (SIGSEGV)
     assert "cannot write the epoch's outputs (File too large)" in done.stderr
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr

@@ -31,17 +31,20 @@ def test_parameter_count_matches_the_posts_network(network):
     assert network.count_params() == MINI_GOOGLENET_PARAMETERS == 1_656_250
 
 
-@pytest.mark.parametrize("layer, shape", [
-    ("stem_relu", (None, 32, 32, 96)),
-    ("inception_1a_concat", (None, 32, 32, 64)),
-    ("inception_1b_concat", (None, 32, 32, 80)),
-    ("downsample_1_concat", (None, 15, 15, 160)),
-    ("inception_2d_concat", (None, 15, 15, 144)),
-    ("downsample_2_concat", (None, 7, 7, 240)),
-    ("inception_3b_concat", (None, 7, 7, 336)),
-    ("average_pool", (None, 1, 1, 336)),
-    ("probabilities", (None, 10)),
-])
+@pytest.mark.parametrize(
+    "layer, shape",
+    [
+        ("stem_relu", (None, 32, 32, 96)),
+        ("inception_1a_concat", (None, 32, 32, 64)),
+        ("inception_1b_concat", (None, 32, 32, 80)),
+        ("downsample_1_concat", (None, 15, 15, 160)),
+        ("inception_2d_concat", (None, 15, 15, 144)),
+        ("downsample_2_concat", (None, 7, 7, 240)),
+        ("inception_3b_concat", (None, 7, 7, 336)),
+        ("average_pool", (None, 1, 1, 336)),
+        ("probabilities", (None, 10)),
+    ],
+)
 def test_output_shapes(network, layer, shape):
     assert tuple(network.get_layer(layer).output.shape) == shape
 
@@ -203,8 +206,16 @@ def test_augmentation_matches_the_posts_image_data_generator_image_for_image(com
 
 
 def test_a_random_shift_saved_before_the_flip_joined_it_still_shifts_only():
-    old = RandomShift.from_config({"name": "random_shift", "height_factor": 0.1, "width_factor": 0.1, "seed": 1,
-                                   "dtype": "float32", "trainable": True})
+    old = RandomShift.from_config(
+        {
+            "name": "random_shift",
+            "height_factor": 0.1,
+            "width_factor": 0.1,
+            "seed": 1,
+            "dtype": "float32",
+            "trainable": True,
+        }
+    )
     assert not old.horizontal_flip and "horizontal_flip" not in old.get_config()
     ramp = _coordinate_images(64)
     columns = old(tf.constant(ramp), training=True).numpy()[:, 16, :, 0]

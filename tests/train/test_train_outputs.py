@@ -38,8 +38,14 @@ def fake_plot(rows, target, title=""):
 
 def _recorder(out, rows):
     recorder = cb.EpochRecorder(
-        output=OutputFolder(out), is_chief=True, images_per_epoch=64, replicas=1, rows=rows,
-        meta={"model": "MiniGoogLeNet"}, resume_key={"seed": 0}, plot_title="t",
+        output=OutputFolder(out),
+        is_chief=True,
+        images_per_epoch=64,
+        replicas=1,
+        rows=rows,
+        meta={"model": "MiniGoogLeNet"},
+        resume_key={"seed": 0},
+        plot_title="t",
     )
     recorder.set_model(FakeModel())
     return recorder
@@ -123,10 +129,19 @@ def test_a_resumed_run_starts_from_the_committed_rows(tmp_path, monkeypatch):
 
 def test_temporary_files_a_kill_left_are_removed_and_results_are_not(tmp_path):
     (tmp_path / "resume").mkdir()
-    stale = [tmp_path / ".history.tmp-k2j3h4.png", tmp_path / ".history.tmp-x.json", tmp_path / "resume" / ".epoch-0002.tmp-ab.weights.h5",
-             tmp_path / ".envcheck-write-test-zz"]
-    kept = [tmp_path / "history.png", tmp_path / "history.json", tmp_path / "resume" / "epoch-0001.weights.h5", tmp_path / ".gitignore",
-            tmp_path / "notes.tmp-1.txt"]
+    stale = [
+        tmp_path / ".history.tmp-k2j3h4.png",
+        tmp_path / ".history.tmp-x.json",
+        tmp_path / "resume" / ".epoch-0002.tmp-ab.weights.h5",
+        tmp_path / ".envcheck-write-test-zz",
+    ]
+    kept = [
+        tmp_path / "history.png",
+        tmp_path / "history.json",
+        tmp_path / "resume" / "epoch-0001.weights.h5",
+        tmp_path / ".gitignore",
+        tmp_path / "notes.tmp-1.txt",
+    ]
     for path in stale + kept:
         path.write_bytes(b"")
     OutputFolder(tmp_path).remove_stale_temporaries()
@@ -158,8 +173,15 @@ def test_the_full_disk_message_is_one_line_saying_what_was_kept(tmp_path):
     folder = OutputFolder(tmp_path)
     (tmp_path / "resume").mkdir()
     (tmp_path / "resume" / "epoch-0003.weights.h5").write_bytes(b"w")
-    (tmp_path / "resume" / "state.json").write_text(json.dumps({"epochs_done": 3, "weights": "epoch-0003.weights.h5", "settings": {}}))
-    error = _output_failure(TrainConfig(output=tmp_path), folder, OSError(28, "Can't synchronously write data (file write failed:\n errno = 28)"), "the epoch's outputs")
+    (tmp_path / "resume" / "state.json").write_text(
+        json.dumps({"epochs_done": 3, "weights": "epoch-0003.weights.h5", "settings": {}})
+    )
+    error = _output_failure(
+        TrainConfig(output=tmp_path),
+        folder,
+        OSError(28, "Can't synchronously write data (file write failed:\n errno = 28)"),
+        "the epoch's outputs",
+    )
     message = str(error)
     assert error.exit_code == 1 and "\n" not in message
     assert "No space left on device" in message and "Epochs 1-3 are kept" in message and "resume" in message

@@ -46,7 +46,9 @@ def test_repeat_continues_past_one_pass_for_a_fixed_number_of_steps():
 
 def test_evaluation_keeps_every_image_in_order():
     images, labels = _images_tagged_by_index(21), np.arange(21) % 10
-    seen = np.concatenate([x[:, 0, 0, 0] for x, _ in evaluation_dataset(images, labels, global_batch=8).as_numpy_iterator()])
+    seen = np.concatenate(
+        [x[:, 0, 0, 0] for x, _ in evaluation_dataset(images, labels, global_batch=8).as_numpy_iterator()]
+    )
     assert seen.tolist() == list(range(21))
 
 

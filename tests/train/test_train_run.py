@@ -22,8 +22,26 @@ SYNTHETIC = ["--synthetic", "--no-progress"]
 def test_two_cpu_replicas_train_with_falling_loss_and_write_every_output(tmp_path, train_env):
     out = tmp_path / "run"
     result = run_module(
-        "envcheck.train", *SYNTHETIC, "--subset", "256", "--val-subset", "32", "--cpu-replicas", "2", "--batch-per-replica", "16", "--epochs", "3",
-        "--steps-per-epoch", "6", "--lr", "0.01", "--output", str(out), "--json", env=train_env,
+        "envcheck.train",
+        *SYNTHETIC,
+        "--subset",
+        "256",
+        "--val-subset",
+        "32",
+        "--cpu-replicas",
+        "2",
+        "--batch-per-replica",
+        "16",
+        "--epochs",
+        "3",
+        "--steps-per-epoch",
+        "6",
+        "--lr",
+        "0.01",
+        "--output",
+        str(out),
+        "--json",
+        env=train_env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads(result.stdout)
@@ -34,7 +52,9 @@ def test_two_cpu_replicas_train_with_falling_loss_and_write_every_output(tmp_pat
     assert summary["epochs"] == 3 and summary["images_per_second"] > 0
     envelope = {"schema_version": 2, "command": "train", "exit_code": 0}
     assert envelope.items() <= summary.items()
-    assert {k: v for k, v in summary.items() if k not in (*envelope, "envcheck_version")} == read_json(out / "summary.json")
+    assert {k: v for k, v in summary.items() if k not in (*envelope, "envcheck_version")} == read_json(
+        out / "summary.json"
+    )
 
     rows = read_json(out / "history.json")["epochs"]
     assert [r["epoch"] for r in rows] == [1, 2, 3]
@@ -74,10 +94,28 @@ def _wait_for_epochs(state_file, epochs_done, process, timeout=240):
 
 def test_a_killed_run_resumes_from_its_last_finished_epoch(tmp_path, train_env):
     out = tmp_path / "run"
-    args = [*SYNTHETIC, "--subset", "64", "--val-subset", "8", "--batch-per-replica", "8", "--epochs", "5",
-            "--steps-per-epoch", "2", "--output", str(out)]
-    first = subprocess.Popen([sys.executable, "-m", "envcheck.train", *args], cwd=REPO, env=train_env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args = [
+        *SYNTHETIC,
+        "--subset",
+        "64",
+        "--val-subset",
+        "8",
+        "--batch-per-replica",
+        "8",
+        "--epochs",
+        "5",
+        "--steps-per-epoch",
+        "2",
+        "--output",
+        str(out),
+    ]
+    first = subprocess.Popen(
+        [sys.executable, "-m", "envcheck.train", *args],
+        cwd=REPO,
+        env=train_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         _wait_for_epochs(out / "resume" / "state.json", 2, first)
         first.send_signal(signal.SIGKILL)
@@ -105,10 +143,29 @@ def test_a_killed_run_resumes_from_its_last_finished_epoch(tmp_path, train_env):
 
 def test_ctrl_c_says_what_is_kept_and_exits_130(tmp_path, train_env):
     out = tmp_path / "run"
-    args = [*SYNTHETIC, "--subset", "64", "--val-subset", "8", "--batch-per-replica", "8", "--epochs", "50",
-            "--steps-per-epoch", "2", "--output", str(out)]
-    run = subprocess.Popen([sys.executable, "-m", "envcheck.train", *args], cwd=REPO, env=train_env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    args = [
+        *SYNTHETIC,
+        "--subset",
+        "64",
+        "--val-subset",
+        "8",
+        "--batch-per-replica",
+        "8",
+        "--epochs",
+        "50",
+        "--steps-per-epoch",
+        "2",
+        "--output",
+        str(out),
+    ]
+    run = subprocess.Popen(
+        [sys.executable, "-m", "envcheck.train", *args],
+        cwd=REPO,
+        env=train_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         _wait_for_epochs(out / "resume" / "state.json", 1, run)
         run.send_signal(signal.SIGINT)  # what Ctrl-C sends
@@ -125,27 +182,52 @@ def test_a_resume_with_other_settings_is_refused(tmp_path, train_env):
     out = tmp_path / "run"
     (out / "resume").mkdir(parents=True)
     (out / "resume" / "epoch-0001.weights.h5").write_bytes(b"weights")
-    (out / "resume" / "state.json").write_text(json.dumps(
-        {"epochs_done": 1, "weights": "epoch-0001.weights.h5", "settings": {"recipe": "another"}}))
-    result = run_module("envcheck.train", *SYNTHETIC, "--subset", "64", "--epochs", "2", "--output", str(out), env=train_env)
+    (out / "resume" / "state.json").write_text(
+        json.dumps({"epochs_done": 1, "weights": "epoch-0001.weights.h5", "settings": {"recipe": "another"}})
+    )
+    result = run_module(
+        "envcheck.train", *SYNTHETIC, "--subset", "64", "--epochs", "2", "--output", str(out), env=train_env
+    )
     assert result.returncode == 2
     assert "holds an interrupted run with other settings" in result.stderr
 
 
-@pytest.mark.skipif(not REAL_CIFAR10.exists(), reason="the real CIFAR-10 archive (../shared/data/cifar10-jpg.tar.gz) is absent")
+@pytest.mark.skipif(
+    not REAL_CIFAR10.exists(), reason="the real CIFAR-10 archive (../shared/data/cifar10-jpg.tar.gz) is absent"
+)
 def test_a_short_run_on_a_slice_of_the_real_images(tmp_path, train_env):
     train_env.pop("ENVCHECK_CACHE_DIR")  # the user cache: the archive is extracted once, not per test
     out = tmp_path / "run"
     result = run_module(
-        "envcheck.train", "--data", str(REAL_CIFAR10), "--subset", "200", "--val-subset", "100",
-        "--batch-per-replica", "25", "--epochs", "2", "--no-progress", "--output", str(out), "--json", env=train_env,
+        "envcheck.train",
+        "--data",
+        str(REAL_CIFAR10),
+        "--subset",
+        "200",
+        "--val-subset",
+        "100",
+        "--batch-per-replica",
+        "25",
+        "--epochs",
+        "2",
+        "--no-progress",
+        "--output",
+        str(out),
+        "--json",
+        env=train_env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads(result.stdout)
     assert summary["data"]["kind"] == "image-folders"
     assert summary["data"]["train_images"] == 200 and summary["data"]["test_images"] == 100
     assert summary["data"]["classes"][0] == "airplane" and summary["data"]["classes"][9] == "truck"
-    assert not summary["data"]["source"].startswith(str(REPO))  # extracted outside the repository
+    assert summary["data"]["source"] == str(REAL_CIFAR10)  # the archive the user named
+    from envcheck.train.data import cache_dir
+
+    extracted = list((cache_dir() / "datasets").glob("cifar10-jpg-*"))
+    assert extracted and not any(
+        p.resolve().is_relative_to(REPO.resolve()) for p in extracted
+    )  # outside the repository
     assert summary["steps_per_epoch"] == 8 and summary["epochs"] == 2
     if summary["devices"]["kind"] == "cpu":  # no GPU, none asked for: the doctor's reason is given
         assert summary["devices"]["note"].startswith("no usable GPU, training on the CPU: ")
@@ -169,12 +251,35 @@ def test_two_workers_on_loopback_train_together_and_only_the_chief_writes(tmp_pa
     for index in range(2):
         env = dict(train_env)
         env["TF_CONFIG"] = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
-        processes.append(subprocess.Popen(
-            [sys.executable, "-m", "envcheck.train", *SYNTHETIC, "--subset", "64", "--val-subset", "16",
-             "--batch-per-replica", "8", "--epochs", "2", "--steps-per-epoch", "2", "--multi-worker",
-             "--output", str(tmp_path / f"out-{index}"), "--json"],
-            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        ))
+        processes.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "envcheck.train",
+                    *SYNTHETIC,
+                    "--subset",
+                    "64",
+                    "--val-subset",
+                    "16",
+                    "--batch-per-replica",
+                    "8",
+                    "--epochs",
+                    "2",
+                    "--steps-per-epoch",
+                    "2",
+                    "--multi-worker",
+                    "--output",
+                    str(tmp_path / f"out-{index}"),
+                    "--json",
+                ],
+                cwd=REPO,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     try:
         results = [(p.wait(timeout=400), *p.communicate()) for p in processes]
     finally:
@@ -188,7 +293,12 @@ def test_two_workers_on_loopback_train_together_and_only_the_chief_writes(tmp_pa
     assert summary["devices"]["workers"] == 2 and summary["replicas"] == 2 and summary["global_batch"] == 16
     assert summary["epochs"] == 2
     assert {p.name for p in (tmp_path / "out-0").iterdir()} == {
-        "history.json", "history.csv", "history.png", "summary.json", "model.keras"}
+        "history.json",
+        "history.csv",
+        "history.png",
+        "summary.json",
+        "model.keras",
+    }
     assert results[1][1].strip() == ""  # the other worker prints no summary
     assert not (tmp_path / "out-1").exists() or not any((tmp_path / "out-1").iterdir())
 
@@ -196,8 +306,26 @@ def test_two_workers_on_loopback_train_together_and_only_the_chief_writes(tmp_pa
 def test_a_nan_loss_stops_the_run_with_a_clear_message(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras-home"))
     out = tmp_path / "run"
-    result = cli("train", *SYNTHETIC, "--subset", "32", "--val-subset", "8", "--batch-per-replica", "8", "--epochs", "3",
-                 "--steps-per-epoch", "2", "--gpus", "0", "--lr", "1e12", "--output", str(out))
+    result = cli(
+        "train",
+        *SYNTHETIC,
+        "--subset",
+        "32",
+        "--val-subset",
+        "8",
+        "--batch-per-replica",
+        "8",
+        "--epochs",
+        "3",
+        "--steps-per-epoch",
+        "2",
+        "--gpus",
+        "0",
+        "--lr",
+        "1e12",
+        "--output",
+        str(out),
+    )
     assert result.code == 1
     assert re.search(r"training stopped: the loss became (nan|inf|-inf) at epoch \d+, batch \d+", result.err)
     assert "lower --lr (now 1e+12)" in result.err
@@ -211,13 +339,20 @@ def test_a_damaged_resume_point_is_one_line_saying_how_to_start_over(tmp_path, m
     from envcheck.train.trainer import train
 
     monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path / "cache"))
-    config = TrainConfig(output=tmp_path / "run", recipe=PRESETS["post"].with_overrides(epochs=2, batch_per_replica=8),
-                         synthetic=True, subset=16, val_subset=8, progress=False)
+    config = TrainConfig(
+        output=tmp_path / "run",
+        recipe=PRESETS["post"].with_overrides(epochs=2, batch_per_replica=8),
+        synthetic=True,
+        subset=16,
+        val_subset=8,
+        progress=False,
+    )
     resume = tmp_path / "run" / "resume"
     resume.mkdir(parents=True)
     (resume / "epoch-0001.weights.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 100)
-    (resume / "state.json").write_text(json.dumps(
-        {"epochs_done": 1, "weights": "epoch-0001.weights.h5", "settings": config.resume_key()}))
+    (resume / "state.json").write_text(
+        json.dumps({"epochs_done": 1, "weights": "epoch-0001.weights.h5", "settings": config.resume_key()})
+    )
     with pytest.raises(UsageError, match="the resume point cannot be read") as caught:
         train(config)
     assert str(resume) in str(caught.value) and "\n" not in str(caught.value)

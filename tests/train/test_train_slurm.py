@@ -22,8 +22,13 @@ from envcheck.train.strategy import (
 
 
 def _step(rank: int, tasks: int = 2, nodes: str = "localhost", per_node: str = "2", ports: str = "") -> dict:
-    env = {"SLURM_JOB_ID": "4242", "SLURM_PROCID": str(rank), "SLURM_STEP_NUM_TASKS": str(tasks),
-           "SLURM_STEP_NODELIST": nodes, "SLURM_STEP_TASKS_PER_NODE": per_node}
+    env = {
+        "SLURM_JOB_ID": "4242",
+        "SLURM_PROCID": str(rank),
+        "SLURM_STEP_NUM_TASKS": str(tasks),
+        "SLURM_STEP_NODELIST": nodes,
+        "SLURM_STEP_TASKS_PER_NODE": per_node,
+    }
     if ports:
         env["SLURM_STEP_RESV_PORTS"] = ports
     return env
@@ -35,14 +40,17 @@ def test_tf_config_wins_over_slurm():
     assert read_tf_config(env)["cluster"] == {"worker": ["h:1"]}
 
 
-@pytest.mark.parametrize("env, message", [
-    ({}, "neither TF_CONFIG nor SLURM's variables"),
-    ({"SLURM_JOB_ID": "1", "SLURM_NTASKS": "2"}, "this is a SLURM job but not a job step (SLURM_PROCID"),
-    (_step(2), "SLURM_PROCID=2 is not one of the step's 2 tasks"),
-    (_step(0, tasks=3), "SLURM_STEP_NUM_TASKS=3 but SLURM_STEP_TASKS_PER_NODE='2' adds up to 2"),
-    (_step(0, per_node="two"), "is not a tasks-per-node list"),
-    ({**_step(0), "SLURM_PROCID": "x"}, "must be whole numbers"),
-])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({}, "neither TF_CONFIG nor SLURM's variables"),
+        ({"SLURM_JOB_ID": "1", "SLURM_NTASKS": "2"}, "this is a SLURM job but not a job step (SLURM_PROCID"),
+        (_step(2), "SLURM_PROCID=2 is not one of the step's 2 tasks"),
+        (_step(0, tasks=3), "SLURM_STEP_NUM_TASKS=3 but SLURM_STEP_TASKS_PER_NODE='2' adds up to 2"),
+        (_step(0, per_node="two"), "is not a tasks-per-node list"),
+        ({**_step(0), "SLURM_PROCID": "x"}, "must be whole numbers"),
+    ],
+)
 def test_what_is_missing_or_wrong_is_one_line(env, message):
     with pytest.raises(UsageError, match=None) as info:
         cluster_source(env)
@@ -58,7 +66,9 @@ def test_tasks_per_node_and_reserved_ports_read_as_srun_writes_them():
 @pytest.mark.slow
 def test_the_resolver_lays_out_a_two_node_step_as_srun_runs_it():
     # Four tasks on two nodes: ranks 0-1 on n1, 2-3 on n2, ports from the reserved base by slot.
-    configs = [read_tf_config(_step(rank, tasks=4, nodes="n[1-2]", per_node="2(x2)", ports="23000-23001")) for rank in range(4)]
+    configs = [
+        read_tf_config(_step(rank, tasks=4, nodes="n[1-2]", per_node="2(x2)", ports="23000-23001")) for rank in range(4)
+    ]
     assert configs[0]["cluster"] == {"worker": ["n1:23000", "n1:23001", "n2:23000", "n2:23001"]}
     assert [c["task"]["index"] for c in configs] == [0, 1, 2, 3]
     assert [c["slurm"]["slot"] for c in configs] == [0, 1, 0, 1]
@@ -87,12 +97,37 @@ def test_two_srun_tasks_on_loopback_train_together_without_tf_config(tmp_path, t
     for rank in range(2):
         env = {**train_env, **_step(rank, ports=f"{port}-{port + 1}"), "SLURM_NODEID": "0", "SLURM_LOCALID": str(rank)}
         env.pop("TF_CONFIG", None)
-        processes.append(subprocess.Popen(
-            [sys.executable, "-m", "envcheck", "train", "--synthetic", "--no-progress", "--subset", "32", "--val-subset", "8",
-             "--batch-per-replica", "8", "--epochs", "1", "--steps-per-epoch", "2", "--multi-worker",
-             "--output", str(tmp_path / f"out-{rank}"), "--json"],
-            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        ))
+        processes.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "envcheck",
+                    "train",
+                    "--synthetic",
+                    "--no-progress",
+                    "--subset",
+                    "32",
+                    "--val-subset",
+                    "8",
+                    "--batch-per-replica",
+                    "8",
+                    "--epochs",
+                    "1",
+                    "--steps-per-epoch",
+                    "2",
+                    "--multi-worker",
+                    "--output",
+                    str(tmp_path / f"out-{rank}"),
+                    "--json",
+                ],
+                cwd=REPO,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     try:
         results = [(p.wait(timeout=400), *p.communicate()) for p in processes]
     finally:

@@ -45,8 +45,9 @@ def write_python_batches(folder: Path, per_batch: int = 12, test: int = 10, seed
     return x_train, y_train, x_test, y_test
 
 
-def write_image_folders(root: Path, train_per_class: int = 3, test_per_class: int = 2, classes=CLASSES,
-                        suffix: str = ".png", seed: int = 0) -> dict:
+def write_image_folders(
+    root: Path, train_per_class: int = 3, test_per_class: int = 2, classes=CLASSES, suffix: str = ".png", seed: int = 0
+) -> dict:
     """train/<class>/NNNN<suffix> and test/<class>/...; returns {(split, class, index): pixels}."""
     from PIL import Image
 
@@ -75,8 +76,12 @@ def subprocess_env(tmp_path: Path) -> dict:
 
 def run_module(module: str, *args: str, env: dict, timeout: float = 300, cwd: Path | None = None):
     return subprocess.run(
-        [sys.executable, "-m", module, *args], env=env, capture_output=True, text=True,
-        timeout=timeout, cwd=str(cwd or REPO),
+        [sys.executable, "-m", module, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=str(cwd or REPO),
     )
 
 
