@@ -368,16 +368,6 @@ def _hints(cls: type) -> dict[str, Any]:
     return hints
 
 
-def _type_name(tp: Any) -> str:
-    if tp is type(None):
-        return "null"
-    if isinstance(tp, type):
-        return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(
-            tp, f"an object ({tp.__name__})"
-        )
-    return str(tp)
-
-
 def _convert(value: Any, tp: Any, where: str) -> Any:
     origin = typing.get_origin(tp)
     if origin is Union or origin is types.UnionType:

@@ -113,14 +113,6 @@ def set_variable(name: str, value: str, shell: str) -> str:
     return f"export {name}={quote(value, BASH)}"
 
 
-def unset_variable(name: str, shell: str) -> str:
-    if shell == POWERSHELL:
-        return f"Remove-Item Env:{name} -ErrorAction SilentlyContinue"
-    if shell == CMD:
-        return f'set "{name}="'
-    return f"unset {name}"
-
-
 def prepend_path(variable: str, directory: str, shell: str) -> str:
     """Put ``directory`` first on a search-path variable (PATH, LD_LIBRARY_PATH) for this session,
     keeping what it held: the folder stays one literal word whatever characters it has."""

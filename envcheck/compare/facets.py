@@ -333,8 +333,3 @@ def priority(path: str) -> tuple[int, int]:
 
 def facet_values(machine: Machine) -> dict[str, Value]:
     return {f.name: f.value(machine) for f in FACETS}
-
-
-def first_link(name: str | None) -> int:
-    """Chain position of a group name, for sorting (unknown names last)."""
-    return GROUPS.index(name) if name in GROUPS else len(GROUPS)

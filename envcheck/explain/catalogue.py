@@ -315,11 +315,6 @@ def default_path() -> Path:
     return data_file(PATTERNS_FILE)
 
 
-def read_patterns(path: Path) -> tuple[Pattern, ...]:
-    """Read and validate a patterns file; every problem is one PatternsError naming file and line."""
-    return read_catalogue(path)[0]
-
-
 def read_catalogue(path: Path, eager: bool = True) -> tuple[tuple[Pattern, ...], tuple[str, ...]]:
     """The patterns of a file and its ``anchors`` (see ``parse_catalogue``)."""
     text = read_user_text(path, "a patterns file", PatternsError)

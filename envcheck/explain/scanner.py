@@ -84,12 +84,6 @@ class Catalogue:
         object.__setattr__(self, "_needles", tuple(tuple(n.encode("ascii") for n in p.needles) for p in self.patterns))
 
     @property
-    def passes(self) -> int:
-        """How many substring searches a chunk can take (one per anchor, skipped when the text
-        lacks the anchor's gate word)."""
-        return len(self._anchors)  # type: ignore[attr-defined]
-
-    @property
     def gates(self) -> dict[str, str]:
         """Each pass's string (without digits) and its gate word ("" when it has none)."""
         return {a.decode("ascii"): g.decode("ascii") for a, g, _ in self._anchors}  # type: ignore[attr-defined]

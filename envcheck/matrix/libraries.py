@@ -49,11 +49,6 @@ def cuda_home(version: object, os: str) -> str:
     return f"/usr/local/cuda-{release}"
 
 
-def cuda_library_dir(version: object, os: str) -> str:
-    """The folder of a CUDA release's libraries: bin on Windows (DLLs), lib64 elsewhere."""
-    return cuda_home(version, os) + ("\\bin" if os == "windows" else "/lib64")
-
-
 def basename(path: str) -> str:
     """The file name of a Windows or POSIX path."""
     return re.split(r"[\\/]", path)[-1]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import platform
 import re
 import socket
@@ -190,7 +189,3 @@ def _has_home() -> bool:
         return True
     except RuntimeError:
         return False
-
-
-def environ_snapshot() -> dict[str, str]:
-    return dict(os.environ)

@@ -210,9 +210,6 @@ class OutputFolder:
         """A finished run is here: its summary exists (written only once every epoch is done)."""
         return self.summary.is_file()
 
-    def has_results(self) -> bool:
-        return any((self.root / name).exists() for name in self.RESULTS) or self.resume_dir.exists()
-
     def clear_run(self) -> None:
         """--overwrite: remove the previous run's outputs (only the files a run writes)."""
         for name in self.RESULTS:
