@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from envcheck.errors import UsageError
+from envcheck.words import plural
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def split_cpu(count: int) -> list[str]:
     logical = [d.name for d in tf.config.list_logical_devices("CPU")]
     if len(logical) < count:
         raise UsageError(
-            f"--cpu-replicas {count}: TensorFlow already started with {len(logical)} CPU device(s) in this "
+            f"--cpu-replicas {count}: TensorFlow already started with {plural(len(logical), 'CPU device')} in this "
             "process; the CPU can only be split before TensorFlow starts"
         )
     return logical[:count]
@@ -96,7 +97,7 @@ def select_gpus(requested: Optional[int], *, may_start_runtime: bool = True) -> 
         requested = len(physical)
     if requested > len(physical):
         have = (
-            f"{len(physical)} GPU(s) TensorFlow can see ({', '.join(g.name for g in physical)})"
+            f"{plural(len(physical), 'GPU')} TensorFlow can see ({', '.join(g.name for g in physical)})"
             if physical
             else "no GPU that TensorFlow can see (run `envcheck doctor` to find out why)"
         )
@@ -182,7 +183,7 @@ def _parse_tf_config(raw: str) -> dict[str, Any]:
         members = cluster[task["type"]]
         index = int(task["index"])
         if not 0 <= index < len(members):
-            raise ValueError(f"task index {index} is not in the cluster's {len(members)} {task['type']}(s)")
+            raise ValueError(f"task index {index} is not in the cluster's {plural(len(members), task['type'])}")
     except (ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"TF_CONFIG is not a valid cluster description ({type(exc).__name__}: {exc})") from None
     return config
@@ -339,11 +340,11 @@ def _slurm_strategy(tf, config: dict[str, Any], gpus: int | None):
     physical = tf.config.list_physical_devices("GPU")
     wanted = len(physical) if gpus is None else gpus
     if wanted > len(physical):
-        raise UsageError(f"--gpus {wanted}: this node has {len(physical)} GPU(s) TensorFlow can see")
+        raise UsageError(f"--gpus {wanted}: this node has {plural(len(physical), 'GPU')} TensorFlow can see")
     share = wanted // slurm["tasks_on_node"]
     if wanted and not share:
         raise UsageError(
-            f"SLURM runs {slurm['tasks_on_node']} tasks on this node and it has {wanted} GPU(s): "
+            f"SLURM runs {slurm['tasks_on_node']} tasks on this node and it has {plural(wanted, 'GPU')}: "
             "run one task per GPU or fewer (srun --ntasks-per-node), or --gpus 0 for the CPU"
         )
     chosen = physical[slurm["slot"] * share : (slurm["slot"] + 1) * share]

@@ -78,7 +78,7 @@ def test_more_gpus_than_the_machine_has_names_what_is_there(monkeypatch):
     with pytest.raises(UsageError) as caught:
         strategy.select_gpus(4)
     assert str(caught.value) == (
-        "--gpus 4: this machine has 2 GPU(s) TensorFlow can see (/physical_device:GPU:0, /physical_device:GPU:1)"
+        "--gpus 4: this machine has 2 GPUs TensorFlow can see (/physical_device:GPU:0, /physical_device:GPU:1)"
     )
 
 
