@@ -60,6 +60,27 @@ def clip(text: str, width: int) -> str:
     return text[: max(0, width - 3)] + "..." if width > 3 else text[:width]
 
 
+def clip_middle(text: str, width: int) -> str:
+    """A path cut in the middle ("~/.pyenv/...ons/3.11.7"): its first folder or two and its end
+    say the most."""
+    if len(text) <= width:
+        return text
+    if width <= 8:
+        return clip_left(text, width)
+    keep = width - 3
+    separator = "\\" if "\\" in text and "/" not in text else "/"
+    head = 0
+    for end, char in enumerate(text):
+        if char != separator:
+            continue
+        if end + 1 > keep // 2:
+            break
+        head = end + 1
+        if text[:head].count(separator) >= 2:
+            break
+    return text[:head] + "..." + text[-(keep - head) :]
+
+
 def clip_left(text: str, width: int) -> str:
     """A path cut from the left ("...ects/a/.venv/bin/python"): its end says the most."""
     if len(text) <= width:

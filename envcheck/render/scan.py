@@ -4,10 +4,11 @@ the first broken link), then the scan's own findings with their fixes."""
 from __future__ import annotations
 
 import os
+import textwrap
 from dataclasses import dataclass
 
 from envcheck.render import json_text
-from envcheck.render.lines import Lines, clip, clip_left
+from envcheck.render.lines import Lines, clip, clip_middle
 from envcheck.render.terminal import SHORT_TITLES
 from envcheck.scan.discover import HOW_ORDER, KERNEL, VIRTUALENV
 from envcheck.scan.result import Scan
@@ -31,8 +32,28 @@ class Row:
     status: str | None  # the verdict's status; None when the doctor did not answer
 
 
+# Prefixes whose bin folder holds the system's own interpreters: there the interpreter names the row.
+_SYSTEM_PREFIXES = {"/", "/usr", "/usr/local", "/opt/homebrew", "/opt/local"}
+
+
+def environment_folder(interpreter: str) -> str:
+    """Where an environment lives, as a person names it: ``~/projects/a/.venv`` for
+    ``~/projects/a/.venv/bin/python3``, ``~/.pyenv/versions/3.11.7`` for its python; a system
+    interpreter (``/usr/bin/python3``) and anything else stay as they are."""
+    head, name = os.path.split(interpreter)
+    lowered = name.lower()
+    if not lowered.startswith("python"):
+        return interpreter
+    folder, bin_name = os.path.split(head)
+    if bin_name in ("bin", "Scripts") and folder and folder not in _SYSTEM_PREFIXES:
+        return folder
+    if lowered == "python.exe" and head:  # a conda environment or a Windows install keeps it at its root
+        return head
+    return interpreter
+
+
 def row(env: Environment, home: str = "") -> Row:
-    where = tilde(env.interpreter, home)
+    where = tilde(environment_folder(env.interpreter), home)
     kinds = [_SHORT_HOW.get(c.how, c.how) for c in sorted(env.reached, key=lambda c: HOW_ORDER.index(c.how))]
     kernels = [c.detail for c in env.reached if c.how == KERNEL]
     reached = ", ".join(
@@ -149,10 +170,10 @@ _HEADERS = ("environment", "Python", "TF", "GPU", "reached", "first broken link"
 
 
 def _table(out: Lines, rows: list[Row]) -> None:
-    """The columns share the width: Python, TensorFlow and GPU whole; the path (cut from the left),
-    how it was reached, and the first broken link (cut at the right) split what is left, each
-    taking what it needs and giving the rest to the others. Too narrow for how each environment
-    was reached, that column goes (-v and --json have it)."""
+    """The columns share the width: Python, TensorFlow and GPU whole; the path (cut in the middle),
+    how it was reached, and the first broken link (wrapped under its column) split what is left, each
+    taking what it needs and giving the rest to the others. Under about 95 columns the column of
+    how each environment was reached goes (-v and --json have it)."""
     from rich.text import Text
 
     small = [
@@ -164,13 +185,14 @@ def _table(out: Lines, rows: list[Row]) -> None:
         "link": max(len(_HEADERS[5]), *(len(r.first_broken) for r in rows)),
         "reached": max(len(_HEADERS[4]), *(len(r.reached) for r in rows)),
     }
-    shares = {"where": 45, "link": 40, "reached": 15}
-    if free < 48:
-        shares, free = {"where": 50, "link": 50, "reached": 0}, free + 2
-    got = {k: min(needs[k], free * share // 100) for k, share in shares.items()}
-    for key in ("where", "link", "reached"):  # what a column does not need goes to the next that does
-        if shares[key]:
-            got[key] += max(0, min(free - sum(got.values()), needs[key] - got[key]))
+    got = {"reached": 0}
+    if free >= 64:  # how each environment was reached (a wide terminal): its labels, or +N for the rest
+        got["reached"] = min(needs["reached"], 16)
+        free -= got["reached"] + 2
+    # The path and the answer split the rest 40/60; what one does not need goes to the other.
+    got["where"] = min(needs["where"], max(min(26, free // 2), free * 40 // 100))
+    got["link"] = min(needs["link"], free - got["where"])
+    got["where"] += max(0, min(free - got["where"] - got["link"], needs["where"] - got["where"]))
     columns = [
         ("where", _HEADERS[0], max(6, got["where"])),
         ("python", _HEADERS[1], small[0]),
@@ -192,14 +214,16 @@ def _table(out: Lines, rows: list[Row]) -> None:
         for field, _, width in columns:
             value = getattr(r, field)
             fitted = (
-                clip_left(value, width)
+                clip_middle(value, width)
                 if field == "where"
                 else fit_labels(value, width)
                 if field == "reached"
                 else clip(value, width)
             )
             cells.append(fitted.ljust(width))
-        line = Text("  " + "  ".join(cells) + "  ") + out.style(
-            clip(r.first_broken, link_width), _STATUS_STYLE.get(r.status, "")
-        )
-        out.console.print(line, crop=False, overflow="ignore")
+        # The first broken link is the answer: wrapped under its column, never cut.
+        pieces = textwrap.wrap(r.first_broken, link_width, break_on_hyphens=False) or [""]
+        lead = "  " + "  ".join(cells) + "  "
+        for i, piece in enumerate(pieces):
+            start = Text(lead if i == 0 else " " * len(lead))
+            out.console.print(start + out.style(piece, _STATUS_STYLE.get(r.status, "")), crop=False, overflow="ignore")

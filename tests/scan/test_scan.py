@@ -242,7 +242,7 @@ def test_the_scan_end_to_end(machine, cli, monkeypatch):
     )  # the kernel's own variables were probed
     assert hidden["report"]["command"] == "doctor" and hidden["report"]["facts"]["quick"] is True
     assert [f["kind"] for f in data["findings"]] == [KERNEL_CANNOT_START]
-    from envcheck.render.scan import render
+    from envcheck.render.scan import environment_folder, render
     from envcheck.scan.result import scan
 
     again = scan(dict(os.environ), places_from(dict(os.environ), cwd=home), full=False, timeout=30, budget=120, jobs=2)
@@ -255,12 +255,17 @@ def test_the_scan_end_to_end(machine, cli, monkeypatch):
         )  # commands are never cut
     text = render(again, home=str(home), width=120, color=False)
     assert "(quick: TensorFlow not imported; --full imports it)" in text.splitlines()[0]
-    header, *rows = text.split("\n\n")[1].splitlines()
+    header, *lines = text.split("\n\n")[1].splitlines()
+    rows: list[str] = []
+    for line in lines:  # a first broken link too long for its column goes on under it
+        if line.startswith("   ") and rows:
+            rows[-1] += " " + line.strip()
+        else:
+            rows.append(line)
     assert header.split() == ["environment", "Python", "TF", "GPU", "reached", "first", "broken", "link"]
-    assert rows[0].split()[0] == (
-        sys.executable if not sys.executable.startswith(str(home)) else "~" + sys.executable[len(str(home)) :]
-    )
-    assert "/.virtualenvs/tf/bin/python" in rows[1] and " PATH" in rows[1] and "TensorFlow: not installed" in rows[1]
+    running = environment_folder(sys.executable)  # an environment is shown by its folder
+    assert rows[0].split()[0] == (running if not running.startswith(str(home)) else "~" + running[len(str(home)) :])
+    assert "/.virtualenvs/tf " in rows[1] and " PATH" in rows[1] and "TensorFlow: not installed" in rows[1]
     verbose = " ".join(render(again, home=str(home), verbose=True, width=120, color=False).split())
     assert "reached: PATH python, PATH python3" in verbose and "kernel 'tf'" in verbose
     assert "kernel tf-cpu" in rows[2]
@@ -344,3 +349,28 @@ def test_full_imports_tensorflow_in_each_environment(machine):
     report = checked[0].report
     assert checked[0].status == OK and report["facts"]["quick"] is False
     assert report["facts"]["tensorflow"]["status"] in ("ok", "missing", "error")
+
+
+@pytest.mark.parametrize(
+    "interpreter, shown",
+    [
+        ("/home/me/projects/a/.venv/bin/python3", "/home/me/projects/a/.venv"),
+        ("/home/me/.pyenv/versions/3.11.7/bin/python", "/home/me/.pyenv/versions/3.11.7"),
+        ("/opt/conda/envs/tf/bin/python3.11", "/opt/conda/envs/tf"),
+        ("/usr/bin/python3", "/usr/bin/python3"),  # the system's own: the interpreter names it
+        ("/usr/local/bin/python3.12", "/usr/local/bin/python3.12"),
+        ("/home/me/tools/run-me", "/home/me/tools/run-me"),  # not a python: as it is
+    ],
+)
+def test_an_environment_is_shown_by_its_folder(interpreter, shown):
+    from envcheck.render.scan import environment_folder
+
+    assert environment_folder(interpreter) == shown
+
+
+def test_a_long_path_is_cut_in_the_middle():
+    from envcheck.render.lines import clip_middle
+
+    assert clip_middle("~/.pyenv/versions/3.11.7", 40) == "~/.pyenv/versions/3.11.7"
+    cut = clip_middle("~/projects/a-very-long-project-name/.venv", 24)
+    assert len(cut) == 24 and cut.startswith("~/") and cut.endswith("-name/.venv") and "..." in cut
