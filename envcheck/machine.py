@@ -296,6 +296,14 @@ class Machine:
         return any(p.ok and p.device and "GPU" in p.device.upper() for p in self.facts.tensorflow.placement)
 
     @property
+    def tf_gpu_ops_all_passed(self) -> bool:
+        """Every op of the placement test ran on a GPU and passed: then the libraries TensorFlow
+        needed were found, whatever the library probe saw. A convolution that failed beside a
+        matmul that passed says cuDNN was not, so the library checks still count."""
+        placement = self.facts.tensorflow.placement
+        return self.tf_used_gpu and all(p.ok for p in placement)
+
+    @property
     def tf_gpu_count(self) -> int:
         return sum(1 for d in self.facts.tensorflow.physical_devices if d.device_type.upper() == "GPU")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from envcheck.compare.facets import FACET_BY_NAME, FACETS
 from envcheck.compare.fleet import VERDICT, Fleet, Group, hostlist
 from envcheck.render import json_text
-from envcheck.render.lines import Lines, clip
+from envcheck.render.lines import Lines, clip, wrap_words
 from envcheck.words import plural
 
 _VERDICT_STYLE = {"gpu-ready": "green", "cpu-only": "yellow", "broken": "red", "not-installed": "cyan"}
@@ -92,12 +92,15 @@ def _section(
     for i, (g, who) in enumerate(zip(groups, names)):
         head = f"  {(title if i == 0 else '').ljust(title_width)}  " if title_width else "  "
         count = f"{len(g.nodes):>{count_width}}  "
-        value = clip(g.shown or g.value, value_width)
+        # A value too long for its column goes on under it (never cut: it is what differs).
+        pieces = wrap_words(g.shown or g.value, value_width)
         rest = room - value_width - 2
-        who = clip(who, rest) if rest >= 8 else ""
+        who = clip(who, rest) if rest >= min(8, len(who)) else ""
         style = _VERDICT_STYLE.get(g.nodes[0].status, "") if styled else ""
-        gap = " " * (value_width - len(value) + 2) if who else ""
-        out.line(head, count, out.style(value, style), gap + who, hang=head_width + count_width + 2)
+        gap = " " * (value_width - len(pieces[0]) + 2) if who else ""
+        out.line(head, count, out.style(pieces[0], style), gap + who, hang=head_width + count_width + 2)
+        for piece in pieces[1:]:
+            out.line(" " * (head_width + count_width + 2), out.style(piece, style), hang=head_width + count_width + 2)
     if groups[0].alike:
         pad = " " * (head_width + count_width + 2)
         out.line(pad, out.style(f"alike on all: {groups[0].alike}", "dim"), hang=len(pad))

@@ -5,6 +5,8 @@ width, colour and console come from the doctor's terminal renderer, so every com
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 
 from envcheck.render.terminal import console_for, terminal_width, use_color
@@ -88,3 +90,38 @@ def clip_left(text: str, width: int) -> str:
     if width <= 3:
         return text[len(text) - max(0, width) :]
     return "..." + text[-(width - 3) :]
+
+
+def wrap_words(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width``, broken at spaces; a word longer than a line (a path)
+    is broken after a ``/`` or ``\\`` where it can be, and only where it cannot, inside a name."""
+    width = max(1, width)
+    lines: list[str] = []
+    current = ""
+    for word in text.split():
+        pieces = [word] if len(word) <= width else _path_pieces(word, width)
+        for i, piece in enumerate(pieces):
+            joiner = "" if i else " "
+            if current and len(current) + len(joiner) + len(piece) <= width:
+                current += joiner + piece
+            else:
+                if current:
+                    lines.append(current)
+                current = piece
+    if current:
+        lines.append(current)
+    return lines or [""]
+
+
+def _path_pieces(word: str, width: int) -> list[str]:
+    parts = [p for p in re.split(r"(?<=[/\\])", word) if p]
+    pieces: list[str] = []
+    for part in parts:
+        while len(part) > width:
+            pieces.append(part[:width])
+            part = part[width:]
+        if pieces and len(pieces[-1]) + len(part) <= width:
+            pieces[-1] += part
+        else:
+            pieces.append(part)
+    return pieces

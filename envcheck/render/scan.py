@@ -4,11 +4,10 @@ the first broken link), then the scan's own findings with their fixes."""
 from __future__ import annotations
 
 import os
-import textwrap
 from dataclasses import dataclass
 
 from envcheck.render import json_text
-from envcheck.render.lines import Lines, clip, clip_middle
+from envcheck.render.lines import Lines, clip, clip_middle, wrap_words
 from envcheck.render.terminal import SHORT_TITLES
 from envcheck.scan.discover import HOW_ORDER, KERNEL, VIRTUALENV
 from envcheck.scan.result import Scan
@@ -222,7 +221,7 @@ def _table(out: Lines, rows: list[Row]) -> None:
             )
             cells.append(fitted.ljust(width))
         # The first broken link is the answer: wrapped under its column, never cut.
-        pieces = textwrap.wrap(r.first_broken, link_width, break_on_hyphens=False) or [""]
+        pieces = wrap_words(r.first_broken, link_width)
         lead = "  " + "  ".join(cells) + "  "
         for i, piece in enumerate(pieces):
             start = Text(lead if i == 0 else " " * len(lead))

@@ -47,14 +47,14 @@ class Needed:
 
 def libraries_apply(ctx: Context) -> bool:
     """Library checks mean something for a CUDA build of a known release, where a GPU may be, with
-    a library probe that ran, and unless TF already ran an op on the GPU (then they were found)."""
+    a library probe that ran, and unless TF already ran every op on the GPU (then they were found)."""
     facts = ctx.facts
     return (
         ctx.is_cuda_tf is True
         and ctx.tf_build is not None
         and ctx.gpu_presence != ABSENT
         and facts.libraries.status not in (SKIPPED, ERROR)
-        and not ctx.tf_used_gpu
+        and not ctx.tf_gpu_ops_all_passed
     )
 
 

@@ -12,6 +12,9 @@ from envcheck.verdict.ways_forward import cpu_path, gpu_path
 
 # Findings that mean no TensorFlow runs in this interpreter, on any device.
 _TF_UNUSABLE_RULES = ("EC-PY-001", "EC-PY-002", "EC-TF-006")
+# A convolution that fails on the GPUs TensorFlow lists is no fall-back to the CPU: a model with a
+# convolution stops there. With no GPU left that works, TensorFlow is broken, not "CPU only".
+_BREAKS_WITHOUT_A_WORKING_GPU = ("EC-PLC-003",)
 
 
 # Links that only work when the links before them do: their errors are consequences.
@@ -52,7 +55,12 @@ def walk_chain(ctx: Context, findings: list[Finding]) -> tuple[list[Finding], Ve
     gpus = len(usable)
     if _not_installed(ctx, findings):
         return findings, not_installed_verdict(ctx, findings, steps)
-    breaking = [f for f in findings if f.id in _TF_UNUSABLE_RULES and f.severity is Severity.ERROR]
+    breaking = [
+        f
+        for f in findings
+        if f.severity is Severity.ERROR
+        and (f.id in _TF_UNUSABLE_RULES or (f.id in _BREAKS_WITHOUT_A_WORKING_GPU and not gpus))
+    ]
     unusable = ctx.tf_unusable or bool(breaking)
     if unusable:
         # "broken" names what stops TensorFlow running at all (followed back to its cause), not

@@ -439,3 +439,17 @@ def test_a_gtx_680_fix_sets_up_the_python_its_release_needs():
 def test_an_architecture_still_supported_has_no_ceiling():
     report = judge(b.server())
     assert "EC-CC-003" not in by_id(report)
+
+
+def test_a_convolution_failing_on_every_gpu_is_broken_not_cpu_only():
+    """TensorFlow lists the GPUs and places the convolution there, where it fails: a model with a
+    convolution stops; it does not run on the CPU instead."""
+    facts = b.server()
+    placement = tuple(
+        dataclasses.replace(p, ok=False, device=None, error="CUDNN_STATUS_EXECUTION_FAILED") if p.op == "conv2d" else p
+        for p in facts.tensorflow.placement
+    )
+    report = judge(b.change(facts, {"tensorflow.placement": placement}))
+    assert report.verdict.status == BROKEN and report.verdict.gpus == 0
+    assert report.verdict.first_broken_link == "placement" and report.verdict.finding_id == "EC-PLC-003"
+    assert "convolution failed" in report.verdict.reason and report.exit_code == 1
