@@ -404,7 +404,9 @@ def _tensorflow_facts(tf: Any):
 def _tf_distribution() -> Optional[str]:
     from importlib import metadata
 
-    for name in ("tensorflow", "tensorflow-gpu", "tensorflow-cpu", "tf-nightly"):
+    from envcheck.matrix import load_matrix
+
+    for name in load_matrix().tf_distribution_names():
         try:
             metadata.version(name)
             return name

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from envcheck.matrix import requirement_text
+from envcheck.matrix.libraries import WINDOWS_CUDA_DIR
 from envcheck.planner.options import (
     CPU,
     DRIVER_INSTALL,
@@ -33,7 +34,6 @@ PYTHON_WINDOWS = "https://www.python.org/downloads/windows/"
 PYTHON_DOWNLOADS = "https://www.python.org/downloads/"
 VC_REDIST = "https://aka.ms/vs/17/release/vc_redist.x64.exe"
 WSL_CUDA_GUIDE = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
-WINDOWS_CUDA_DIR = r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA"
 
 
 def Line(text: str, why: str, shell: str) -> Command:

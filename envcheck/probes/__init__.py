@@ -226,7 +226,7 @@ def _tf_distribution_names() -> tuple[str, ...]:
 
         return load_matrix().tf_distribution_names()
     except Exception:  # noqa: BLE001 - without the matrix the snapshot just carries fewer requirements
-        return ("tensorflow", "tensorflow-gpu", "tensorflow-cpu")
+        return ()
 
 
 def collect(options: ProbeOptions) -> Facts:
