@@ -368,6 +368,17 @@ def _hints(cls: type) -> dict[str, Any]:
     return hints
 
 
+def snapshot_seconds(value: object) -> float | None:
+    """A duration another process reported, as a snapshot can hold it: a finite number within the
+    range every snapshot's numbers keep to, else unknown (so what a probe writes always reads back)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, int) and not -NUMBER_LIMIT <= value < NUMBER_LIMIT:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) and abs(number) < NUMBER_LIMIT else None
+
+
 def _convert(value: Any, tp: Any, where: str) -> Any:
     origin = typing.get_origin(tp)
     if origin is Union or origin is types.UnionType:

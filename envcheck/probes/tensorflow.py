@@ -24,6 +24,7 @@ from envcheck.facts import (
     PlacementResult,
     TensorflowFacts,
     TfDevice,
+    snapshot_seconds,
 )
 from envcheck.probes import tf_worker
 from envcheck.probes.limits import TF_TIMEOUT
@@ -320,7 +321,7 @@ def _from_result(result: dict) -> dict:
                     device=str(item["device"]) if item.get("device") else None,
                     ok=item.get("ok") is True,
                     error=str(item["error"]) if item.get("error") else None,
-                    seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
+                    seconds=snapshot_seconds(seconds),
                 )
             )
     build = result.get("build_info") if isinstance(result.get("build_info"), dict) else {}
@@ -341,7 +342,7 @@ def _from_result(result: dict) -> dict:
         logical_devices=devices("logical_devices"),
         placement=tuple(placement),
         mapped_libraries=strings("mapped_libraries"),
-        import_seconds=float(import_seconds) if isinstance(import_seconds, (int, float)) else None,
+        import_seconds=snapshot_seconds(import_seconds),
     )
 
 

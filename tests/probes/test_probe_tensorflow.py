@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis_budget import examples
 
@@ -417,6 +417,10 @@ _keys = st.sampled_from(sorted(set(COMPLETE) | {"partial", "failed_stage", "erro
     returncode=st.one_of(st.none(), st.integers(-64, 300)),
     timed_out=st.booleans(),
 )
+# Seconds no snapshot can hold (2**63 as a float, a 30-digit integer): unknown, not a snapshot
+# that the next --facts refuses.
+@example(result={"import_seconds": 9.223372036854776e18}, stderr="", returncode=None, timed_out=False)
+@example(result={"placement": [{"op": "matmul", "seconds": 10**30}]}, stderr="", returncode=0, timed_out=False)
 def test_any_worker_output_becomes_a_snapshot_that_reads_back(result, stderr, returncode, timed_out):
     """Whatever a worker (or something posing as one) prints, the facts are valid and round-trip."""
     from envcheck.facts import Facts, facts_from_dict, to_json
