@@ -64,6 +64,9 @@ def main() -> None:
     # name -> (argv, environment, in a terminal)
     runs = {name: (cmd, env, False) for name, cmd in commands.items()}
     runs["doctor --quick, terminal (live)"] = (base + ["doctor", "--quick"], live_env, True)
+    # The same terminal with the live display off (NO_COLOR: plain marks, no animation): what
+    # the live display itself costs, apart from writing to a terminal instead of a pipe.
+    runs["doctor --quick, terminal (no live)"] = (base + ["doctor", "--quick"], dict(live_env, NO_COLOR="1"), True)
     for cmd, run_env, tty in runs.values():  # warm the file cache
         time_once(cmd, run_env, tty)
     samples: dict[str, list[float]] = {name: [] for name in runs}
@@ -76,18 +79,23 @@ def main() -> None:
     )
     print(f"runs per command: {args.runs} (interleaved)")
     bare = statistics.median(samples["python -c pass"])
-    print(f"{'command':<28}{'median':>10}{'min':>10}{'max':>10}{'x bare':>9}")
+    print(f"{'command':<36}{'median':>10}{'min':>10}{'max':>10}{'x bare':>9}")
     for name, values in samples.items():
         med = statistics.median(values)
         print(
-            f"{name:<28}{med * 1000:>8.1f}ms{min(values) * 1000:>8.1f}ms{max(values) * 1000:>8.1f}ms{med / bare:>9.2f}"
+            f"{name:<36}{med * 1000:>8.1f}ms{min(values) * 1000:>8.1f}ms{max(values) * 1000:>8.1f}ms{med / bare:>9.2f}"
         )
     quick = statistics.median(samples["envcheck doctor --quick"])
     live = statistics.median(samples["doctor --quick, terminal (live)"])
     print(
         f"target: doctor --quick under 400 ms median -> {'met' if quick < 0.4 else 'NOT met'} ({quick * 1000:.0f} ms)"
     )
+    still = statistics.median(samples["doctor --quick, terminal (no live)"])
     print(f"live display: {live * 1000:.0f} ms in a terminal vs {quick * 1000:.0f} ms to a pipe ({live / quick:.2f}x)")
+    print(
+        f"live display alone: {live * 1000:.0f} ms vs {still * 1000:.0f} ms in the same terminal without it "
+        f"({live / still:.2f}x, {1000 * (live - still):+.0f} ms)"
+    )
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import pty
 import select
@@ -99,3 +100,37 @@ def test_no_color_on_a_terminal_gives_plain_output(tmp_path):
     chunks = run_in_pty([sys.executable, "-m", "envcheck", "doctor", "--quick"], env, b"Verdict:")
     text = b"".join(chunks)
     assert b"Verdict:" in text and b"\x1b[" not in text
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_doctor_done_before_the_display_would_start_draws_nothing(monkeypatch):
+    from envcheck.render import live
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setattr(live, "SHOW_AFTER", 30.0)
+    screen = _Terminal()
+    with live.live_progress(quick=True, stream=screen) as progress:
+        progress("python", "done")
+    assert screen.getvalue() == ""
+
+
+def test_a_longer_wait_gets_the_live_lines(monkeypatch):
+    import time
+
+    from envcheck.render import live
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setattr(live, "SHOW_AFTER", 0.0)
+    screen = _Terminal()
+    with live.live_progress(quick=False, stream=screen) as progress:
+        progress("tensorflow", "start")
+        deadline = time.monotonic() + 10
+        while "importing TensorFlow" not in screen.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    assert "importing TensorFlow" in screen.getvalue()

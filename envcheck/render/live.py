@@ -1,6 +1,7 @@
 """Live progress while the doctor probes, in the manner of ``flutter doctor``: one line per link of
 the chain, a spinner until the probes behind it have answered, the TensorFlow import last with its
-elapsed seconds. Only on a terminal with colour; the final report replaces it (transient).
+elapsed seconds. Only on a terminal with colour, and only when the probes take longer than a
+quarter of a second (a quick doctor is done by then); the final report replaces it (transient).
 
 ``NO_COLOR`` or ``TERM=dumb`` on a terminal: no animation, one plain line on stderr when the wait
 is for TensorFlow. Not a terminal, ``--json`` or ``--markdown``: nothing at all.
@@ -17,6 +18,9 @@ from typing import Optional
 
 from envcheck.findings import LINK_NAMES
 from envcheck.render.terminal import SHORT_TITLES, use_color
+
+# Seconds before the live lines appear: a wait shorter than this needs no display.
+SHOW_AFTER = 0.25
 
 # Which probes each link waits for.
 LINK_PROBES = {
@@ -48,29 +52,33 @@ class Progress:
                 self.done.add(name)
 
     def renderable(self):
+        """The lines as one rich Text (no Table: the live display must cost no start-up time)."""
         from rich.spinner import Spinner
-        from rich.table import Table
         from rich.text import Text
 
-        grid = Table.grid(padding=(0, 0))
-        grid.add_column(width=2)
-        grid.add_column(width=2)
-        grid.add_column(width=max(len(t) for t in SHORT_TITLES.values()) + 2, no_wrap=True)
-        grid.add_column(no_wrap=True)
+        width = max(len(t) for t in SHORT_TITLES.values()) + 2
+        now = time.perf_counter()
+        lines = Text()
         with self.lock:
-            for link in LINK_NAMES:
+            for number, link in enumerate(LINK_NAMES):
                 probes = LINK_PROBES[link]
-                title = SHORT_TITLES[link]
+                title = SHORT_TITLES[link].ljust(width)
                 if link in ("tensorflow", "placement") and self.quick:
-                    grid.add_row("", Text("–", style="dim"), title, Text("not run (--quick)", style="dim"))
+                    mark, note = Text("–", style="dim"), "not run (--quick)"
                 elif all(p in self.done for p in probes):
-                    grid.add_row("", Text("✔", style="green"), title, Text("checked", style="dim"))
+                    mark, note = Text("✔", style="green"), "checked"
                 else:
-                    note = "waiting"
+                    mark, note = Spinner("dots", style="cyan").render(now), "waiting"
                     if "tensorflow" in probes and "tensorflow" in self.started:
-                        note = f"importing TensorFlow… {time.perf_counter() - self.started['tensorflow']:.1f} s"
-                    grid.add_row("", Spinner("dots", style="cyan"), title, Text(note, style="dim"))
-        return grid
+                        note = f"importing TensorFlow… {now - self.started['tensorflow']:.1f} s"
+                if number:
+                    lines.append("\n")
+                lines.append("  ")
+                lines.append_text(mark)
+                lines.append(" " + title)
+                lines.append(note, style="dim")
+        lines.no_wrap = True
+        return lines
 
 
 @contextmanager
@@ -101,16 +109,39 @@ def live_progress(quick: bool, enabled: Optional[bool] = None, stream=None) -> I
         finally:
             done.set()
         return
-    from rich.console import Console
-    from rich.live import Live
-
     progress = Progress(quick)
-    console = Console(file=stream, highlight=False, markup=False, emoji=False)
-    with Live(
-        progress.renderable(),
-        console=console,
-        refresh_per_second=12,
-        transient=True,
-        get_renderable=progress.renderable,
-    ):
+    state: dict[str, object] = {}
+    lock = threading.Lock()
+
+    def start() -> None:
+        # Only when the probes are still running after a moment: a quick doctor that is done by
+        # then draws nothing and pays nothing for the display (not even rich.live's import).
+        from rich.console import Console
+        from rich.live import Live
+
+        with lock:
+            if state.get("closed"):
+                return
+            console = Console(file=stream, highlight=False, markup=False, emoji=False)
+            live = Live(
+                progress.renderable(),
+                console=console,
+                refresh_per_second=12,
+                transient=True,
+                get_renderable=progress.renderable,
+            )
+            live.start()
+            state["live"] = live
+
+    timer = threading.Timer(SHOW_AFTER, start)
+    timer.daemon = True
+    timer.start()
+    try:
         yield progress
+    finally:
+        timer.cancel()
+        with lock:
+            state["closed"] = True
+            live = state.get("live")
+            if live is not None:
+                live.stop()  # type: ignore[attr-defined]
