@@ -201,6 +201,19 @@ def test_held_out_alone_on_the_command_line(tiny_sets, capsys):
     assert bench.main(["--held-out", str(held)]) == 0
     text = capsys.readouterr().out
     assert "near misses explained (must be 0)" in text and "platform right, windows" in text
+    assert "misses, not listed (--misses lists them)" in text and "misses (ids only)" not in text
+
+
+def test_held_out_misses_listed_only_when_asked(tiny_sets, capsys):
+    _, held = tiny_sets
+    assert bench.main(["--json", "--held-out", str(held)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert "misses" not in report and report["misses_count"] == 1
+    assert bench.main(["--json", "--misses", "--held-out", str(held)]) == 0
+    listed = json.loads(capsys.readouterr().out)["misses"]
+    assert [m["id"] for m in listed] == ["e"]
+    assert bench.main(["--misses", "--held-out", str(held)]) == 0
+    assert "misses (ids only)" in capsys.readouterr().out
 
 
 def test_both_sets_side_by_side(tiny_sets, capsys):
