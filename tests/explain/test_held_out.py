@@ -1,0 +1,163 @@
+"""The held-out set (tests/fixtures/held_out/) is well formed and still held out: every entry has
+its fields, and no file of the project outside that folder cites one of its threads. Its accuracy
+figures are measured by benchmarks/explain_accuracy.py and never asserted here."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from envcheck.explain import load_patterns
+
+ROOT = Path(__file__).resolve().parents[2]
+HELD_OUT = ROOT / "tests" / "fixtures" / "held_out"
+ALIASES = HELD_OUT / "aliases.yaml"
+
+REQUIRED = {"id", "kind", "message", "source", "harmless", "cause", "cause_id", "fix"}
+OPTIONAL = {"os", "generation"}
+KINDS = ("error", "harmless", "near_miss")
+SYSTEMS = (None, "linux", "windows", "macos", "wsl")
+
+# Where a citation can hide: text files of the repository, except build and environment output.
+TEXT_SUFFIXES = {".py", ".yaml", ".yml", ".md", ".json", ".txt", ".toml", ".cfg", ".ini", ".rst", ".sh"}
+SKIPPED_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".pytest_cache"}
+GITHUB_THREAD = re.compile(r"github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)", re.IGNORECASE)
+SHORT_REFERENCE = re.compile(r"(?<![\w/.-])([\w.-]+/[\w.-]+)#(\d+)\b")
+URL = re.compile(r"https?://[^\s)\"'<>`\]]+")
+
+
+def _files() -> list[Path]:
+    return sorted(p for p in HELD_OUT.glob("*.yaml") if p.name != ALIASES.name)
+
+
+def _entries() -> list[tuple[str, dict]]:
+    out = []
+    for path in _files():
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert isinstance(data, dict) and isinstance(data.get("messages"), list), path.name
+        out.extend((path.stem, entry) for entry in data["messages"])
+    return out
+
+
+ENTRIES = _entries()
+
+
+def thread_key(url: str) -> str:
+    """One spelling for one thread: owner/repo#number for GitHub, else the URL without fragment."""
+    match = GITHUB_THREAD.search(url)
+    if match:
+        return f"{match.group(1).lower()}#{match.group(2)}"
+    return url.split("#")[0].rstrip("/").lower()
+
+
+def cited_threads(text: str) -> set[str]:
+    keys = {f"{m.group(1).lower()}#{m.group(2)}" for m in GITHUB_THREAD.finditer(text)}
+    keys |= {f"{m.group(1).lower()}#{m.group(2)}" for m in SHORT_REFERENCE.finditer(text)}
+    keys |= {thread_key(m.group(0)) for m in URL.finditer(text) if not GITHUB_THREAD.search(m.group(0))}
+    return keys
+
+
+def _repository_text_files():
+    for directory, subdirs, names in os.walk(ROOT):
+        here = Path(directory)
+        subdirs[:] = [d for d in subdirs if d not in SKIPPED_DIRS and not d.endswith(".egg-info")]
+        if here == HELD_OUT or HELD_OUT in here.parents:
+            subdirs[:] = []
+            continue
+        for name in names:
+            if Path(name).suffix in TEXT_SUFFIXES:
+                yield here / name
+
+
+def test_the_set_is_large_and_well_formed():
+    assert len(ENTRIES) >= 110 and len(_files()) >= 10
+    ids = [entry["id"] for _, entry in ENTRIES]
+    assert len(set(ids)) == len(ids)
+    for family, entry in ENTRIES:
+        label = f"{family}/{entry.get('id')}"
+        assert REQUIRED <= set(entry) <= REQUIRED | OPTIONAL, label
+        assert re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", entry["id"]), label
+        assert entry["kind"] in KINDS, label
+        assert entry["source"].startswith("https://"), label
+        assert isinstance(entry["harmless"], bool), label
+        assert isinstance(entry["message"], str) and entry["message"].strip(), label
+        assert entry["cause"].strip() and entry["fix"].strip(), label
+        assert entry.get("os") in SYSTEMS, label
+        if entry["kind"] == "harmless":
+            assert entry["harmless"] is True, label
+        if entry["kind"] == "error":
+            assert entry["harmless"] is False, label
+
+
+def test_every_kind_is_there_in_realistic_proportions():
+    kinds = [entry["kind"] for _, entry in ENTRIES]
+    share = {kind: kinds.count(kind) / len(kinds) for kind in KINDS}
+    assert share["error"] >= 0.7 and 0.08 <= share["harmless"] <= 0.2 and kinds.count("near_miss") >= 8
+    systems = {entry.get("os") for _, entry in ENTRIES}
+    assert {"linux", "windows", "macos", "wsl"} <= systems
+
+
+def test_cause_ids_are_catalogue_ids_new_slugs_or_aliased():
+    catalogue = load_patterns()
+    vocabulary = {p.id for p in catalogue.patterns} | {c.id for p in catalogue.patterns for c in p.causes}
+    aliases = load_aliases()
+    for family, entry in ENTRIES:
+        cause_id = entry["cause_id"]
+        label = f"{family}/{entry['id']}"
+        if entry["kind"] == "near_miss":
+            assert cause_id is None, label
+            continue
+        assert isinstance(cause_id, str), label
+        if cause_id.startswith("new:"):
+            assert re.fullmatch(r"new:[a-z0-9]+(?:-[a-z0-9]+)*", cause_id), label
+        else:
+            # A catalogue id of the freeze; a later catalogue that renames it needs an alias.
+            assert cause_id in vocabulary or cause_id in aliases, label
+
+
+def load_aliases() -> dict:
+    data = yaml.safe_load(ALIASES.read_text(encoding="utf-8")) or {}
+    aliases = data.get("aliases") or {}
+    assert isinstance(aliases, dict)
+    return aliases
+
+
+def test_aliases_are_well_formed():
+    for slug, alias in load_aliases().items():
+        assert isinstance(alias, dict) and set(alias) == {"cause_ids", "reason"}, slug
+        assert alias["cause_ids"] and all(isinstance(c, str) for c in alias["cause_ids"]), slug
+        assert alias["reason"].strip(), slug
+
+
+def test_no_file_outside_the_set_cites_its_threads():
+    sources = {thread_key(entry["source"]): entry["source"] for _, entry in ENTRIES}
+    cited: dict[str, Path] = {}
+    for path in _repository_text_files():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        for key in cited_threads(text) & sources.keys():
+            cited.setdefault(key, path.relative_to(ROOT))
+    assert cited == {}, {sources[k]: str(v) for k, v in cited.items()}
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("see https://github.com/Example-Org/example.repo/issues/342#issuecomment-1", "example-org/example.repo#342"),
+        ("fixed in example-org/other-repo#24496.", "example-org/other-repo#24496"),
+        ("https://github.com/example-org/example-repo/pull/91", "example-org/example-repo#91"),
+        ("https://forum.example.org/t/some-thread/123/", "https://forum.example.org/t/some-thread/123"),
+    ],
+)
+def test_citations_are_found_however_they_are_spelled(text, key):
+    assert key in cited_threads(text)
+
+
+def test_a_different_number_is_a_different_thread():
+    assert "example-org/example-repo#34" not in cited_threads("https://github.com/example-org/example-repo/issues/342")
