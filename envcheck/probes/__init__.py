@@ -25,6 +25,7 @@ from envcheck.facts import (
     DriverFacts,
     EnvFacts,
     Facts,
+    HostFacts,
     LibrariesFacts,
     NvmlFacts,
     PackagesFacts,
@@ -35,6 +36,7 @@ from envcheck.facts import (
     from_dict,
 )
 from envcheck.probes import interpreter as interpreter_probe
+from envcheck.probes.gpu_speed import probe_host
 from envcheck.probes.limits import COMMAND_TIMEOUT, DOCTOR_TIMEOUT, INTERPRETER_TIMEOUT, NVML_TIMEOUT, TF_TIMEOUT
 from envcheck.probes.system import probe_environment, probe_platform
 
@@ -275,6 +277,7 @@ def collect(options: ProbeOptions) -> Facts:
             python=python_facts,
             platform=_told(progress, "platform", PlatformFacts, probe_platform, options.environ, options.root),
             env=_told(progress, "environment", EnvFacts, probe_environment, options.environ),
+            host=_told(progress, "host", HostFacts, probe_host, options.root, system),
             packages=packages_facts,
             **_gpu_stack(options, clock, system, python_exe, interp, python_facts),
             nvml=_nvml_result(nvml_run, clock),
