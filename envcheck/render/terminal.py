@@ -58,6 +58,7 @@ SHORT_TITLES = {
     "tensorflow": "TensorFlow",
     "placement": "Ops on the GPU",
     "environment": "Environment",
+    "multigpu": "Multi-GPU",
 }
 
 
