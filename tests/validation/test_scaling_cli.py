@@ -1,0 +1,41 @@
+"""validate --scaling's command line: bad combinations are one line and exit 2 before TensorFlow
+starts; the one-device figure it keeps is what envcheck train compares with."""
+
+from __future__ import annotations
+
+import pytest
+
+from envcheck.scaling_baseline import compared_with_one_device, read_baselines, record_one_device
+
+
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (("--scaling", "--train"), "--scaling is a measurement of its own"),
+        (("--scaling", "--level", "3"), "--scaling is a measurement of its own"),
+        (("--scaling", "--gpus", "1", "--cpu-replicas", "2"), "--gpus and --cpu-replicas exclude each other"),
+        (("--plot", "x.png"), "--plot is for --scaling"),
+        (("--steps", "3"), "--steps is for --scaling"),
+        (("--scaling", "--plot", "no/such/folder/x.png"), "--plot no/such/folder/x.png: no such folder"),
+        (("--scaling", "--steps", "0"), "--steps"),
+    ],
+)
+def test_bad_combinations_exit_2_with_one_line(cli, argv, said):
+    result = cli("validate", *argv)
+    assert result.code == 2 and said in result.err
+    assert "Traceback" not in result.err and result.out == ""
+
+
+def test_train_compares_with_the_one_device_figure_validate_kept(tmp_path):
+    path = tmp_path / "scaling-baseline.json"
+    assert compared_with_one_device(500.0, 4, "gpu", 64, path=path) is None  # nothing measured yet
+    assert record_one_device("gpu", 64, 141.26, device="GPU", measured="2026-12-01T10:00:00+00:00", path=path) == path
+    assert compared_with_one_device(508.5, 4, "gpu", 64, path=path) == (
+        "3.60x one device (141.3 images/s on one GPU device, validate --scaling on 2026-12-01; 90% of linear)"
+    )
+    assert compared_with_one_device(508.5, 4, "gpu", 128, path=path) is None  # another batch: not comparable
+    assert compared_with_one_device(508.5, 4, "cpu", 64, path=path) is None
+    record_one_device("cpu", 32, 70.0, device="CPU", measured="2026-12-02", path=path)
+    assert set(read_baselines(path)) == {"gpu:64", "cpu:32"}
+    path.write_text("{not json")
+    assert compared_with_one_device(508.5, 4, "gpu", 64, path=path) is None  # a damaged file is no figure
