@@ -123,11 +123,27 @@ def measure(
     return result
 
 
+_strategies_made = 0
+# Group keys one strategy's collectives may use before the next strategy's begin.
+COLLECTIVE_KEYS_PER_STRATEGY = 10_000
+
+
 def strategy_for(devices: list[str]):
+    """A MirroredStrategy over ``devices``, its collectives' group keys apart from the others'.
+
+    Every MirroredStrategy numbers its collective groups from 1, so a second one over another set
+    of devices in the same process joins the first one's group and fails ("joining a group with
+    size 3, but that group has size 2"). TensorFlow's own tests set the class's key base apart for
+    each strategy; so does this (when the attribute is there: it is not public).
+    """
+    global _strategies_made
     import tensorflow as tf
 
-    # Without NCCL (CPU devices, Windows) MirroredStrategy reduces through one device.
-    return tf.distribute.MirroredStrategy(devices)
+    strategy_class = tf.distribute.MirroredStrategy
+    if hasattr(strategy_class, "_collective_key_base"):
+        strategy_class._collective_key_base = COLLECTIVE_KEYS_PER_STRATEGY * _strategies_made
+    _strategies_made += 1
+    return strategy_class(devices)
 
 
 def _train_step(strategy, model, optimizer, global_batch: int):
@@ -161,6 +177,8 @@ def _timed_training(workload: Workload, devices: list[str], batch: int, steps: i
     with strategy.scope():
         model = workload.build_model()
         optimizer = keras.optimizers.SGD(workload.learning_rate, momentum=0.9)
+        # Its momentum slots now, mirrored on every device: created inside the step, they would not be.
+        optimizer.build(model.trainable_variables)
     if pipeline:
         dataset = workload.dataset(global_batch)
     else:

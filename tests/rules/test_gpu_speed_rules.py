@@ -8,30 +8,20 @@ section goes into the 4x V100 server snapshot, whose TensorFlow uses all four GP
 from __future__ import annotations
 
 import dataclasses
-import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envcheck.facts import GpuPair, GpuPerformance, GpuProcess, HostFacts, NvmlFacts, PcieLink, from_dict
+from envcheck.facts import GpuPair, GpuPerformance, GpuProcess, HostFacts, NvmlFacts, PcieLink
 from envcheck.machine import Machine
 from envcheck.rules.speed_facts import multigpu_summary
 from envcheck.verdict import judge
 
 from . import builders as b
+from .speed_machines import NVLINK, fakenvml, probe_machines, server_with
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "fake_nvml"))
-import fakenvml  # noqa: E402
-
-NVLINK = {(a, c): (10, 0, 0, 0) for a in range(4) for c in range(a + 1, 4)}
 H = fakenvml.healthy
-# The server snapshot's driver, so that only the speed facts differ from it.
-SERVER_DRIVER = {"driver_version": "535.129.03", "cuda_version": 12020, "nvml_version": "12.535.129.03"}
 
 
 def _machines() -> dict[str, dict]:
@@ -82,41 +72,15 @@ def _machines() -> dict[str, dict]:
     }
 
 
-_PROBE_ALL = """
-import json, os, sys
-from envcheck.facts import to_dict
-from envcheck.probes.nvml import probe_nvml
-machines = json.loads(sys.stdin.read())
-out = {}
-for name, env in machines.items():
-    for key in [k for k in os.environ if k.startswith("FAKE_NVML_")]:
-        del os.environ[key]
-    os.environ.update(env)
-    out[name] = to_dict(probe_nvml())
-print(json.dumps(out))
-"""
-
-
 @pytest.fixture(scope="module")
 def nvml_sections(tmp_path_factory):
     if fakenvml.compiler() is None:
         pytest.skip("no C compiler on PATH to build the fake libnvidia-ml.so.1")
-    library = fakenvml.build(tmp_path_factory.mktemp("fake-nvml"), "current")
-    machines = {
-        name: fakenvml.environment(gpus=tuple(m["gpus"]), pairs=m["pairs"], **SERVER_DRIVER)
-        for name, m in _machines().items()
-    }
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "LD_LIBRARY_PATH": str(library)}
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE_ALL], input=json.dumps(machines), capture_output=True, text=True, env=env,
-        timeout=120, cwd=str(REPO), check=True,
-    )  # fmt: skip
-    return {name: from_dict(NvmlFacts, data) for name, data in json.loads(done.stdout).items()}
+    return probe_machines(_machines(), tmp_path_factory.mktemp("fake-nvml"))
 
 
 def machine(nvml_sections, name: str, **env: str):
-    facts = dataclasses.replace(b.server(), nvml=nvml_sections[name])
-    return b.with_env(facts, **env) if env else facts
+    return server_with(nvml_sections[name], **env)
 
 
 def perf(facts, host: HostFacts | None = None) -> list:

@@ -30,16 +30,22 @@ class DeviceWork(keras.layers.Layer):
     def build(self, input_shape):
         self.w = self.add_weight(shape=(self.size,), initializer="zeros", name="w")
 
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
     def call(self, x):
         here = tf.identity(x).device  # the replica's device, fixed when the step is traced
         factor = self.slow_factor if self.slow_device and here.endswith(self.slow_device) else 1.0
         fixed, per_image = self.fixed * factor, self.per_image * factor
 
-        def work(n):
+        def work(n, _replica_input):
             time.sleep(fixed + per_image * int(n))
             return np.float32(0.0)
 
-        delay = tf.stop_gradient(tf.py_function(work, [tf.shape(x)[0]], tf.float32))
+        # Not stateful: tf.function would chain stateful ops one after another, replicas included,
+        # where a device's work runs beside the others'. The replica's own input keeps the ops apart.
+        delay = tf.numpy_function(work, [tf.shape(x)[0], tf.reduce_mean(x)], tf.float32, stateful=False)
+        delay = tf.stop_gradient(tf.ensure_shape(delay, ()))
         return x + 0.0 * tf.reduce_sum(self.w) + 0.0 * delay
 
 

@@ -39,3 +39,17 @@ def test_train_compares_with_the_one_device_figure_validate_kept(tmp_path):
     assert set(read_baselines(path)) == {"gpu:64", "cpu:32"}
     path.write_text("{not json")
     assert compared_with_one_device(508.5, 4, "gpu", 64, path=path) is None  # a damaged file is no figure
+
+
+def test_the_trainers_summary_line_against_one_device(tmp_path, monkeypatch):
+    from envcheck.commands.train import one_device_line
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    summary = {"replicas": 2, "global_batch": 64, "devices": {"kind": "cpu"}, "images_per_second_steady": 150.0}
+    assert one_device_line(summary) is None
+    record_one_device("cpu", 32, 100.0, device="CPU", measured="2026-12-01T21:00:00+00:00")
+    assert one_device_line(summary) == (
+        "against one device: 1.50x one device (100.0 images/s on one CPU device, validate --scaling on 2026-12-01; "
+        "75% of linear)"
+    )
+    assert one_device_line({**summary, "devices": {"kind": "multi-worker"}}) is None
