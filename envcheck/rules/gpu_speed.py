@@ -50,6 +50,10 @@ def _query_command(ctx: Context, fields: str) -> shell.Command:
     return ctx.shell_command(f"nvidia-smi --query-gpu={fields} --format=csv")
 
 
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def bandwidth_share(gpu: GpuSpeed) -> float | None:
     link = gpu.link
     if link is None or None in (link.current_width, link.max_width, link.current_generation, link.max_generation):
@@ -95,7 +99,7 @@ def degraded_link(ctx: Context) -> Iterator[Hit]:
         yield Hit(
             title=f"{gpu.label}: PCIe link at {link_text(gpu.link)} {state}; its maximum is {link_text(gpu.link, current=False)}",
             detail=(
-                f"{'; '.join(why).capitalize()}."
+                f"{_sentence('; '.join(why))}."
                 + (
                     f" It has {share:.0%} of the link's bandwidth for its inputs and copies."
                     if share is not None
@@ -187,9 +191,9 @@ def lowered_clocks(ctx: Context) -> Iterator[Hit]:
         yield Hit(
             title=f"{gpu.label}: clocks lowered by {', '.join(e.name.replace('_', ' ') for e in events)}",
             detail=(
-                f"{what[0].upper()}{what[1:]}. In a synchronous multi-GPU step every GPU waits for this one."
+                f"{_sentence(what)}. In a synchronous multi-GPU step every GPU waits for this one."
                 if serious
-                else f"{what[0].upper()}{what[1:]}: expected at full load, not a fault."
+                else f"{_sentence(what)}: expected at full load, not a fault."
             ),
             evidence=_clock_evidence(gpu),
             fix=_clock_fix(ctx, gpu, kinds),
@@ -296,7 +300,8 @@ def other_process(ctx: Context) -> Iterator[Hit]:
             continue
         names = ", ".join(f"pid {p.pid} {p.name or '?'} ({p.used_memory_mb:,} MiB)" for p in procs[:4])
         yield Hit(
-            title=f"{gpu.label}: {plural(len(procs), 'other process', 'other processes')} hold {share:.0%} of its memory",
+            title=f"{gpu.label}: {plural(len(procs), 'other process', 'other processes')} "
+            f"hold{'s' if len(procs) == 1 else ''} {share:.0%} of its memory",
             detail="Training there shares the GPU's compute with them and gets only the memory they leave.",
             evidence=(
                 ("processes", names),

@@ -167,3 +167,17 @@ def test_link_speeds_and_topology_levels_are_named_as_nvml_and_the_kernel_write_
         "internal", "single", "multiple", "hostbridge", "node", "system",
     ]  # fmt: skip
     assert topology_name(60) is None and topology_name(15) is None and topology_name(None) is None
+
+
+def test_envcheck_s_own_processes_are_not_other_processes():
+    import os
+    from types import SimpleNamespace
+
+    from envcheck.facts import GpuProcess, NvmlFacts, NvmlGpu
+    from envcheck.probes import _without_own_processes
+
+    worker = SimpleNamespace(child=SimpleNamespace(proc=SimpleNamespace(pid=4242)))
+    procs = (GpuProcess(pid=4242, name="python"), GpuProcess(pid=os.getpid()), GpuProcess(pid=77, name="trainer"))
+    facts = NvmlFacts(gpus=(NvmlGpu(index=0, processes=procs),))
+    assert [p.pid for p in _without_own_processes(facts, worker).gpus[0].processes] == [77]
+    assert _without_own_processes(facts, None).gpus[0].processes[0].pid == 4242  # no worker: only this process

@@ -152,7 +152,7 @@ def test_pairs_across_sockets_and_pairs_without_p2p(nvml_sections):
 def test_a_gpu_95_percent_taken_by_another_process_is_named(nvml_sections):
     (finding,) = perf(machine(nvml_sections, "busy"))
     assert finding.id == "EC-PERF-006"
-    assert finding.title == "GPU 3 (NVIDIA A100-SXM4-80GB): 1 other process hold 95% of its memory"
+    assert finding.title == "GPU 3 (NVIDIA A100-SXM4-80GB): 1 other process holds 95% of its memory"
     assert "pid 4242 python3 (77,824 MiB)" in dict(finding.evidence)["processes"]
     assert finding.fix.commands[0].line.count("GPU-") == 3  # the job without GPU 3
     assert perf(machine(nvml_sections, "small_neighbour")) == []

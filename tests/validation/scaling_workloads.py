@@ -90,8 +90,8 @@ def workload(
 
 SCENARIOS = {
     "healthy": lambda: workload("healthy"),
-    "slow input": lambda: workload("slow input", input_delay=0.0025),
+    "slow input": lambda: workload("slow input", input_delay=0.02),
     "slow device": lambda: workload("slow device", slow_device="CPU:1", slow_factor=3.0),
-    "large gradients": lambda: workload("large gradients", per_image=0.001, weights=16_000_000),
-    "small batch": lambda: workload("small batch", fixed=0.06, per_image=0.0002, batch=4),
+    "large gradients": lambda: workload("large gradients", fixed=0.002, per_image=0.004, weights=4_000_000),
+    "small batch": lambda: workload("small batch", fixed=0.15, per_image=0.002, batch=4),
 }
