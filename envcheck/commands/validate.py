@@ -179,14 +179,21 @@ def run_scaling(args: argparse.Namespace) -> int:
         sys.stdout.write(json_text("validate", result, result["exit_code"]))
     else:
         sys.stdout.write(render_scaling(result))
-        for key, text in (
-            ("plot", "plot: {}"),
-            ("plot_error", "no plot: {}"),
-            ("baseline_file", "one device's figure kept for envcheck train in {}"),
-        ):
-            if key in result:
-                sys.stdout.write(text.format(result[key]) + "\n")
+        _say_where(result)
     return result["exit_code"]
+
+
+def _say_where(result: dict) -> None:
+    from pathlib import Path
+
+    from envcheck.render.scan import tilde
+
+    if "plot" in result:
+        print(f"plot: {result['plot']}")
+    if "plot_error" in result:
+        print(f"no plot: {result['plot_error']}")
+    if "baseline_file" in result:
+        print(f"one device's figure kept for envcheck train: {tilde(result['baseline_file'], str(Path.home()))}")
 
 
 def _nothing():

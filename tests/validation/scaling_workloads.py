@@ -76,7 +76,7 @@ def _slow_dataset(seconds_per_image: float):
 
 
 def workload(
-    name, *, fixed=0.002, per_image=0.004, weights=16, slow_device=None, slow_factor=1.0, input_delay=None, batch=16
+    name, *, fixed=0.01, per_image=0.06, weights=16, slow_device=None, slow_factor=1.0, input_delay=None, batch=16
 ):
     def build():
         inputs = keras.Input(SHAPE)
@@ -90,7 +90,7 @@ def workload(
 
 SCENARIOS = {
     "healthy": lambda: workload("healthy"),
-    "slow input": lambda: workload("slow input", input_delay=0.02),
+    "slow input": lambda: workload("slow input", input_delay=0.04),
     "slow device": lambda: workload("slow device", slow_device="CPU:1", slow_factor=3.0),
     "large gradients": lambda: workload("large gradients", fixed=0.002, per_image=0.004, weights=4_000_000),
     "small batch": lambda: workload("small batch", fixed=0.15, per_image=0.002, batch=4),
