@@ -51,3 +51,14 @@ def test_healthy_nodes_probed_at_rest_or_at_work_are_alike(tmp_path):
     )
     fleet = read_fleet(_write(tmp_path, nodes))
     assert fleet.odd == {}
+
+
+def test_diff_puts_a_degraded_link_under_multi_gpu_and_leaves_readings_that_always_change_out():
+    from envcheck.compare.diff import Side, compare
+    from envcheck.verdict import judge
+
+    before = sc.speed()()
+    after = sc.speed(2, pcie=sc.X4, temperature_c=71, utilization_gpu_pct=40, power_w=180.0)()
+    diff = compare(Side("before.json", judge(before)), Side("after.json", judge(after)))
+    paths = {d.path: d.link for d in diff.differences}
+    assert paths == {"nvml.gpus[2].performance.pcie.current_width": "multigpu"}

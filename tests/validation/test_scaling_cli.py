@@ -53,3 +53,26 @@ def test_the_trainers_summary_line_against_one_device(tmp_path, monkeypatch):
         "75% of linear)"
     )
     assert one_device_line({**summary, "devices": {"kind": "multi-worker"}}) is None
+
+
+@pytest.mark.slow
+def test_validate_scaling_measures_the_reference_model_and_keeps_one_devices_figure(tmp_path):
+    import json
+
+    from tests.conftest import run_envcheck
+
+    pytest.importorskip("tensorflow")
+    plot = tmp_path / "scaling.png"
+    result = run_envcheck(
+        "validate", "--scaling", "--cpu-replicas", "2", "--batch-per-replica", "4", "--steps", "1", "--plot", str(plot),
+        "--json", env={"XDG_CACHE_HOME": str(tmp_path)}, timeout=1200,
+    )  # fmt: skip
+    data = json.loads(result.out)
+    assert data["command"] == "validate" and data["exit_code"] == result.code
+    m, analysis = data["measurement"], data["analysis"]
+    assert [len(r["devices"]) for r in m["counts"]] == [1, 2] and m["logical_cpu"] is True
+    assert m["workload"].startswith("MiniGoogLeNet") and m["gradient_megabytes"] > 6
+    assert [r["efficiency"] for r in analysis["efficiency"]][0] == 1.0 and analysis["bottlenecks"]
+    assert plot.stat().st_size > 1000 or "plot_error" in data
+    kept = json.loads((tmp_path / "envcheck" / "scaling-baseline.json").read_text())
+    assert kept["cpu:4"]["images_per_second"] == pytest.approx(m["counts"][0]["images_per_second"], rel=0.01)
