@@ -81,7 +81,14 @@ elif [ "$dry_run" = 0 ]; then
 fi
 run validate "$python" -m envcheck validate --train ${data_flag[@]+"${data_flag[@]}"} --json
 
+# Multi-GPU scaling (envcheck validate --scaling): MiniGoogLeNet on 1..N GPUs at 64 per replica,
+# the input pipeline alone, the all-reduce of its gradients, each GPU alone; the bottleneck named.
+if [ "$quick" = 1 ]; then scaling=(--steps 2); else scaling=(--steps 30); fi
+run validate_scaling "$python" -m envcheck validate --scaling "${scaling[@]}" --plot "${out:-DIR}/scaling.png" --json
+
 if [ "$dry_run" = 1 ]; then exit 0; fi
 echo >&2
 echo "results in $out" >&2
 "$python" benchmarks/summary.py "$out"
+"$python" -c 'import json, sys; print("scaling:", json.load(open(sys.argv[1]))["analysis"]["verdict"])' \
+    "$out/validate_scaling.json" 2>/dev/null || echo "scaling: see $out/validate_scaling.log"

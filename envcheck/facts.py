@@ -80,6 +80,15 @@ class PlatformFacts(Section):
 
 
 @dataclass(frozen=True, kw_only=True)
+class HostFacts(Section):
+    """Where this process may run: what decides whether its input pipeline sits next to the GPUs."""
+
+    cpu_count: Optional[int] = None  # CPUs the machine has online
+    cpu_affinity: Optional[str] = None  # CPUs this process may run on, as a list: "0-7"
+    numa_nodes: dict[str, str] = field(default_factory=dict)  # node number -> its CPUs, "0" -> "0-15"
+
+
+@dataclass(frozen=True, kw_only=True)
 class EnvFacts(Section):
     """Only allow-listed variables are recorded (see probes.environment)."""
 
@@ -106,6 +115,19 @@ class PackagesFacts(Section):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PcieLink:
+    """A PCIe link, now and at most. Idle GPUs train their link down to a lower generation to save
+    power, so a current generation below the maximum means something only under load."""
+
+    current_generation: Optional[int] = None  # 1..6
+    current_width: Optional[int] = None  # lanes: 1, 2, 4, 8, 16
+    max_generation: Optional[int] = None  # the most this device and its slot allow together
+    max_width: Optional[int] = None
+    gpu_max_generation: Optional[int] = None  # the GPU's own maximum (NVML), whatever the slot
+    source: str = "nvml"  # "nvml" or "sysfs"
+
+
+@dataclass(frozen=True, kw_only=True)
 class PciDevice:
     address: str  # "0000:01:00.0"
     vendor_id: str  # "0x10de"
@@ -114,6 +136,10 @@ class PciDevice:
     driver: Optional[str] = None  # the kernel driver bound to it: "nvidia", "nouveau", "vfio-pci", None
     name: Optional[str] = None  # from pci.ids
     subsystem: Optional[str] = None
+    # sysfs's view of the link and the NUMA placement (read where NVML cannot answer them)
+    link: Optional[PcieLink] = None
+    numa_node: Optional[int] = None  # None when the machine has one node (sysfs says -1)
+    local_cpus: Optional[str] = None  # the CPUs nearest the device, as a list: "0-15,32-47"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,6 +192,74 @@ class NvmlGpu:
     # Queries that failed without making the GPU unusable: field name -> "kind: message".
     # "Not Supported" answers (serial or MIG on GeForce cards) are absent, the field is just None.
     query_errors: dict[str, str] = field(default_factory=dict)
+    performance: Optional[GpuPerformance] = None  # what decides its speed (probes/gpu_speed.py)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuPerformance:
+    """What decides how fast one GPU trains, as NVML reports it. Every field is None when the
+    driver does not answer that query (an older driver lacks some: unknown, not an error)."""
+
+    pcie: Optional[PcieLink] = None
+    sm_clock_mhz: Optional[int] = None
+    sm_clock_max_mhz: Optional[int] = None
+    memory_clock_mhz: Optional[int] = None
+    memory_clock_max_mhz: Optional[int] = None
+    # nvmlDeviceGetCurrentClocksEventReasons (ThrottleReasons before driver 535): a bit mask whose
+    # bits nvml.h defines (rules/gpu_speed.py names them).
+    clock_event_reasons: Optional[int] = None
+    temperature_c: Optional[int] = None
+    slowdown_temperature_c: Optional[int] = None  # where the GPU starts to slow itself down
+    power_w: Optional[float] = None
+    power_limit_w: Optional[float] = None  # the limit in force
+    power_default_limit_w: Optional[float] = None  # the board's default limit
+    utilization_gpu_pct: Optional[int] = None  # share of the last sample period a kernel ran
+    utilization_memory_pct: Optional[int] = None
+    persistence_mode: Optional[bool] = None
+    compute_mode: Optional[str] = None  # "default", "exclusive_thread", "prohibited", "exclusive_process"
+    ecc_enabled: Optional[bool] = None
+    ecc_corrected_volatile: Optional[int] = None  # since the driver loaded
+    ecc_uncorrected_volatile: Optional[int] = None
+    ecc_uncorrected_aggregate: Optional[int] = None  # over the GPU's life
+    retired_pages_single_bit: Optional[int] = None  # pages retired after repeated correctable errors
+    retired_pages_double_bit: Optional[int] = None
+    retired_pages_pending: Optional[bool] = None  # a retirement waits for the next driver reload
+    remapped_rows_correctable: Optional[int] = None  # row remapping (A100 and newer)
+    remapped_rows_uncorrectable: Optional[int] = None
+    remapping_pending: Optional[bool] = None
+    remapping_failed: Optional[bool] = None
+    numa_node: Optional[int] = None
+    cpu_affinity: Optional[str] = None  # the CPUs nearest the GPU, as a list: "0-15,32-47"
+    nvlinks_active: Optional[int] = None  # NVLink links up; 0 when the GPU has links and none is up
+    nvlinks: Optional[int] = None  # NVLink links the GPU has; None when it has none
+    # Queries that failed for another reason than "not supported" or "no such call": name -> text.
+    query_errors: dict[str, str] = field(default_factory=dict)
+
+
+# NVML's common ancestor of two GPUs (nvmlGpuTopologyLevel_t in nvml.h), nearest first.
+TOPOLOGY_LEVELS = ("internal", "single", "multiple", "hostbridge", "node", "system")
+# nvmlGpuP2PStatus_t in nvml.h.
+P2P_STATUSES = (
+    "ok",
+    "chipset_not_supported",
+    "gpu_not_supported",
+    "ioh_topology_not_supported",
+    "disabled_by_regkey",
+    "not_supported",
+    "unknown",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuPair:
+    """How two GPUs (nvidia-smi's numbers) reach each other: what an all-reduce between them uses."""
+
+    a: int
+    b: int
+    topology: Optional[str] = None  # one of TOPOLOGY_LEVELS
+    p2p_read: Optional[str] = None  # one of P2P_STATUSES
+    p2p_write: Optional[str] = None
+    p2p_nvlink: Optional[str] = None
 
 
 # NVML failures the probe tells apart; each has a rule and a hint.
@@ -190,6 +284,7 @@ class NvmlFacts(Section):
     gpus: tuple[NvmlGpu, ...] = ()
     error_code: Optional[int] = None  # the raw NVML return code of the failure
     query_errors: dict[str, str] = field(default_factory=dict)  # system-wide queries, as on NvmlGpu
+    pairs: tuple[GpuPair, ...] = ()  # every pair of GPUs, a < b
 
 
 # --- CUDA libraries ------------------------------------------------------------------------------
@@ -310,6 +405,7 @@ class Facts:
     nvml: NvmlFacts = field(default_factory=lambda: NvmlFacts(status=SKIPPED))
     libraries: LibrariesFacts = field(default_factory=lambda: LibrariesFacts(status=SKIPPED))
     tensorflow: TensorflowFacts = field(default_factory=lambda: TensorflowFacts(status=SKIPPED))
+    host: HostFacts = field(default_factory=lambda: HostFacts(status=SKIPPED))
 
     # Convenience queries used by rules and renderers; they read, never judge.
 

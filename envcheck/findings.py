@@ -34,6 +34,9 @@ CHAIN: tuple[tuple[str, str], ...] = (
     ("tensorflow", "TensorFlow installation"),
     ("placement", "Ops placed on the GPU"),
     ("environment", "Environment variables"),
+    # What slows the GPUs down once they work (links, clocks, topology, other processes): last,
+    # since nothing before it depends on it, and its findings are warnings, never the verdict.
+    ("multigpu", "Multi-GPU"),
 )
 LINK_NAMES = tuple(name for name, _ in CHAIN)
 LINK_TITLES = dict(CHAIN)

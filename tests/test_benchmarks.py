@@ -186,10 +186,13 @@ def test_run_all_dry_run_lists_every_training_benchmark_with_the_data(tmp_path):
     assert done.returncode == 0, done.stderr
     commands = [line for line in done.stderr.splitlines() if line.startswith("== ")]
     names = [line.split(":", 1)[0][3:] for line in commands]
-    assert names == ["input_pipeline", "post_trainer", "train_throughput_1", "train_throughput_all", "validate"]
+    assert names == [
+        "input_pipeline", "post_trainer", "train_throughput_1", "train_throughput_all", "validate", "validate_scaling",
+    ]  # fmt: skip
     assert "--gpus 1" in commands[2] and "--gpus" not in commands[3]
+    assert "validate --scaling" in commands[5] and "--json" in commands[5] and "--plot" in commands[5]
     for line in commands:
-        if "input_pipeline" in line or "post_trainer" in line or "validate" in line:
+        if line.startswith(("== input_pipeline:", "== post_trainer:", "== validate:")):
             assert "--data cifar.tar.gz" in line and "--json" in line
     unknown = subprocess.run(
         [bash, str(BENCHMARKS / "run_all.sh"), "--frobnicate"], capture_output=True, text=True, env=env, check=False

@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "words",
         "interrupts",
         "filename_fields",
+        "scaling_baseline",
     ),
     ("facts",),
     ("findings", "matrix", "redact"),

@@ -225,10 +225,13 @@ def test_a_reader_that_goes_away_does_not_turn_a_pass_into_exit_1():
     code = (
         "import sys\n"
         "from envcheck.commands.validate import _console\n"
-        "from envcheck.validation.checks import Check, ValidationReport, render_terminal\n"
+        "from envcheck.render.validate import validation_lines\n"
+        "from envcheck.validation.checks import Check, ValidationReport\n"
         "report = ValidationReport(level=1, devices=['CPU:0'], checks=[Check(1, f'check {i}', True, 'x' * 200)"
         " for i in range(2000)])\n"
-        "render_terminal(report, _console())\n"
+        "console = _console()\n"
+        "for line in validation_lines(report):\n"
+        "    console.print(line, soft_wrap=True)\n"
         "sys.exit(report.exit_code)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -239,7 +239,24 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json_text("train", summary, 0))
     else:
         print(format_summary(summary, config.output))
+        against = one_device_line(summary)
+        if against:
+            print(against)
     return 0
+
+
+def one_device_line(summary: dict) -> str | None:
+    """How the run's images/s compare with one device, when validate --scaling measured one."""
+    from envcheck.scaling_baseline import compared_with_one_device
+
+    replicas = summary.get("replicas") or 1
+    kind = (summary.get("devices") or {}).get("kind")
+    if kind not in ("gpu", "cpu") or not summary.get("global_batch"):
+        return None
+    text = compared_with_one_device(
+        summary.get("images_per_second_steady"), replicas, kind, summary["global_batch"] // replicas
+    )
+    return f"against one device: {text}" if text else None
 
 
 def format_summary(summary: dict, output: Path) -> str:

@@ -58,11 +58,39 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--require-gpu", action="store_true", help="exit 1 unless the checks ran on a GPU (for CI gates)"
     )
+    parser.add_argument(
+        "--scaling",
+        action="store_true",
+        help="measure images/s on 1..N devices at the same per-replica batch, the input pipeline alone, "
+        "the all-reduce and each device alone, and name the bottleneck",
+    )
+    parser.add_argument(
+        "--batch-per-replica",
+        type=count_arg(1),
+        metavar="N",
+        help="with --scaling: images per replica (default: 64 on GPUs, 32 on the CPU)",
+    )
+    parser.add_argument(
+        "--steps",
+        type=count_arg(1, 10_000),
+        metavar="N",
+        help="with --scaling: timed steps per measurement (default: 8)",
+    )
+    parser.add_argument("--plot", type=path_arg, metavar="PNG", help="with --scaling: draw efficiency against devices")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("-v", "--verbose", action="store_true", help="show TensorFlow's own log lines and warnings")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.scaling:
+        return run_scaling(args)
+    for flag, value in (
+        ("--batch-per-replica", args.batch_per_replica),
+        ("--steps", args.steps),
+        ("--plot", args.plot),
+    ):
+        if value is not None:
+            raise UsageError(f"{flag} is for --scaling: add --scaling, or drop {flag}")
     level = 3 if args.train or args.full else args.level
     if args.train and args.level not in (2, 3):
         raise UsageError("--train is level 3; drop --level or use --level 3")
@@ -85,9 +113,9 @@ def run(args: argparse.Namespace) -> int:
             check_output_folder(output)  # before levels 1 and 2, not after them
     else:
         require_modules("envcheck validate", "tf", "numpy", "tensorflow")
+    from envcheck.render.validate import validation_lines
     from envcheck.tfquiet import quiet_tensorflow
     from envcheck.validation import run_validation
-    from envcheck.validation.checks import render_terminal
 
     console = _console()
     live = not args.json and console.is_terminal and not console.is_dumb_terminal and level < 3
@@ -110,8 +138,62 @@ def run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(json_text("validate", report.to_dict(), report.exit_code))
     else:
-        render_terminal(report, console)
+        for line in validation_lines(report):
+            console.print(line, soft_wrap=True)
     return report.exit_code
+
+
+def run_scaling(args: argparse.Namespace) -> int:
+    """validate --scaling: the measurement, its table and verdict (or JSON), and the plot."""
+    if args.train or args.full or args.level != 2 or args.data is not None or args.output is not None:
+        raise UsageError("--scaling is a measurement of its own: drop --level, --train, --full, --data and --output")
+    if args.gpus and args.cpu_replicas:
+        raise UsageError("--gpus and --cpu-replicas exclude each other: measure GPUs or CPU devices")
+    if args.plot is not None and not args.plot.expanduser().parent.is_dir():
+        raise UsageError(f"--plot {args.plot}: no such folder {args.plot.expanduser().parent}")
+    require_modules("envcheck validate --scaling", "tf", "numpy", "tensorflow")
+    from envcheck.render.scaling import render_scaling, write_scaling_plot
+    from envcheck.tfquiet import quiet_tensorflow
+    from envcheck.validation.scaling_run import run_scaling as measure_scaling
+
+    console = _console()
+    live = not args.json and console.is_terminal and not console.is_dumb_terminal
+    status = console.status("starting TensorFlow", spinner="dots") if live else None
+    say = (lambda text: status.update(text)) if status is not None else (lambda text: None)
+    with quiet_tensorflow(verbose=args.verbose), status if status is not None else _nothing():
+        result = measure_scaling(
+            gpus=args.gpus, cpu_replicas=args.cpu_replicas, batch_per_replica=args.batch_per_replica,
+            steps=args.steps or 8, say=say,
+        )  # fmt: skip
+    if args.plot is not None:
+        try:
+            write_scaling_plot(result, args.plot.expanduser())
+            result["plot"] = str(args.plot)
+        except ImportError:
+            result["plot_error"] = "matplotlib is not installed (pip install 'envcheck-tf[train]')"
+        except OSError as exc:
+            result["plot_error"] = f"{args.plot}: {exc.strerror or exc}"
+    if args.json:
+        from envcheck.render import json_text
+
+        sys.stdout.write(json_text("validate", result, result["exit_code"]))
+    else:
+        sys.stdout.write(render_scaling(result))
+        _say_where(result)
+    return result["exit_code"]
+
+
+def _say_where(result: dict) -> None:
+    from pathlib import Path
+
+    from envcheck.render.scan import tilde
+
+    if "plot" in result:
+        print(f"plot: {result['plot']}")
+    if "plot_error" in result:
+        print(f"no plot: {result['plot_error']}")
+    if "baseline_file" in result:
+        print(f"one device's figure kept for envcheck train: {tilde(result['baseline_file'], str(Path.home()))}")
 
 
 def _nothing():

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from envcheck.facts import OK, SKIPPED
 from envcheck.findings import LINK_NAMES, LINK_TITLES
 from envcheck.machine import ABSENT, UNKNOWN, Machine, counted
+from envcheck.rules import speed_facts as speed
 
 PLATFORM = "platform"
 GROUPS: tuple[str, ...] = (PLATFORM, *LINK_NAMES)
@@ -47,6 +48,8 @@ _VARIABLE_LINKS = {
 def variable_link(name: str, os_name: str) -> str:
     """The link an environment variable changes. PATH is where Windows looks for DLLs, and where
     a shell finds ``python`` everywhere else."""
+    if name.startswith("NCCL_"):
+        return "multigpu"
     if name == "PATH":
         return "libraries" if os_name == "windows" else "python"
     if name.startswith("CUDA_PATH"):
@@ -61,6 +64,10 @@ _PATH_LINKS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"^python\.", "python"),
         (r"^platform\.(cpu_flags|glibc)\b", "tensorflow"),  # what TensorFlow's wheels need of the CPU and libc
         (r"^platform\.", PLATFORM),
+        (r"^pci\.devices\[[^\]]*\]\.(link|numa_node|local_cpus)\b", "multigpu"),
+        (r"^nvml\.gpus\[[^\]]*\]\.performance\.", "multigpu"),
+        (r"^nvml\.pairs\b", "multigpu"),
+        (r"^host\.", "multigpu"),
         (r"^pci\.", "gpu"),
         (r"^nvml\.gpus\[[^\]]*\]\.compute_capability$", "compute"),
         (r"^nvml\.gpus\[", "gpu"),
@@ -136,6 +143,8 @@ _NOISE = re.compile(
       | \.seconds$ | ^tensorflow\.import_seconds$
       | ^platform\.(hostname|user|home)$
       | ^nvml\.gpus\[[^\]]*\]\.(uuid|serial|memory_used_mb|processes)\b
+      | ^nvml\.gpus\[[^\]]*\]\.performance\.(sm_clock_mhz|memory_clock_mhz|temperature_c|power_w
+                                                  |utilization_gpu_pct|utilization_memory_pct)$
       | ^packages\.distributions\[[^\]]*\]\.requires$
     """,
     re.VERBOSE,
@@ -271,6 +280,58 @@ def _environment(m: Machine) -> Value:
     return {k: f"{k}={v!r}" for k, v in shown.items()} or {"": "nothing that changes GPU use"}
 
 
+def _gpu_links(m: Machine) -> Value:
+    """Only links below their maximum count, and a lower generation only under load: idle GPUs
+    train their links down, so two healthy nodes probed at rest do not differ."""
+    gpus = speed.visible_speed_gpus(m)
+    if not any(g.link is not None for g in gpus):
+        return {"": "unknown"}
+    out: Value = {}
+    for g in gpus:
+        narrow, slow = speed.below_maximum(g.link)
+        if narrow or (slow and g.load == speed.UNDER_LOAD):
+            out[f"GPU {g.index}"] = (
+                f"GPU {g.index} at {speed.link_text(g.link)} of {speed.link_text(g.link, current=False)}"
+            )
+    return out or {"": "all at their maximum"}
+
+
+def _gpu_clocks(m: Machine) -> Value:
+    out: Value = {}
+    for g in speed.visible_speed_gpus(m):
+        slowed = [e.name.replace("_", " ") for e in g.clock_events if e.kind in ("thermal", "hardware")]
+        if slowed:
+            out[f"GPU {g.index}"] = f"GPU {g.index} {', '.join(slowed)}"
+    return out or {"": "no slowdown"}
+
+
+def _gpu_sharing(m: Machine) -> Value:
+    out: Value = {}
+    for g in speed.visible_speed_gpus(m):
+        share, _procs = speed.others_share(g)
+        if share is not None and share >= 0.10:
+            out[f"GPU {g.index}"] = f"GPU {g.index} {share:.0%} held by other processes"
+    return out or {"": "no other process"}
+
+
+def _gpu_topology(m: Machine) -> Value:
+    pairs = speed.visible_pairs(m)
+    if not pairs:
+        return {"": "unknown"}
+    direct = sum(1 for p in pairs if speed.p2p_works(p))
+    sockets = sum(1 for p in pairs if p.topology == "system" and p.p2p_nvlink != "ok")
+    if all(p.p2p_nvlink == "ok" for p in pairs):
+        return {"": "NVLink between every pair"}
+    out: Value = {
+        "": "P2P between every pair"
+        if direct == len(pairs)
+        else f"no P2P on {len(pairs) - direct} of {len(pairs)} pairs"
+    }
+    if sockets:
+        out["sockets"] = f"{sockets} across CPU sockets"
+    return out
+
+
 FACETS: tuple[Facet, ...] = (
     Facet(
         "driver",
@@ -318,6 +379,10 @@ FACETS: tuple[Facet, ...] = (
     Facet("python", "python", "Python", (r"^python\.(version|bits|implementation)$",), _python),
     Facet("os", PLATFORM, "OS", (r"^platform\.(os|distro|release)$",), _os),
     Facet("environment", "environment", "GPU variables", (r"^env\.variables\[",), _environment),
+    Facet("gpu_links", "multigpu", "GPU links", (r"\.(pcie|link)\.",), _gpu_links),
+    Facet("gpu_clocks", "multigpu", "GPU clocks", (r"\.performance\.clock_event_reasons$",), _gpu_clocks),
+    Facet("gpu_sharing", "multigpu", "Other processes", (r"^nvml\.gpus\[[^\]]*\]\.processes\b",), _gpu_sharing),
+    Facet("gpu_topology", "multigpu", "GPU pairs", (r"^nvml\.pairs\b",), _gpu_topology),
 )
 FACET_BY_NAME = {f.name: f for f in FACETS}
 

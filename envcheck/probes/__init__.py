@@ -25,6 +25,7 @@ from envcheck.facts import (
     DriverFacts,
     EnvFacts,
     Facts,
+    HostFacts,
     LibrariesFacts,
     NvmlFacts,
     PackagesFacts,
@@ -35,6 +36,7 @@ from envcheck.facts import (
     from_dict,
 )
 from envcheck.probes import interpreter as interpreter_probe
+from envcheck.probes.gpu_speed import probe_host
 from envcheck.probes.limits import COMMAND_TIMEOUT, DOCTOR_TIMEOUT, INTERPRETER_TIMEOUT, NVML_TIMEOUT, TF_TIMEOUT
 from envcheck.probes.system import probe_environment, probe_platform
 
@@ -275,9 +277,10 @@ def collect(options: ProbeOptions) -> Facts:
             python=python_facts,
             platform=_told(progress, "platform", PlatformFacts, probe_platform, options.environ, options.root),
             env=_told(progress, "environment", EnvFacts, probe_environment, options.environ),
+            host=_told(progress, "host", HostFacts, probe_host, options.root, system),
             packages=packages_facts,
             **_gpu_stack(options, clock, system, python_exe, interp, python_facts),
-            nvml=_nvml_result(nvml_run, clock),
+            nvml=_without_own_processes(_nvml_result(nvml_run, clock), worker),
             tensorflow=_finish(worker, clock, progress),
         )
     except BaseException:
@@ -292,6 +295,19 @@ def _nvml_result(run: InThread, clock: Clock) -> NvmlFacts:
     if facts.timed_out:
         return dataclasses.replace(facts, error_kind="unknown")
     return facts
+
+
+def _without_own_processes(facts: NvmlFacts, worker) -> NvmlFacts:
+    """The GPUs' processes less envcheck's own (the TensorFlow check runs its ops on the GPUs while
+    NVML is asked): another process on a GPU is a finding, the doctor's worker is not."""
+    child = getattr(getattr(worker, "child", None), "proc", None)
+    own = {os.getpid()} | ({child.pid} if child is not None else set())
+    if not any(p.pid in own for g in facts.gpus for p in g.processes):
+        return facts
+    gpus = tuple(
+        dataclasses.replace(g, processes=tuple(p for p in g.processes if p.pid not in own)) for g in facts.gpus
+    )
+    return dataclasses.replace(facts, gpus=gpus)
 
 
 def _gpu_stack(

@@ -14,25 +14,14 @@ import sys
 from collections.abc import Callable
 from typing import Any, Optional
 
-from envcheck.facts import ERROR, MISSING, GpuProcess, NvmlFacts, NvmlGpu
+from envcheck.facts import ERROR, MISSING, GpuPerformance, GpuProcess, NvmlFacts, NvmlGpu
+from envcheck.probes.gpu_speed import guarded_performance, probe_pairs, probe_performance
+from envcheck.probes.nvml_errors import FUNCTION_NOT_FOUND, LIBRARY_NOT_FOUND, NOT_SUPPORTED, error_kind
+from envcheck.probes.nvml_errors import code_of as _code
+from envcheck.probes.nvml_errors import describe as _describe
 
-# NVML return codes (nvml.h) the doctor tells apart; everything else is "unknown".
-_KIND_BY_CODE = {
-    12: "library_not_found",  # NVML_ERROR_LIBRARY_NOT_FOUND
-    9: "driver_not_loaded",  # NVML_ERROR_DRIVER_NOT_LOADED
-    18: "version_mismatch",  # NVML_ERROR_LIB_RM_VERSION_MISMATCH: upgraded without a reboot
-    15: "gpu_lost",  # NVML_ERROR_GPU_IS_LOST
-    4: "no_permission",  # NVML_ERROR_NO_PERMISSION
-    13: "function_not_found",  # NVML_ERROR_FUNCTION_NOT_FOUND: a driver older than the binding
-}
-NOT_SUPPORTED = 3
-LIBRARY_NOT_FOUND = 12
-FUNCTION_NOT_FOUND = 13
+__all__ = ["FUNCTION_NOT_FOUND", "LIBRARY_NOT_FOUND", "NOT_SUPPORTED", "error_kind", "probe_nvml"]
 _MIB = 1024 * 1024
-
-
-def error_kind(code: Optional[int]) -> str:
-    return _KIND_BY_CODE.get(code, "unknown") if code is not None else "unknown"
 
 
 def probe_nvml(nvml: Any = None) -> NvmlFacts:
@@ -130,7 +119,17 @@ def _query(nvml: Any) -> NvmlFacts:
         nvml_version=_text(nvml_version),
         gpus=gpus,
         query_errors=errors,
+        pairs=_pairs(nvml, gpus),
     )
+
+
+def _pairs(nvml: Any, gpus: tuple[NvmlGpu, ...]) -> tuple:
+    """How each two answering GPUs reach each other (probes/gpu_speed.py); never raises."""
+    try:
+        handles = {g.index: nvml.nvmlDeviceGetHandleByIndex(g.index) for g in gpus if g.status == "ok"}
+        return probe_pairs(nvml, handles) if len(handles) > 1 else ()
+    except Exception:  # noqa: BLE001 - probes never raise; the pairs are then unknown
+        return ()
 
 
 def probe_gpu(nvml: Any, index: int) -> NvmlGpu:
@@ -155,6 +154,7 @@ def probe_gpu(nvml: Any, index: int) -> NvmlGpu:
         args=(handle,),
     )
     lost = ask.fatal
+    performance = None if lost is not None else _performance(nvml, handle)
     return NvmlGpu(
         index=index,
         name=_text(name),
@@ -171,7 +171,14 @@ def probe_gpu(nvml: Any, index: int) -> NvmlGpu:
         error_code=_code(lost) if lost is not None else None,
         error=_describe(lost) if lost is not None else None,
         query_errors=errors,
+        performance=performance,
     )
+
+
+def _performance(nvml: Any, handle: Any) -> Optional[GpuPerformance]:
+    """The GPU's speed facts; None when the driver answered none of them."""
+    performance = guarded_performance(lambda: probe_performance(nvml, handle))
+    return None if performance == GpuPerformance() else performance
 
 
 class _Asker:
@@ -263,23 +270,6 @@ def loaded_library_path(nvml: Any) -> Optional[str]:
     except OSError:
         pass
     return name
-
-
-def _code(exc: Optional[BaseException]) -> Optional[int]:
-    value = getattr(exc, "value", None)
-    return value if isinstance(value, int) else None
-
-
-def _describe(exc: Optional[BaseException]) -> Optional[str]:
-    if exc is None:
-        return None
-    try:
-        text = str(exc)
-    except Exception:  # noqa: BLE001 - pynvml formats messages by calling into the library
-        text = ""
-    code = _code(exc)
-    text = text or type(exc).__name__
-    return f"{text} (NVML error {code})" if code is not None else f"{type(exc).__name__}: {text}"
 
 
 def _text(value: Any) -> Optional[str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from envcheck.facts import ERROR, MISSING, OK, SKIPPED, PciDevice, PciFacts
+from envcheck.probes.gpu_speed import read_sysfs_link
 
 NVIDIA_VENDOR_ID = "0x10de"
 DISPLAY_CLASS_PREFIX = "0x03"  # VGA (0x0300), 3D controller (0x0302, data-centre cards), other display
@@ -57,6 +58,7 @@ def read_device(path: Path, address: str) -> Optional[PciDevice]:
         return None  # the HDMI audio and USB-C functions of the same card
     sub_vendor = _read_attr(path / "subsystem_vendor")
     sub_device = _read_attr(path / "subsystem_device")
+    link, numa_node, local_cpus = read_sysfs_link(path)
     return PciDevice(
         address=address,
         vendor_id=vendor,
@@ -64,6 +66,9 @@ def read_device(path: Path, address: str) -> Optional[PciDevice]:
         class_code=class_code,
         driver=_bound_driver(path),
         subsystem=f"{sub_vendor}:{sub_device}" if sub_vendor and sub_device else None,
+        link=link,
+        numa_node=numa_node,
+        local_cpus=local_cpus,
     )
 
 

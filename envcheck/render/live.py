@@ -32,6 +32,7 @@ LINK_PROBES = {
     "tensorflow": ("tensorflow",),
     "placement": ("tensorflow",),
     "environment": ("environment",),
+    "multigpu": ("nvml", "pci"),
 }
 
 

@@ -58,6 +58,7 @@ SHORT_TITLES = {
     "tensorflow": "TensorFlow",
     "placement": "Ops on the GPU",
     "environment": "Environment",
+    "multigpu": "Multi-GPU",
 }
 
 
@@ -172,6 +173,7 @@ def render(report: Report, verbose: bool = False, color: Optional[bool] = None, 
     shown = ways_forward(out, report)
     if verbose:
         findings(out, report)
+        multigpu(out, report)
     else:
         rest = [f for f in report.findings if f.id not in shown]
         if rest:
@@ -340,3 +342,17 @@ def findings(out: _Out, report: Report) -> None:
                 out.command(command, 8)
             if f.fix.url:
                 out.line(Text(f.fix.url, style="dim" if out.color else ""), indent=8)
+
+
+def multigpu(out: _Out, report: Report) -> None:
+    """``-v``: each GPU's link, clocks, temperature and power, and the path between each pair."""
+    from envcheck.machine import Machine
+    from envcheck.render.multigpu import multigpu_details
+
+    lines = multigpu_details(Machine(report.facts))
+    if not lines:
+        return
+    out.blank()
+    out.line(Text("Multi-GPU details", style="bold" if out.color else ""))
+    for line in lines:
+        out.console.print(Text(line), crop=False, overflow="ignore", no_wrap=True)

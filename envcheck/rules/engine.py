@@ -57,6 +57,8 @@ ISSUED = (
     "EC-PLC-001", "EC-PLC-002", "EC-PLC-003", "EC-PLC-004",
     "EC-ENV-001", "EC-ENV-002", "EC-ENV-003", "EC-ENV-004", "EC-ENV-005", "EC-ENV-006", "EC-ENV-007", "EC-ENV-008",
     "EC-INT-001",
+    "EC-PERF-001", "EC-PERF-002", "EC-PERF-003", "EC-PERF-004", "EC-PERF-005", "EC-PERF-006", "EC-PERF-007",
+    "EC-PERF-008", "EC-PERF-009", "EC-PERF-010", "EC-PERF-011",
 )  # fmt: skip
 RETIRED: dict[str, str] = {}  # id -> why it was retired (its number is never given out again)
 
@@ -93,6 +95,7 @@ RULE_MODULES = (
     "envcheck.rules.stack",
     "envcheck.rules.placement",
     "envcheck.rules.environment",
+    "envcheck.rules.gpu_speed",
 )
 
 

@@ -1,4 +1,4 @@
-"""A validation check's result, the report of a run, and how both are shown."""
+"""A validation check's result and the report of a run (render/validate.py shows them)."""
 
 from __future__ import annotations
 
@@ -77,29 +77,3 @@ class ValidationReport:
             "problems": self.problems,
             "notes": self.notes,
         }
-
-
-def render_terminal(report: ValidationReport, console) -> None:
-    """One line per check with its figures, then the verdict line; colour only here."""
-    for check in report.checks:
-        mark = "[green]PASS[/]" if check.passed else "[bold red]FAIL[/]"
-        took = f" [dim]({check.seconds:.1f} s)[/]" if check.seconds is not None else ""
-        console.print(f"{mark}  level {check.level}  {check.name}: {check.summary}{took}", soft_wrap=True)
-    for note in report.notes:
-        console.print(f"[dim]note: {note}[/]", soft_wrap=True)
-    failed = [c for c in report.checks if not c.passed]
-    where = "on the GPU" if report.used_gpu else "on the CPU"
-    if report.doctor is not None:
-        console.print(f"[dim]doctor: {report.doctor.get('line')}[/]", soft_wrap=True)
-    if failed:
-        console.print(f"[bold red]validation failed[/]: {len(failed)} of {len(report.checks)} checks", soft_wrap=True)
-    elif report.problems:
-        console.print(
-            f"[bold red]validation not passed[/]: the checks passed {where}, but " + "; ".join(report.problems),
-            soft_wrap=True,
-        )
-    else:
-        console.print(
-            f"[bold green]validation passed[/]: {len(report.checks)} checks up to level {report.level}, {where}",
-            soft_wrap=True,
-        )

@@ -156,7 +156,6 @@ def run_level3(
     progress: bool = True,
     requested_gpus: Optional[int] = None,
 ) -> list[Check]:
-    from envcheck.train.config import post_reference
     from envcheck.train.trainer import TrainingDiverged, train
 
     probe = start_doctor_probe()
@@ -182,7 +181,18 @@ def run_level3(
             probe.kill()  # no verdict to compare with: do not leave the doctor's worker behind
         if temporary is not None:
             temporary.cleanup()
+    checks = [_training_check(name, summary)]
+    falls, detail = loss_falls(rows)
+    checks.append(Check(3, "loss falls", falls, detail, {"losses": [r.get("loss") for r in rows]}))
+    same, detail = compare_devices(list(plan.devices), usable, requested_gpus)
+    checks.append(Check(3, "devices used", same, detail, {"used": list(plan.devices), "doctor_usable_gpus": usable}))
+    if full:
+        checks.append(_accuracy_check(summary, plan.replicas))
+    return checks
 
+
+def _training_check(name: str, summary: dict[str, Any]) -> Check:
+    """What the run did, with its figures."""
     rate = summary.get("images_per_second_steady")
     per_replica = summary.get("images_per_second_per_replica")
     figures = {
@@ -198,35 +208,31 @@ def run_level3(
         )
     }
     figures["data"] = summary["data"]["source"]
-    checks = [
-        Check(
-            3,
-            name,
-            True,
-            f"{summary['epochs']} epochs x {summary['steps_per_epoch']} steps x {summary['global_batch']} images "
-            f"on {plural(summary['replicas'], 'replica')}: {rate} images/s, {per_replica} per replica",
-            figures,
-            summary.get("seconds"),
-        )
-    ]
-    falls, detail = loss_falls(rows)
-    checks.append(Check(3, "loss falls", falls, detail, {"losses": [r.get("loss") for r in rows]}))
-    same, detail = compare_devices(list(plan.devices), usable, requested_gpus)
-    checks.append(Check(3, "devices used", same, detail, {"used": list(plan.devices), "doctor_usable_gpus": usable}))
-    if full:
-        reference = post_reference(plan.replicas)
-        accuracy = summary["final"]["val_accuracy"]
-        ok = accuracy is not None and accuracy >= reference["val_accuracy"] - ACCURACY_TOLERANCE
-        shown = "none" if accuracy is None else f"{accuracy:.4f}"
-        checks.append(
-            Check(
-                3,
-                "accuracy vs the post",
-                ok,
-                f"val accuracy {shown}, the post's {reference['val_accuracy']:.4f} on {reference['gpus']} Titan X "
-                f"(pass at {reference['val_accuracy'] - ACCURACY_TOLERANCE:.4f} or more); "
-                f"{summary['seconds_per_epoch']} s/epoch vs the post's {reference['seconds_per_epoch']:g}",
-                {"val_accuracy": accuracy, "post": reference, "tolerance": ACCURACY_TOLERANCE},
-            )
-        )
-    return checks
+    return Check(
+        3,
+        name,
+        True,
+        f"{summary['epochs']} epochs x {summary['steps_per_epoch']} steps x {summary['global_batch']} images "
+        f"on {plural(summary['replicas'], 'replica')}: {rate} images/s, {per_replica} per replica",
+        figures,
+        summary.get("seconds"),
+    )
+
+
+def _accuracy_check(summary: dict[str, Any], replicas: int) -> Check:
+    """--full: the validation accuracy against the post's, within ACCURACY_TOLERANCE."""
+    from envcheck.train.config import post_reference
+
+    reference = post_reference(replicas)
+    accuracy = summary["final"]["val_accuracy"]
+    ok = accuracy is not None and accuracy >= reference["val_accuracy"] - ACCURACY_TOLERANCE
+    shown = "none" if accuracy is None else f"{accuracy:.4f}"
+    return Check(
+        3,
+        "accuracy vs the post",
+        ok,
+        f"val accuracy {shown}, the post's {reference['val_accuracy']:.4f} on {reference['gpus']} Titan X "
+        f"(pass at {reference['val_accuracy'] - ACCURACY_TOLERANCE:.4f} or more); "
+        f"{summary['seconds_per_epoch']} s/epoch vs the post's {reference['seconds_per_epoch']:g}",
+        {"val_accuracy": accuracy, "post": reference, "tolerance": ACCURACY_TOLERANCE},
+    )

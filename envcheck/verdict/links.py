@@ -17,6 +17,7 @@ from envcheck.findings import (
 from envcheck.machine import ABSENT, UNKNOWN, counted, short_device, telling_line
 from envcheck.matrix.libraries import basename
 from envcheck.rules.engine import Context
+from envcheck.rules.speed_facts import multigpu_summary, shows_multigpu_line
 
 # Links that only mean something when there is a GPU.
 _GPU_LINKS = ("gpu", "driver", "compute", "libraries")
@@ -27,6 +28,8 @@ def link_statuses(ctx: Context, findings: list[Finding], verdict: Verdict) -> tu
     absent = ctx.gpu_presence == ABSENT
     for name in LINK_NAMES:
         here = [f for f in findings if f.link == name]
+        if name == "multigpu" and not (here or shows_multigpu_line(ctx)):
+            continue  # one GPU or none: the line would say nothing
         summary, seconds, probed = _summary(ctx, name)
         if any(f.severity is Severity.ERROR for f in here):
             status = LINK_ERROR
@@ -176,6 +179,10 @@ def _clip(text: str, limit: int = 110) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _multigpu(ctx: Context, facts: Facts):
+    return multigpu_summary(ctx), None, facts.nvml.status != SKIPPED or facts.pci.status != SKIPPED
+
+
 _SUMMARIES = {
     "python": _python,
     "gpu": _gpu,
@@ -185,4 +192,5 @@ _SUMMARIES = {
     "tensorflow": _tensorflow,
     "placement": _placement,
     "environment": _environment,
+    "multigpu": _multigpu,
 }

@@ -21,11 +21,28 @@
  *   FAKE_NVML_GPU<i>_MIG     "0" or "1"; unset means the card does not support MIG
  *   FAKE_NVML_GPU<i>_PROCS   "pid:name:used_mb,pid:name:used_mb"
  *   FAKE_NVML_GPU<i>_FAIL    per query failures "memory=15,serial=4" (query names as below)
+ * What decides the GPU's speed (each unset knob answers NVML_ERROR_NOT_SUPPORTED):
+ *   FAKE_NVML_GPU<i>_PCIE    "current_gen,current_width,max_gen,max_width[,gpu_max_gen]"
+ *   FAKE_NVML_GPU<i>_CLOCKS  "sm_mhz,sm_max_mhz,mem_mhz,mem_max_mhz"
+ *   FAKE_NVML_GPU<i>_EVENTS  clock event (throttle) reasons, the nvml.h bit mask: "0x60"
+ *   FAKE_NVML_GPU<i>_TEMP    "celsius,slowdown_celsius"
+ *   FAKE_NVML_GPU<i>_POWER   "usage_mw,enforced_limit_mw,default_limit_mw"
+ *   FAKE_NVML_GPU<i>_UTIL    "gpu_pct,memory_pct"
+ *   FAKE_NVML_GPU<i>_PERSISTENCE "0"/"1";  FAKE_NVML_GPU<i>_COMPUTE_MODE  nvmlComputeMode_t
+ *   FAKE_NVML_GPU<i>_ECC     "enabled,corrected_volatile,uncorrected_volatile,uncorrected_aggregate"
+ *   FAKE_NVML_GPU<i>_RETIRED "single_bit_pages,double_bit_pages,pending"
+ *   FAKE_NVML_GPU<i>_REMAP   "correctable,uncorrectable,pending,failure"
+ *   FAKE_NVML_GPU<i>_NUMA    NUMA node;  FAKE_NVML_GPU<i>_CPUS  CPU affinity as hex words "ffff,0"
+ *   FAKE_NVML_GPU<i>_NVLINK  "active,links"
+ * Per pair of GPUs a < b:
+ *   FAKE_NVML_PAIR_<a>_<b>   "topology_level,p2p_read,p2p_write,p2p_nvlink" (nvml.h's enums)
  * An unset string field answers NVML_ERROR_NOT_SUPPORTED, as real cards do for serials and MIG.
  *
  * Compile-time variants model older drivers through missing symbols, which pynvml reports as
  * NVML_ERROR_FUNCTION_NOT_FOUND exactly as it would with a real old library:
- *   -DOMIT_NEWER_ENTRY_POINTS  no nvmlSystemGetCudaDriverVersion_v2, no ..._ComputeRunningProcesses_v3
+ *   -DOMIT_NEWER_ENTRY_POINTS  no nvmlSystemGetCudaDriverVersion_v2, no ..._ComputeRunningProcesses_v3,
+ *                              no nvmlDeviceGetCurrentClocksEventReasons (535), NumaNodeId,
+ *                              GpuMaxPcieLinkGeneration or RemappedRows
  *   -DOMIT_INIT_WITH_FLAGS     no nvmlInitWithFlags (a very old driver)
  */
 
@@ -358,5 +375,194 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsign
 #ifndef OMIT_NEWER_ENTRY_POINTS
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos) {
     return running_processes(device, count, infos);
+}
+#endif
+
+/* ---- what decides a GPU's speed --------------------------------------------------------- */
+
+/* Reads up to `n` comma-separated unsigned numbers (decimal, or hex with 0x) from GPU knob `key`. */
+static int gpu_numbers(unsigned int index, const char *key, unsigned long long *out, int n) {
+    const char *spec = gpu_config(index, key);
+    int found = 0;
+    while (spec && *spec && found < n) {
+        char *end;
+        out[found++] = strtoull(spec, &end, 0);
+        spec = strchr(end, ',');
+        if (spec) spec++;
+    }
+    return found;
+}
+
+/* One field of a knob: the query's checks, then field `at` of `key`, or NOT_SUPPORTED. */
+static nvmlReturn_t gpu_field(nvmlDevice_t device, const char *query, const char *key, int at,
+                              unsigned long long *value) {
+    unsigned int i;
+    nvmlReturn_t ret = check_device(device, query, &i);
+    if (ret) return ret;
+    unsigned long long numbers[8];
+    if (gpu_numbers(i, key, numbers, 8) <= at) return NVML_ERROR_NOT_SUPPORTED;
+    if (!value) return NVML_ERROR_INVALID_ARGUMENT;
+    *value = numbers[at];
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t gpu_uint(nvmlDevice_t device, const char *query, const char *key, int at, unsigned int *out) {
+    unsigned long long value;
+    if (!out) return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t ret = gpu_field(device, query, key, at, &value);
+    if (ret == NVML_SUCCESS) *out = (unsigned int)value;
+    return ret;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t d, unsigned int *v) { return gpu_uint(d, "pcie", "PCIE", 0, v); }
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t d, unsigned int *v) { return gpu_uint(d, "pcie", "PCIE", 1, v); }
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t d, unsigned int *v) { return gpu_uint(d, "pcie", "PCIE", 2, v); }
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t d, unsigned int *v) { return gpu_uint(d, "pcie", "PCIE", 3, v); }
+
+/* nvmlClockType_t: 0 graphics, 1 SM, 2 memory. */
+static nvmlReturn_t clock(nvmlDevice_t d, unsigned int type, int max, unsigned int *v) {
+    if (type == 1) return gpu_uint(d, "clocks", "CLOCKS", max ? 1 : 0, v);
+    if (type == 2) return gpu_uint(d, "clocks", "CLOCKS", max ? 3 : 2, v);
+    return NVML_ERROR_NOT_SUPPORTED;
+}
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, unsigned int type, unsigned int *v) { return clock(d, type, 0, v); }
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t d, unsigned int type, unsigned int *v) { return clock(d, type, 1, v); }
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d, unsigned long long *v) {
+    return gpu_field(d, "clock_events", "EVENTS", 0, v);
+}
+
+/* Sensor 0 is the GPU; threshold 1 is the slowdown temperature. */
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, unsigned int sensor, unsigned int *v) {
+    return sensor == 0 ? gpu_uint(d, "temperature", "TEMP", 0, v) : NVML_ERROR_NOT_SUPPORTED;
+}
+nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t d, unsigned int threshold, unsigned int *v) {
+    return threshold == 1 ? gpu_uint(d, "temperature", "TEMP", 1, v) : NVML_ERROR_NOT_SUPPORTED;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *v) { return gpu_uint(d, "power", "POWER", 0, v); }
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned int *v) { return gpu_uint(d, "power", "POWER", 1, v); }
+nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t d, unsigned int *v) {
+    return gpu_uint(d, "power", "POWER", 2, v);
+}
+
+typedef struct {
+    unsigned int gpu;
+    unsigned int memory;
+} nvmlUtilization_t;
+
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u) {
+    if (!u) return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t ret = gpu_uint(d, "utilization", "UTIL", 0, &u->gpu);
+    return ret ? ret : gpu_uint(d, "utilization", "UTIL", 1, &u->memory);
+}
+
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, unsigned int *v) {
+    return gpu_uint(d, "persistence_mode", "PERSISTENCE", 0, v);
+}
+nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t d, unsigned int *v) {
+    return gpu_uint(d, "compute_mode", "COMPUTE_MODE", 0, v);
+}
+
+nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t d, unsigned int *current, unsigned int *pending) {
+    if (!pending) return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t ret = gpu_uint(d, "ecc", "ECC", 0, current);
+    if (ret == NVML_SUCCESS) *pending = *current;
+    return ret;
+}
+
+/* errorType 0 corrected, 1 uncorrected; counterType 0 volatile, 1 aggregate. */
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, unsigned int type, unsigned int counter, unsigned long long *v) {
+    int at = type == 0 ? (counter == 0 ? 1 : -1) : (counter == 0 ? 2 : 3);
+    if (at < 0) return NVML_ERROR_NOT_SUPPORTED;
+    return gpu_field(d, "ecc", "ECC", at, v);
+}
+
+/* Two-call protocol as nvml.h documents it: no buffer (or too small) reports the count. */
+nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t d, unsigned int cause, unsigned int *count, unsigned long long *addresses) {
+    unsigned long long pages;
+    if (!count || cause > 1) return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t ret = gpu_field(d, "retired_pages", "RETIRED", (int)cause, &pages);
+    if (ret) return ret;
+    if (!addresses || *count < pages) {
+        *count = (unsigned int)pages;
+        return pages ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
+    }
+    for (unsigned long long p = 0; p < pages; p++) addresses[p] = 0x1000ULL * (p + 1);
+    *count = (unsigned int)pages;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, unsigned int *v) {
+    return gpu_uint(d, "retired_pages", "RETIRED", 2, v);
+}
+
+nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int size, unsigned long *cpus) {
+    unsigned int i;
+    nvmlReturn_t ret = check_device(device, "affinity", &i);
+    if (ret) return ret;
+    unsigned long long words[16];
+    int n = gpu_numbers(i, "CPUS", words, 16);
+    if (n == 0) return NVML_ERROR_NOT_SUPPORTED;
+    if (!cpus || size == 0) return NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned int w = 0; w < size; w++) cpus[w] = w < (unsigned int)n ? (unsigned long)words[w] : 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned int link, unsigned int *active) {
+    unsigned long long numbers[2];
+    unsigned int i;
+    nvmlReturn_t ret = check_device(d, "nvlink", &i);
+    if (ret) return ret;
+    if (!active) return NVML_ERROR_INVALID_ARGUMENT;
+    if (gpu_numbers(i, "NVLINK", numbers, 2) < 2 || numbers[1] == 0) return NVML_ERROR_NOT_SUPPORTED;
+    if (link >= numbers[1]) return NVML_ERROR_INVALID_ARGUMENT;
+    *active = link < numbers[0] ? 1 : 0;
+    return NVML_SUCCESS;
+}
+
+/* The pair's knob, for a < b in either order of the arguments. */
+static nvmlReturn_t pair_field(nvmlDevice_t d1, nvmlDevice_t d2, int at, unsigned int *out) {
+    unsigned int a, b;
+    nvmlReturn_t ret = check_device(d1, "topology", &a);
+    if (ret) return ret;
+    ret = check_device(d2, "topology", &b);
+    if (ret) return ret;
+    if (!out) return NVML_ERROR_INVALID_ARGUMENT;
+    char key[64];
+    snprintf(key, sizeof key, "PAIR_%u_%u", a < b ? a : b, a < b ? b : a);
+    const char *spec = config(key);
+    for (int k = 0; spec && *spec && k < at; k++) {
+        spec = strchr(spec, ',');
+        if (spec) spec++;
+    }
+    if (!spec || !*spec) return NVML_ERROR_NOT_SUPPORTED;
+    *out = (unsigned int)strtoul(spec, NULL, 0);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t d1, nvmlDevice_t d2, unsigned int *level) {
+    return pair_field(d1, d2, 0, level);
+}
+
+/* nvmlGpuP2PCapsIndex_t: 0 read, 1 write, 2 NVLink. */
+nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t d1, nvmlDevice_t d2, unsigned int caps, unsigned int *status) {
+    if (caps > 2) return NVML_ERROR_NOT_SUPPORTED;
+    return pair_field(d1, d2, 1 + (int)caps, status);
+}
+
+#ifndef OMIT_NEWER_ENTRY_POINTS
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned long long *v) {
+    return gpu_field(d, "clock_events", "EVENTS", 0, v);
+}
+nvmlReturn_t nvmlDeviceGetGpuMaxPcieLinkGeneration(nvmlDevice_t d, unsigned int *v) { return gpu_uint(d, "pcie", "PCIE", 4, v); }
+nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t d, unsigned int *v) { return gpu_uint(d, "numa", "NUMA", 0, v); }
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int *corr, unsigned int *unc, unsigned int *pending,
+                                       unsigned int *failure) {
+    nvmlReturn_t ret = gpu_uint(d, "remapped_rows", "REMAP", 0, corr);
+    if (!ret) ret = gpu_uint(d, "remapped_rows", "REMAP", 1, unc);
+    if (!ret) ret = gpu_uint(d, "remapped_rows", "REMAP", 2, pending);
+    if (!ret) ret = gpu_uint(d, "remapped_rows", "REMAP", 3, failure);
+    return ret;
 }
 #endif

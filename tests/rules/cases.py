@@ -649,3 +649,8 @@ CASES: tuple[Case, ...] = (
         "level 3 hides errors",
     ),
 )
+
+# The Multi-GPU rules' cases live beside their own tests.
+from .speed_cases import speed_cases  # noqa: E402
+
+CASES += speed_cases(Case)

@@ -25,6 +25,7 @@ PREFIX_LINKS = {
     "EC-TF": "tensorflow",
     "EC-PLC": "placement",
     "EC-ENV": "environment",
+    "EC-PERF": "multigpu",
 }
 
 
