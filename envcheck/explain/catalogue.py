@@ -20,6 +20,7 @@ from typing import Any, Optional
 import yaml
 
 from envcheck.errors import UsageError
+from envcheck.explain.normalise import normalise_line
 from envcheck.findings import Fix
 from envcheck.fsutil import read_user_text
 from envcheck.shell import Command
@@ -470,6 +471,12 @@ def _parse_pattern(node: Any, path: Path, eager: bool = True) -> Pattern:
             raise entry.error(
                 "needles", f"{needle!r}: needles must be ASCII (they are searched without regard to case)", index
             )
+        if normalise_line(needle) != needle.strip() and not needle.strip().startswith(">"):
+            raise entry.error(
+                "needles",
+                f"{needle!r}: write it in the normal form every line is read in: {normalise_line(needle)!r}",
+                index,
+            )
     derive = entry.text("derive", required=False)
     if derive is not None and derive not in DERIVERS:
         raise entry.error("derive", f"unknown deriver {derive!r} (known: {', '.join(DERIVERS)})")
@@ -733,10 +740,26 @@ def _compile(entry: _Entry, source: str, index: int, eager: bool) -> Regex:
         compiled = re.compile(source, re.IGNORECASE) if eager else None
     except re.error as exc:
         raise entry.error("regex", f"{source!r} does not compile: {exc}", index) from None
-    problem = _repeat_problem(parsed)
+    problem = _repeat_problem(parsed) or _normal_form_problem(source)
     if problem:
         raise entry.error("regex", f"{source!r}: {problem}", index)
     return Regex(source, dict(parsed.state.groupdict), compiled, _required_literals(parsed))
+
+
+def _normal_form_problem(source: str) -> Optional[str]:
+    """Why a regex can never match a normalised line (see ``normalise``), or None."""
+    for written, why in (
+        ("  ", "two spaces: every run of blanks reads as one space"),
+        (" :", "a space before ':': the normal form has none"),
+        (" ;", "a space before ';': the normal form has none"),
+        ("\\t", "a tab: every tab reads as a space"),
+    ):
+        if written in source:
+            return f"{why}; write the regex against the normal form"
+    odd = next((c for c in source if c in "\u2018\u2019\u201c\u201d\u2013\u2014\u00a0"), None)
+    if odd is not None:
+        return f"{odd!r}: typographic quotes, dashes and spaces read as their ASCII forms"
+    return None
 
 
 def _required_literals(parsed: Any) -> tuple[tuple[bytes, ...], ...]:

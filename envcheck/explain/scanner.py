@@ -31,6 +31,15 @@ from pathlib import Path
 from typing import IO, Any, Optional
 
 from envcheck.explain.catalogue import Pattern, default_path, fill, parse_catalogue, read_catalogue
+from envcheck.explain.normalise import (
+    decode_entities,
+    is_partial_record,
+    join_partial_records,
+    may_be_cut,
+    normalise_line,
+    search_key,
+    wrapped_lines,
+)
 
 # Control bytes that text never holds (tab, newline, form feed, carriage return, backspace and
 # escape, which progress bars and coloured logs use, are text).
@@ -46,6 +55,7 @@ _COMMON_WORDS = frozenset(
 )
 _CONTROL = bytes(b for b in range(32) if b not in (8, 9, 10, 12, 13, 27)) + b"\x7f"
 
+MAX_CARRIED_LINES = 8  # the last lines of a chunk kept for the next (a cut line, partial records)
 MAX_LINE_BYTES = 8192  # every known message fits in far less; longer lines are cut here
 CHUNK_BYTES = 1 << 20
 MAX_GROUPS = 500  # distinct explanations kept from one input; the rest are only counted
@@ -69,10 +79,8 @@ class Catalogue:
         # any of its regexes run.
         # The passes run over lines without their digits (see ``_scan_block``), so they look for
         # the needles without theirs.
-        stripped = [tuple(n.encode("ascii").translate(None, _DIGITS) for n in p.needles) for p in self.patterns]
-        needles = {n for ns in stripped for n in ns} | {
-            a.encode("ascii").translate(None, _DIGITS) for a in self.anchors
-        }
+        stripped = [tuple(search_key(n.encode("ascii")) for n in p.needles) for p in self.patterns]
+        needles = {n for ns in stripped for n in ns} | {search_key(a.encode("ascii")) for a in self.anchors}
         needles.discard(b"")
         anchors = sorted(n for n in needles if not any(o != n and o in n for o in needles))
         by_anchor = []
@@ -81,7 +89,7 @@ class Catalogue:
             if indexes:
                 by_anchor.append((anchor, gate_word(anchor), indexes))
         object.__setattr__(self, "_anchors", tuple(by_anchor))
-        object.__setattr__(self, "_needles", tuple(tuple(n.encode("ascii") for n in p.needles) for p in self.patterns))
+        object.__setattr__(self, "_needles", tuple(tuple(n for n in ns if n) for ns in stripped))
 
     @property
     def gates(self) -> dict[str, str]:
@@ -106,7 +114,8 @@ class Catalogue:
         last_block_ended_line = True
         for block in _blocks(_as_utf8(stream), chunk_bytes, max_line_bytes):
             total += len(block)
-            self._scan_block(block, lines_before, max_line_bytes, found)
+            # Joining keeps every line's number; the count of lines is the original block's.
+            self._scan_block(decode_entities(join_partial_records(block)), lines_before, max_line_bytes, found)
             lines_before += block.count(b"\n")
             last_block_ended_line = block.endswith(b"\n")
         lines = lines_before + (0 if last_block_ended_line else 1)
@@ -118,10 +127,38 @@ class Catalogue:
         # passes run once over the distinct groups, and only a group that holds a needle has its
         # lines looked at, each distinct line once, its match counting for every line repeating it.
         lines = block.split(b"\n")
-        keys = block.translate(None, _DIGITS).lower().split(b"\n")  # ASCII only: same lines, same order
+        keys = search_key(block).split(b"\n")  # same lines, same order
         if block.endswith(b"\n"):
             lines.pop()
             keys.pop()
+        wraps = wrapped_lines(block)
+        watched = {i for index, _ in wraps for i in (index, index + 1)}  # lines whose matches a wrap needs
+        matched: dict[int, set[int]] = {}
+        candidates, joined = self._candidates(keys, block, max_line)
+        groups: dict[bytes, list[int]] = {}
+        for index, key in enumerate(keys):
+            groups.setdefault(key, []).append(index)
+        for start in sorted(candidates):
+            end, indexes = candidates[start]
+            originals: dict[bytes, list[int]] = {}  # each distinct line of the group -> its indexes
+            for index in groups[joined[start:end]]:
+                originals.setdefault(lines[index], []).append(index)
+            for line, where in originals.items():
+                hits = self._match_line(line[:max_line], [lines_before + i + 1 for i in where], indexes, found)
+                for index in watched.intersection(where):
+                    matched[index] = hits
+        for index, text in wraps:
+            # A message cut over lines: read the joined line for what neither part holds.
+            known = matched.get(index, set()) | matched.get(index + 1, set())
+            wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in known)
+            if wanted:
+                self._match_line(text[:max_line], [lines_before + index + 1], wanted, found)
+
+    def _candidates(
+        self, keys: list[bytes], block: bytes, max_line: int
+    ) -> tuple[dict[int, tuple[int, tuple[int, ...]]], bytes]:
+        """The groups of lines that hold a pass's string: {start in the joined distinct keys: (end,
+        pattern indexes)}, and those joined keys."""
         distinct = list(dict.fromkeys(keys))
         if (len(block) - len(block.translate(None, _CONTROL))) * 50 > len(block):
             # Binary bytes in the chunk: no message holds control bytes, so only lines of text
@@ -131,7 +168,7 @@ class Catalogue:
         # A pass whose gate word the text lacks cannot find its string: skip it. Collecting the
         # words costs about one pass, and unlike ordinary words the gates are rare.
         words = set(joined.translate(_WORD_BREAKS).split())
-        candidates: dict[int, tuple[int, tuple[int, ...]]] = {}  # group start -> (end, pattern indexes)
+        candidates: dict[int, tuple[int, tuple[int, ...]]] = {}
         for anchor, gate, indexes in self._anchors:  # type: ignore[attr-defined]
             if gate and gate not in words:
                 continue
@@ -145,34 +182,39 @@ class Catalogue:
                     entry = candidates.get(start)
                     candidates[start] = (end, indexes if entry is None else tuple(sorted({*entry[1], *indexes})))
                 position = joined.find(anchor, end + 1)
-        if not candidates:
-            return
-        groups: dict[bytes, list[int]] = {}
-        for index, key in enumerate(keys):
-            groups.setdefault(key, []).append(index)
+        return candidates, joined
+
+    def _patterns_in(self, key: bytes) -> list[int]:
+        """The patterns a pass finds in one line's search key."""
+        found: set[int] = set()
+        for anchor, _, indexes in self._anchors:  # type: ignore[attr-defined]
+            if anchor in key:
+                found.update(indexes)
+        return sorted(found)
+
+    def _match_line(self, head: bytes, numbers: list[int], indexes: tuple[int, ...], found: "_Accumulator") -> set[int]:
+        """Run the regexes of the patterns whose needles the line holds on its normal form; the
+        indexes of the patterns that matched."""
+        key = search_key(head)
         own_needles = self._needles  # type: ignore[attr-defined]
-        for start in sorted(candidates):
-            end, indexes = candidates[start]
-            originals: dict[bytes, list[int]] = {}  # each distinct line of the group -> its line numbers
-            for index in groups[joined[start:end]]:
-                originals.setdefault(lines[index], []).append(lines_before + index + 1)
-            for line, numbers in originals.items():
-                head = line[:max_line]
-                lowered_line = head.lower()
-                text = None
-                for index in indexes:
-                    if not any(n in lowered_line for n in own_needles[index]):
-                        continue
-                    pattern = self.patterns[index]
-                    for regex in pattern.regexes:
-                        if not regex.may_match(lowered_line):
-                            continue
-                        if text is None:
-                            text = head.decode("utf-8", "replace").rstrip("\r").lstrip("\ufeff")
-                        hit = regex.compiled.search(text)
-                        if hit:
-                            found.add(pattern, hit, numbers, text)
-                            break
+        text = lowered = None
+        hits: set[int] = set()
+        for index in indexes:
+            if not any(n in key for n in own_needles[index]):
+                continue
+            if text is None:
+                text = normalise_line(head.decode("utf-8", "replace").rstrip("\r"))
+                lowered = text.encode("utf-8", "replace").lower()
+            pattern = self.patterns[index]
+            for regex in pattern.regexes:
+                if not regex.may_match(lowered):
+                    continue
+                hit = regex.compiled.search(text)
+                if hit:
+                    found.add(pattern, hit, numbers, text)
+                    hits.add(index)
+                    break
+        return hits
 
 
 def gate_word(needle: bytes) -> bytes:
@@ -269,6 +311,51 @@ def excerpt(text: str, hit: re.Match[str]) -> str:
 
 
 def _blocks(stream: IO[bytes], chunk_bytes: int, max_line: int) -> Iterator[bytes]:
+    """``_line_blocks``, where a block's last line that may be cut (``may_be_cut``) moves to the
+    next block, so that every pair of lines a wrap joins is in one block whatever the chunk size;
+    each line is still in exactly one block."""
+    carry = b""
+    for block in _whole_blocks(stream, chunk_bytes, max_line):
+        data = carry + block if carry else block
+        carry = b""
+        if data.endswith(b"\n"):
+            data, carry = _last_lines_that_go_on(data, max_line)
+        if data:
+            yield data
+    if carry:
+        yield carry
+
+
+def _last_lines_that_go_on(data: bytes, max_line: int) -> tuple[bytes, bytes]:
+    """(``data`` less its last line when that may be cut, or is a container runtime's partial
+    record, with the partial records before it; the lines taken off)."""
+    cut = len(data)
+    for _ in range(MAX_CARRIED_LINES):
+        start = data.rfind(b"\n", 0, cut - 1) + 1
+        line = data[start : cut - 1]
+        if not (is_partial_record(line) or (cut == len(data) and may_be_cut(line))):
+            break
+        cut = start
+        if start == 0:
+            break
+    return data[:cut], data[cut:]
+
+
+def _whole_blocks(stream: IO[bytes], chunk_bytes: int, max_line: int) -> Iterator[bytes]:
+    """``_line_blocks``, with an unfinished last line kept with the block before it (so a message
+    pasted without a final newline and wrapped before its end is read like any other)."""
+    previous = None
+    for block in _line_blocks(stream, chunk_bytes, max_line):
+        if previous is not None and not block.endswith(b"\n") and len(block) <= max_line:
+            block, previous = previous + block, None
+        if previous is not None:
+            yield previous
+        previous = block
+    if previous is not None:
+        yield previous
+
+
+def _line_blocks(stream: IO[bytes], chunk_bytes: int, max_line: int) -> Iterator[bytes]:
     """Runs of whole lines. A line longer than ``max_line`` ends there: its head is kept as a line
     and the rest is skipped up to the next newline, so a single giant line costs no memory."""
     carry = b""

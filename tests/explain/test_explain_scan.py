@@ -257,7 +257,8 @@ def test_excerpt_starts_where_the_message_starts():
         "Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file"
     )
     (occurrence,) = CATALOGUE.scan_text(line).occurrences
-    assert occurrence.excerpt.startswith("…Could not load dynamic library 'libcudnn.so.8'")
+    # the log prefix (time, level, source file) is not part of the message
+    assert occurrence.excerpt.startswith("Could not load dynamic library 'libcudnn.so.8'")
     long_line = CUDART_100 + " " + "x" * 1000
     (occurrence,) = CATALOGUE.scan_text(long_line).occurrences
     assert occurrence.excerpt.startswith("ImportError: Could not find") and occurrence.excerpt.endswith("x…")
