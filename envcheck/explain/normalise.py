@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable
+from typing import Optional
 
 # --- line level: the normal form regexes are written against ------------------------------------
 
@@ -140,10 +142,11 @@ def _entity(found: re.Match[str]) -> str:
 
 # --- block level: joining hard-wrapped lines, and the key the needles are searched in -----------
 
-# Where a continuation may start: after the newline and at most a few blanks, a lower-case word, a
-# quote, a parenthesis or a path; or an upper-case identifier with an underscore
-# (CUDA_ERROR_NO_DEVICE) after a line that ended in a colon.
-_CONTINUATION = re.compile(rb"\n {0,8}(?=[a-z'\"(/\\]|[A-Z][A-Z0-9]{1,30}_[A-Z0-9_]{1,60})")
+# Where a continuation may start, after at most a few blanks: a lower-case word, a quote, a
+# parenthesis or a path; or an upper-case identifier with an underscore (CUDA_ERROR_NO_DEVICE) after
+# a line that ended in a colon.
+_CONTINUATION = re.compile(rb" {0,8}(?:[a-z'\"(/\\]|[A-Z][A-Z0-9]{1,30}_[A-Z0-9_]{1,60})")
+_START_BYTES = {bytes([b]) for b in b"abcdefghijklmnopqrstuvwxyz'\"(/\\ ABCDEFGHIJKLMNOPQRSTUVWXYZ"}
 _SENTENCE_END = b".!?])}>|"
 MIN_WRAPPED = 12  # a shorter line (a heading, "Epoch 1/10") ended on its own
 # The container runtime (CRI) cuts a long line into P(artial) records, then an F(ull) one.
@@ -175,20 +178,20 @@ def join_partial_records(block: bytes) -> bytes:
     return b"".join(out)
 
 
-def wrapped_lines(block: bytes) -> list[tuple[int, bytes]]:
-    """Each line of ``block`` that looks cut (long enough, no sentence end, and the next line a
-    continuation: see ``_is_wrap``), as (its index in the block, the line joined with the next).
-    The scanner reads a joined line only for the messages that neither of its two lines holds, so
-    two messages on consecutive lines stay two."""
+def wrapped_lines(lines: list[bytes], around: Optional[Iterable[int]] = None) -> list[tuple[int, bytes]]:
+    """Each line that looks cut (``continues``), as (its index, the line joined with the next);
+    only the pairs that hold a line of ``around`` when it is given. The scanner reads a joined line
+    only for the messages that neither of its two lines holds, so two messages on consecutive lines
+    stay two."""
+    if around is None:
+        pairs: Iterable[int] = range(len(lines) - 1)
+    else:
+        pairs = sorted({i for j in around for i in (j - 1, j) if 0 <= i < len(lines) - 1})
     found = []
-    for match in _CONTINUATION.finditer(block):
-        newline = match.start()
-        if not _is_wrap(block, newline, match.end()):
-            continue
-        line_start = block.rfind(b"\n", 0, newline) + 1
-        end = block.find(b"\n", match.end())
-        following = block[match.end() : end if end >= 0 else len(block)].rstrip(b"\r")
-        found.append((block.count(b"\n", 0, line_start), block[line_start:newline].rstrip(b"\r") + b" " + following))
+    for index in pairs:
+        line, following = lines[index], lines[index + 1]
+        if following[:1] in _START_BYTES and continues(line, following):
+            found.append((index, line.rstrip(b"\r") + b" " + following.strip()))
     return found
 
 
@@ -199,18 +202,20 @@ def may_be_cut(line: bytes) -> bool:
     return len(stripped) >= MIN_WRAPPED and stripped[-1] not in _SENTENCE_END
 
 
-def _is_wrap(block: bytes, newline: int, continuation: int) -> bool:
-    """Whether the line ending at ``newline`` was cut and continues at ``continuation``."""
-    line_start = block.rfind(b"\n", 0, newline) + 1
-    line = block[line_start:newline].rstrip(b"\r")
-    stripped = line.strip()
+def continues(line: bytes, following: bytes) -> bool:
+    """Whether ``line`` was cut and goes on in ``following``: it is long enough and ends without a
+    sentence's end, and the next line starts like a continuation, no deeper indented."""
     if not may_be_cut(line):
         return False
-    if len(line) - len(line.lstrip(b" ")) < continuation - newline - 1:
+    start = _CONTINUATION.match(following)
+    if start is None:
+        return False
+    indent = len(following) - len(following.lstrip(b" "))
+    if len(line) - len(line.lstrip(b" ")) < indent:
         return False  # indented deeper than the line before: a block of its own (a traceback's code)
-    if 65 <= block[continuation] <= 90 and not stripped.endswith(b":"):
+    if 65 <= following[indent] <= 90 and not line.rstrip().endswith(b":"):
         return False  # an identifier starts a continuation only after a colon
-    return not _NEW_RECORD.match(block, continuation)
+    return not _NEW_RECORD.match(following, indent)
 
 
 # A line that starts a new record is never a continuation: a traceback, a shell prompt, a list.
@@ -241,17 +246,20 @@ def _partial_records(block: bytes) -> dict[int, int]:
 # one space. Needles get the same treatment, so a needle is found whatever the spacing and quoting
 # of the line, and the regex on the normalised line decides.
 _KEY_BLANKS = b"\t'\"`&#;:,[]-" + bytes(range(128, 256))
-_KEY_TABLE = bytes(32 if b in _KEY_BLANKS else b for b in range(256))
-_KEY_DELETE = b"0123456789"
+KEY_TABLE = bytes(32 if b in _KEY_BLANKS else b for b in range(256))
+KEY_DELETE = b"0123456789"
 _HTML_ENTITY = re.compile(rb"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z]{2,8});")
 
 
 def search_key(data: bytes) -> bytes:
     """``data`` folded as described above (newlines are kept, so lines stay lines)."""
-    key = data.translate(_KEY_TABLE, _KEY_DELETE).lower()
-    while b"  " in key:
-        key = key.replace(b"  ", b" ")
-    return key
+    return collapse_blanks(data.translate(KEY_TABLE, KEY_DELETE).lower())
+
+
+def collapse_blanks(data: bytes) -> bytes:
+    while b"  " in data:
+        data = data.replace(b"  ", b" ")
+    return data
 
 
 def decode_entities(block: bytes) -> bytes:

@@ -32,6 +32,9 @@ from typing import IO, Any, Optional
 
 from envcheck.explain.catalogue import Pattern, default_path, fill, parse_catalogue, read_catalogue
 from envcheck.explain.normalise import (
+    KEY_DELETE,
+    KEY_TABLE,
+    collapse_blanks,
     decode_entities,
     is_partial_record,
     join_partial_records,
@@ -55,6 +58,7 @@ _COMMON_WORDS = frozenset(
 )
 _CONTROL = bytes(b for b in range(32) if b not in (8, 9, 10, 12, 13, 27)) + b"\x7f"
 
+WRAPS_EVERYWHERE_BYTES = 256 * 1024  # a chunk this small is looked at for wraps on every line
 MAX_CARRIED_LINES = 8  # the last lines of a chunk kept for the next (a cut line, partial records)
 MAX_LINE_BYTES = 8192  # every known message fits in far less; longer lines are cut here
 CHUNK_BYTES = 1 << 20
@@ -127,17 +131,25 @@ class Catalogue:
         # passes run once over the distinct groups, and only a group that holds a needle has its
         # lines looked at, each distinct line once, its match counting for every line repeating it.
         lines = block.split(b"\n")
-        keys = search_key(block).split(b"\n")  # same lines, same order
+        keys = block.translate(KEY_TABLE, KEY_DELETE).lower().split(b"\n")  # same lines, same order
         if block.endswith(b"\n"):
             lines.pop()
             keys.pop()
-        wraps = wrapped_lines(block)
+        candidates, joined, collapsed = self._candidates(keys, block, max_line)
+        groups: dict[bytes, list[int]] = {}
+        if candidates:
+            for index, key in enumerate(keys):
+                groups.setdefault(collapsed.get(key, b""), []).append(index)
+        # A pasted message may be hard-wrapped anywhere; a large log (written by a program, not
+        # wrapped) is looked at only around the lines that hold a needle.
+        around = (
+            None
+            if len(block) <= WRAPS_EVERYWHERE_BYTES
+            else (i for s in candidates for i in groups[joined[s : candidates[s][0]]])
+        )
+        wraps = wrapped_lines(lines, around)
         watched = {i for index, _ in wraps for i in (index, index + 1)}  # lines whose matches a wrap needs
         matched: dict[int, set[int]] = {}
-        candidates, joined = self._candidates(keys, block, max_line)
-        groups: dict[bytes, list[int]] = {}
-        for index, key in enumerate(keys):
-            groups.setdefault(key, []).append(index)
         for start in sorted(candidates):
             end, indexes = candidates[start]
             originals: dict[bytes, list[int]] = {}  # each distinct line of the group -> its indexes
@@ -148,7 +160,7 @@ class Catalogue:
                 for index in watched.intersection(where):
                     matched[index] = hits
         for index, text in wraps:
-            # A message cut over lines: read the joined line for what neither part holds.
+            # A message cut over two lines: read them joined for what neither holds.
             known = matched.get(index, set()) | matched.get(index + 1, set())
             wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in known)
             if wanted:
@@ -156,15 +168,17 @@ class Catalogue:
 
     def _candidates(
         self, keys: list[bytes], block: bytes, max_line: int
-    ) -> tuple[dict[int, tuple[int, tuple[int, ...]]], bytes]:
+    ) -> tuple[dict[int, tuple[int, tuple[int, ...]]], bytes, dict[bytes, bytes]]:
         """The groups of lines that hold a pass's string: {start in the joined distinct keys: (end,
-        pattern indexes)}, and those joined keys."""
+        pattern indexes)}, those joined keys, and each line's key with its blanks collapsed (done
+        on the distinct lines only: a log repeats itself)."""
         distinct = list(dict.fromkeys(keys))
         if (len(block) - len(block.translate(None, _CONTROL))) * 50 > len(block):
             # Binary bytes in the chunk: no message holds control bytes, so only lines of text
             # (at most two stray control bytes) are searched.
             distinct = [key for key in distinct if len(key) - len(key.translate(None, _CONTROL)) <= 2]
-        joined = b"\n".join(distinct)
+        joined = collapse_blanks(b"\n".join(distinct))
+        collapsed = dict(zip(distinct, joined.split(b"\n")))
         # A pass whose gate word the text lacks cannot find its string: skip it. Collecting the
         # words costs about one pass, and unlike ordinary words the gates are rare.
         words = set(joined.translate(_WORD_BREAKS).split())
@@ -182,7 +196,7 @@ class Catalogue:
                     entry = candidates.get(start)
                     candidates[start] = (end, indexes if entry is None else tuple(sorted({*entry[1], *indexes})))
                 position = joined.find(anchor, end + 1)
-        return candidates, joined
+        return candidates, joined, collapsed
 
     def _patterns_in(self, key: bytes) -> list[int]:
         """The patterns a pass finds in one line's search key."""
