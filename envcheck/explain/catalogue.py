@@ -21,6 +21,8 @@ import yaml
 
 from envcheck.errors import UsageError
 from envcheck.explain.normalise import normalise_line
+from envcheck.explain.parts import PART_NAMES
+from envcheck.explain.statuses import STATUS_NAMES
 from envcheck.findings import Fix
 from envcheck.fsutil import read_user_text
 from envcheck.shell import Command
@@ -119,7 +121,25 @@ def _derive_cudnn_versions(variables: dict[str, str]) -> dict[str, str]:
     return {"loaded_version": loaded_text, "compiled_version": compiled_text, "relation": relation}
 
 
-Deriver = Callable[[dict[str, str]], dict[str, str]]
+def _derive_status(variables: dict[str, str]) -> Optional[dict[str, str]]:
+    # Imported here: the status tables are read only when a message names a status.
+    from envcheck.explain.statuses import status_variables
+
+    return status_variables(variables)
+
+
+def _derive_needed_version(variables: dict[str, str]) -> dict[str, str]:
+    needed = variables.get("needed", "")
+    by = variables.get("by", "")
+    return {
+        "needed_version_family": "C library (glibc)" if needed.startswith("GLIBC_") else "C++ library (libstdc++)",
+        "library_file": re.split(r"[/\\]", by)[-1] if by else "a library",
+        # the system library that is too old sits in a conda environment (its own libstdc++)
+        "in_conda": "yes" if re.search(r"conda|mamba|miniforge", variables.get("lib", "")) else "",
+    }
+
+
+Deriver = Callable[[dict[str, str]], Optional[dict[str, str]]]
 # name -> (scan-time function, names it provides, names the explanation fills from the matrix)
 DERIVERS: dict[str, tuple[Deriver, tuple[str, ...], tuple[str, ...]]] = {
     "library": (
@@ -128,6 +148,14 @@ DERIVERS: dict[str, tuple[Deriver, tuple[str, ...], tuple[str, ...]]] = {
         ("cuda_generation", "releases", "cuda_folder", "newest_cuda"),
     ),
     "cudnn_versions": (_derive_cudnn_versions, ("loaded_version", "compiled_version", "relation"), ()),
+    "needed_version": (_derive_needed_version, ("needed_version_family", "library_file", "in_conda"), ()),
+    # A status of the CUDA stack, by name, number or printed text: its meaning from cuda_status.yaml.
+    # The pattern matches only when the status is known (a deriver may answer None: no match).
+    "status": (
+        _derive_status,
+        ("status_name", "status_value", "status_enum", "status_library", "status_meaning", "status_source"),
+        (),
+    ),
 }
 
 
@@ -200,6 +228,8 @@ class Pattern:
     shows: Optional[str] = None  # "gpu" or "no-gpu": what the message says about the machine
     harmless_without_gpu: bool = False  # a notice in a log that shows no NVIDIA GPU
     harmful_if_seen: tuple[str, ...] = ()  # a harmless notice is not, next to one of these
+    fallback: bool = False  # tried on a line only when no other pattern explains it
+    covered_by: tuple[str, ...] = ()  # not shown when one of these explains the same input
     line: int = 0  # where the pattern starts in its file
 
     @property
@@ -221,10 +251,15 @@ class Pattern:
                 return found
         return None
 
-    def variables(self, found: re.Match[str]) -> dict[str, str]:
+    def variables(self, found: re.Match[str]) -> Optional[dict[str, str]]:
+        """What the match captured, with what ``derive`` adds; None when the deriver says the
+        capture is not what the pattern is about (an unknown status name)."""
         values = {name: (value or "") for name, value in found.groupdict().items()}
         if self.derive:
-            values.update(DERIVERS[self.derive][0](values))
+            derived = DERIVERS[self.derive][0](values)
+            if derived is None:
+                return None
+            values.update(derived)
         return values
 
 
@@ -302,7 +337,7 @@ _TOP_KEYS = {"schema_version", "patterns", "anchors"}
 _PATTERN_KEYS = {
     "id", "title", "regex", "needles", "harmless", "meaning", "cause", "causes", "fix", "rule_ids",
     "sources", "examples", "near_misses", "os", "derive", "specialize", "shows",
-    "harmless_without_gpu", "harmful_if_seen",
+    "harmless_without_gpu", "harmful_if_seen", "fallback", "covered_by",
 }  # fmt: skip
 _FIX_KEYS = {"text", "commands", "link", "when"}
 _CAUSE_KEYS = {"id", "text", "tell", "rule_ids", "fix", "when", "first_if", "last_if"}
@@ -499,7 +534,7 @@ def _parse_pattern(node: Any, path: Path, eager: bool = True) -> Pattern:
 
     # Placeholders may only name what every regex captures (or the deriver provides).
     captured = set.intersection(*(set(r.groupindex) for r in regexes))
-    names = set(captured)
+    names = set(captured) | set(PART_NAMES)  # a part may be empty: a template fills it with ""
     if derive:
         names |= set(DERIVERS[derive][1]) | set(DERIVERS[derive][2])
     # Conditions may test any group of any regex (one a matching regex lacks reads as empty).
@@ -527,6 +562,8 @@ def _parse_pattern(node: Any, path: Path, eager: bool = True) -> Pattern:
         shows=shows,
         harmless_without_gpu=entry.flag("harmless_without_gpu"),
         harmful_if_seen=entry.texts("harmful_if_seen", required=False),
+        fallback=entry.flag("fallback"),
+        covered_by=entry.texts("covered_by", required=False),
         line=node.line,
     )
 
@@ -604,7 +641,7 @@ def _parse_condition(entry: _Entry, key: str, scan_names: set[str]) -> Optional[
     if not isinstance(raw_vars, dict):
         raise entry.error(key, "'vars' maps a variable name to a list of values")
     for name, values in raw_vars.items():
-        if name not in scan_names:
+        if name not in scan_names and name not in PART_NAMES and name not in STATUS_NAMES:
             known = ", ".join(sorted(scan_names)) or "none"
             raise entry.error(key, f"variable {name!r} is not captured by any regex nor derived (known: {known})")
         if isinstance(values, str):
@@ -740,21 +777,24 @@ def _compile(entry: _Entry, source: str, index: int, eager: bool) -> Regex:
         compiled = re.compile(source, re.IGNORECASE) if eager else None
     except re.error as exc:
         raise entry.error("regex", f"{source!r} does not compile: {exc}", index) from None
-    problem = _repeat_problem(parsed) or _normal_form_problem(source)
+    literals = _required_literals(parsed)
+    problem = _repeat_problem(parsed) or _normal_form_problem(source, literals)
     if problem:
         raise entry.error("regex", f"{source!r}: {problem}", index)
-    return Regex(source, dict(parsed.state.groupdict), compiled, _required_literals(parsed))
+    return Regex(source, dict(parsed.state.groupdict), compiled, literals)
 
 
-def _normal_form_problem(source: str) -> Optional[str]:
-    """Why a regex can never match a normalised line (see ``normalise``), or None."""
+def _normal_form_problem(source: str, literals: tuple[tuple[bytes, ...], ...]) -> Optional[str]:
+    """Why a regex can never match a normalised line (see ``normalise``), or None: text it must
+    match (its literal runs) that the normal form never holds."""
+    runs = [run for clause in literals for run in clause]
     for written, why in (
-        ("  ", "two spaces: every run of blanks reads as one space"),
-        (" :", "a space before ':': the normal form has none"),
-        (" ;", "a space before ';': the normal form has none"),
-        ("\\t", "a tab: every tab reads as a space"),
+        (b"  ", "two spaces: every run of blanks reads as one space"),
+        (b" :", "a space before ':': the normal form has none"),
+        (b" ;", "a space before ';': the normal form has none"),
+        (b"\t", "a tab: every tab reads as a space"),
     ):
-        if written in source:
+        if any(written in run for run in runs):
             return f"{why}; write the regex against the normal form"
     odd = next((c for c in source if c in "\u2018\u2019\u201c\u201d\u2013\u2014\u00a0"), None)
     if odd is not None:

@@ -15,8 +15,10 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.explain.catalogue import DERIVERS, CauseTemplate, Pattern, fill, fill_fix
+from envcheck.explain.parts import REASON_CAUSES, WINDOWS_CAUSES
 from envcheck.explain.scanner import Occurrence, ScanResult
 from envcheck.findings import Fix
+from envcheck.shell import Command
 
 if TYPE_CHECKING:  # pragma: no cover
     from envcheck.matrix import Matrix
@@ -119,6 +121,8 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
     explanations = []
     for occurrence in result.occurrences:
         pattern = occurrence.pattern
+        if seen.intersection(pattern.covered_by):
+            continue  # a more specific message in the same input explains this one
         variables = dict(occurrence.variables)
         if pattern.derive and DERIVERS[pattern.derive][2]:
             variables.update(LATE_DERIVERS[pattern.derive](variables, matrix.get()))
@@ -132,7 +136,7 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
                         f"envcheck could not add advice for this machine ({type(exc).__name__}: {exc}); this is a bug."
                     ),
                 )
-        causes = rank_causes(pattern, variables, seen)
+        causes = with_part_causes(rank_causes(pattern, variables, seen), variables)
         if assess is not None:
             try:
                 causes = _checked(tuple(assess(occurrence, causes)), causes)
@@ -206,6 +210,44 @@ def rank_causes(pattern: Pattern, variables: dict[str, str], seen: frozenset[str
         return 1
 
     return tuple(_fill_cause(c, variables) for c in sorted(applicable, key=rank))
+
+
+def part_causes(variables: dict[str, str]) -> tuple[Cause, ...]:
+    """The cause the message's parts name outright (``parts``): a loader's reason other than
+    "not found", or a Windows error code. It ranks first, before the pattern's own causes."""
+    found = []
+    code = variables.get("windows_code", "")
+    reason = variables.get("dlerror_reason", "")
+    if code in WINDOWS_CAUSES:  # a Windows code says it all, and its checks are Windows ones
+        found.append((WINDOWS_CAUSES[code], "powershell" if code != "193" else "any"))
+    elif reason in REASON_CAUSES:
+        found.append((REASON_CAUSES[reason], "bash"))
+    needed = variables.get("needed_version", "")
+    values = {
+        **variables,
+        "needed_version_family": "C library (glibc)" if needed.startswith("GLIBC_") else "C++ library (libstdc++)",
+    }
+    values.setdefault("library", variables.get("library_file", "the library"))
+    values.setdefault("library_file", variables.get("library", "the library"))
+    return tuple(
+        Cause(
+            id=cause_id,
+            text=fill(text, values),
+            tell=Fix(text=fill(tell, values), commands=(Command(fill(line, values), shell=shell),)),
+        )
+        for (cause_id, text, tell, line), shell in found
+    )
+
+
+def with_part_causes(causes: tuple[Cause, ...], variables: dict[str, str]) -> tuple[Cause, ...]:
+    """The message's own causes, after the one its parts name (unless the pattern has it: then the
+    pattern's ranking stands)."""
+    own = {c.id for c in causes}
+    first: dict[str, Cause] = {}
+    for cause in part_causes(variables):
+        if cause.id not in own:
+            first.setdefault(cause.id, cause)
+    return (*first.values(), *causes)
 
 
 def order_by_status(causes: tuple[Cause, ...]) -> tuple[Cause, ...]:

@@ -147,7 +147,7 @@ def _entity(found: re.Match[str]) -> str:
 # a line that ended in a colon.
 _CONTINUATION = re.compile(rb" {0,8}(?:[a-z'\"(/\\]|[A-Z][A-Z0-9]{1,30}_[A-Z0-9_]{1,60})")
 _START_BYTES = {bytes([b]) for b in b"abcdefghijklmnopqrstuvwxyz'\"(/\\ ABCDEFGHIJKLMNOPQRSTUVWXYZ"}
-_SENTENCE_END = b".!?])}>|"
+_SENTENCE_END = b".!?])}|"
 MIN_WRAPPED = 12  # a shorter line (a heading, "Epoch 1/10") ended on its own
 # The container runtime (CRI) cuts a long line into P(artial) records, then an F(ull) one.
 _CRI = re.compile(rb"\d{4}-\d{2}-\d{2}T[\d:.]{8,24}(?:Z|[+-]\d{2}:?\d{2}) (?:stdout|stderr) ([FP]) ")
@@ -157,7 +157,7 @@ def join_partial_records(block: bytes) -> bytes:
     """``block`` with a container runtime's partial records joined to the record they continue.
     A joined record leaves its newline behind it, after the record it joined, so every line keeps
     its number."""
-    if b" P " not in block:
+    if b"stderr P " not in block and b"stdout P " not in block:
         return block
     joins = _partial_records(block)
     if not joins:

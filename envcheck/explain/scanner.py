@@ -27,6 +27,7 @@ import codecs
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import IO, Any, Optional
 
@@ -43,6 +44,7 @@ from envcheck.explain.normalise import (
     search_key,
     wrapped_lines,
 )
+from envcheck.explain.parts import read_parts
 
 # Control bytes that text never holds (tab, newline, form feed, carriage return, backspace and
 # escape, which progress bars and coloured logs use, are text).
@@ -94,6 +96,7 @@ class Catalogue:
                 by_anchor.append((anchor, gate_word(anchor), indexes))
         object.__setattr__(self, "_anchors", tuple(by_anchor))
         object.__setattr__(self, "_needles", tuple(tuple(n for n in ns if n) for ns in stripped))
+        object.__setattr__(self, "_fallbacks", frozenset(i for i, p in enumerate(self.patterns) if p.fallback))
 
     @property
     def gates(self) -> dict[str, str]:
@@ -138,8 +141,11 @@ class Catalogue:
         candidates, joined, collapsed = self._candidates(keys, block, max_line)
         groups: dict[bytes, list[int]] = {}
         if candidates:
+            raw: dict[bytes, list[int]] = {}
             for index, key in enumerate(keys):
-                groups.setdefault(collapsed.get(key, b""), []).append(index)
+                raw.setdefault(key, []).append(index)
+            for key, folded in collapsed.items():  # the distinct lines: few in a log
+                groups.setdefault(folded, []).extend(raw[key])
         # A pasted message may be hard-wrapped anywhere; a large log (written by a program, not
         # wrapped) is looked at only around the lines that hold a needle.
         around = (
@@ -213,7 +219,11 @@ class Catalogue:
         own_needles = self._needles  # type: ignore[attr-defined]
         text = lowered = None
         hits: set[int] = set()
-        for index in indexes:
+        fallbacks = self._fallbacks  # type: ignore[attr-defined]
+        # Fallbacks (a status of the CUDA stack named anywhere) last, and only if nothing else matched.
+        for index in sorted(indexes, key=lambda i: i in fallbacks):
+            if index in fallbacks and hits:
+                break
             if not any(n in key for n in own_needles[index]):
                 continue
             if text is None:
@@ -223,9 +233,8 @@ class Catalogue:
             for regex in pattern.regexes:
                 if not regex.may_match(lowered):
                     continue
-                hit = regex.compiled.search(text)
-                if hit:
-                    found.add(pattern, hit, numbers, text)
+                # A deriver may refuse a capture (a success status): then the next one counts.
+                if any(found.add(pattern, hit, numbers, text) for hit in islice(regex.compiled.finditer(text), 4)):
                     hits.add(index)
                     break
         return hits
@@ -277,20 +286,25 @@ class _Accumulator:
         self._by_groups: dict[tuple[Any, ...], Occurrence] = {}  # the same capture seen before
         self.dropped = 0
 
-    def add(self, pattern: Pattern, hit: re.Match[str], line_numbers: list[int], text: str) -> None:
-        """One matched line, seen at ``line_numbers`` (ascending)."""
+    def add(self, pattern: Pattern, hit: re.Match[str], line_numbers: list[int], text: str) -> bool:
+        """One matched line, seen at ``line_numbers`` (ascending); False when the pattern's
+        deriver refuses the capture (the line is then not this pattern's message)."""
         line_number = line_numbers[0]
         seen = (pattern.id, hit.re, hit.groups())
         occurrence = self._by_groups.get(seen)
         if occurrence is None:
             variables = pattern.variables(hit)
+            if variables is None:
+                return False
+            for name, value in read_parts(text, variables.get("library", "")).items():
+                variables.setdefault(name, value)
             title = fill(pattern.title, variables)
             key = (pattern.id, title)
             occurrence = self._by_key.get(key)
             if occurrence is None:
                 if len(self._by_key) >= MAX_GROUPS:
                     self.dropped += 1
-                    return
+                    return True
                 occurrence = Occurrence(pattern, variables, title, line_number, excerpt(text, hit))
                 self._by_key[key] = occurrence
             if len(self._by_groups) < 4 * MAX_GROUPS:
@@ -301,10 +315,14 @@ class _Accumulator:
             occurrence.line_numbers[:] = sorted({*occurrence.line_numbers, *line_numbers[:MAX_LINE_NUMBERS]})[
                 :MAX_LINE_NUMBERS
             ]
+        return True
 
     def ordered(self) -> tuple[Occurrence, ...]:
-        # Errors before harmless notices, each in the order they first appeared.
-        return tuple(sorted(self._by_key.values(), key=lambda o: (o.pattern.harmless, o.first_line)))
+        # Errors before harmless notices, each in the order they first appeared; a message that a
+        # more specific one in the same input explains (``covered_by``) is left out.
+        present = {o.pattern.id for o in self._by_key.values()}
+        kept = [o for o in self._by_key.values() if not present.intersection(o.pattern.covered_by)]
+        return tuple(sorted(kept, key=lambda o: (o.pattern.harmless, o.first_line)))
 
 
 def excerpt(text: str, hit: re.Match[str]) -> str:
