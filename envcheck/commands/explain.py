@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import IO, Optional
 
 from envcheck.errors import UsageError
+from envcheck.explain.context import shell_for
 from envcheck.fsutil import open_user_file
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -85,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
         explanations=explanations,
         machine=ctx.origin if ctx.facts is not None else "",
         machine_os=ctx.os,
-        shell=ctx.shell if ctx.os else None,
+        # the machine's shell; without one, the shell of the platform the log itself comes from
+        shell=ctx.shell if ctx.os else shell_for(scan.context.get("log_os")),
         problems=tuple(ctx.problems),
     )
     if args.json:

@@ -20,6 +20,7 @@ from typing import Any, Optional
 import yaml
 
 from envcheck.errors import UsageError
+from envcheck.explain.context import CONTEXT_NAMES
 from envcheck.explain.normalise import normalise_line
 from envcheck.explain.parts import PART_NAMES
 from envcheck.explain.statuses import STATUS_NAMES
@@ -641,7 +642,7 @@ def _parse_condition(entry: _Entry, key: str, scan_names: set[str]) -> Optional[
     if not isinstance(raw_vars, dict):
         raise entry.error(key, "'vars' maps a variable name to a list of values")
     for name, values in raw_vars.items():
-        if name not in scan_names and name not in PART_NAMES and name not in STATUS_NAMES:
+        if name not in scan_names and name not in PART_NAMES and name not in STATUS_NAMES and name not in CONTEXT_NAMES:
             known = ", ".join(sorted(scan_names)) or "none"
             raise entry.error(key, f"variable {name!r} is not captured by any regex nor derived (known: {known})")
         if isinstance(values, str):

@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.explain.catalogue import DERIVERS, CauseTemplate, Pattern, fill, fill_fix
+from envcheck.explain.contradictions import weigh
 from envcheck.explain.parts import REASON_CAUSES, WINDOWS_CAUSES
 from envcheck.explain.scanner import Occurrence, ScanResult
 from envcheck.findings import Fix
@@ -81,6 +82,7 @@ class Explanation:
     machine: tuple[Any, ...] = ()  # machine.MachineNote
     causes: tuple[Cause, ...] = field(default=())
     log_note: str = ""  # what the rest of the log says about this message ("" when nothing)
+    dropped: tuple[tuple[str, str], ...] = ()  # (cause id, why): causes the rest of the log rules out
 
     def to_dict(self) -> dict[str, Any]:
         from envcheck.findings import fix_to_dict
@@ -101,6 +103,7 @@ class Explanation:
             "excerpt": self.excerpt,
             "variables": dict(self.variables),
             "in_this_log": self.log_note or None,
+            "ruled_out_by_the_log": [{"id": cause_id, "why": why} for cause_id, why in self.dropped],
             "on_this_machine": [note.to_dict() for note in self.machine],
         }
 
@@ -123,7 +126,7 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
         pattern = occurrence.pattern
         if seen.intersection(pattern.covered_by):
             continue  # a more specific message in the same input explains this one
-        variables = dict(occurrence.variables)
+        variables = {**result.context, **occurrence.variables}  # what the whole log shows, for every message
         if pattern.derive and DERIVERS[pattern.derive][2]:
             variables.update(LATE_DERIVERS[pattern.derive](variables, matrix.get()))
         notes: tuple[Any, ...] = ()
@@ -136,7 +139,10 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
                         f"envcheck could not add advice for this machine ({type(exc).__name__}: {exc}); this is a bug."
                     ),
                 )
-        causes = with_part_causes(rank_causes(pattern, variables, seen), variables)
+        ranked = with_part_causes(rank_causes(pattern, variables, seen), variables)
+        extra = log_causes(pattern, variables)
+        ranked = (*extra, *(c for c in ranked if c.id not in {e.id for e in extra}))
+        causes, dropped = weigh(ranked, variables)
         if assess is not None:
             try:
                 causes = _checked(tuple(assess(occurrence, causes)), causes)
@@ -190,10 +196,23 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
                 machine=notes,
                 causes=causes,
                 log_note=log_note,
+                dropped=dropped,
             )
         )
     explanations.sort(key=lambda e: (e.harmless, e.first_line))
-    return tuple(explanations)
+    return _after_a_crash(tuple(explanations), result.context.get("log_crash", ""))
+
+
+def _after_a_crash(explanations: tuple[Explanation, ...], crash: str) -> tuple[Explanation, ...]:
+    """A log that ends in a crash no explained error accounts for: its notices are not harmless
+    there, they are the leads to that crash."""
+    if not crash or any(not e.harmless for e in explanations):
+        return explanations
+    note = (
+        f"Usually harmless, but this log ends in a crash ({crash}) that no other message explains: here this "
+        "notice is a lead to that crash, not a sign that all is well."
+    )
+    return tuple(replace(e, harmless=False, log_note=e.log_note or note) for e in explanations)
 
 
 def rank_causes(pattern: Pattern, variables: dict[str, str], seen: frozenset[str] = frozenset()) -> tuple[Cause, ...]:
@@ -236,6 +255,34 @@ def part_causes(variables: dict[str, str]) -> tuple[Cause, ...]:
             tell=Fix(text=fill(tell, values), commands=(Command(fill(line, values), shell=shell),)),
         )
         for (cause_id, text, tell, line), shell in found
+    )
+
+
+# Causes about the driver: a log that shows the driver library and the kernel module at different
+# versions names the cause of any of them (TensorFlow's cuda_diagnostics prints both versions).
+_DRIVER_CAUSES = frozenset({"driver-not-installed", "no-nvidia-gpu", "nvidia-uvm-not-loaded", "container-without-gpu"})
+
+
+def log_causes(pattern: Pattern, variables: dict[str, str]) -> tuple[Cause, ...]:
+    """The cause the rest of the log shows for a driver message (see ``contradictions``)."""
+    user, kernel = variables.get("log_driver", ""), variables.get("log_kernel_driver", "")
+    about_driver = any(r.startswith("EC-DRV") for r in pattern.rule_ids) or any(
+        c.id in _DRIVER_CAUSES for c in pattern.causes
+    )
+    if not (user and kernel and about_driver) or user.split(".")[:2] == kernel.split(".")[:2]:
+        return ()
+    return (
+        Cause(
+            id="driver-upgraded-no-reboot",
+            text=f"The log shows the driver library at {user} and the kernel module at {kernel}: the driver was "
+            "upgraded (or a container brought its own driver libraries) and the running kernel still has the "
+            "old module. Reboot, or unload and reload the nvidia modules.",
+            tell=Fix(
+                text="The two versions differ here:",
+                commands=(Command("cat /proc/driver/nvidia/version; nvidia-smi | head -4", shell="bash"),),
+            ),
+            rule_ids=("EC-DRV-002",),
+        ),
     )
 
 
@@ -332,6 +379,10 @@ def _library_use_names(variables: dict[str, str], matrix: Optional["Matrix"]) ->
 
     library = variables.get("library", "")
     use = matrix.library_use(library) if matrix is not None and library else None
+    if use is not None and use.builds and variables.get("log_tf"):
+        narrowed = _for_the_logs_tensorflow(use, variables["log_tf"])
+        if narrowed:
+            return narrowed
     if use is not None and use.builds:
         cudas = sorted({b.cuda for b in use.distinct_builds() if b.cuda is not None})
         return {
@@ -363,6 +414,22 @@ def _library_use_names(variables: dict[str, str], matrix: Optional["Matrix"]) ->
         "releases": f"no TensorFlow release in envcheck's compatibility matrix loads {library} {where}".strip(),
         "newest_cuda": f"{major}.x" if major else "X.Y",
         "cuda_folder": f"v{major}.x" if major else "vX.Y",
+    }
+
+
+def _for_the_logs_tensorflow(use: Any, tf: str) -> dict[str, str]:
+    """The names for the TensorFlow the log prints, when that release loads the file: the log
+    says which release it is, so the other releases that load the same name are beside the point."""
+    wanted = ".".join(tf.split(".")[:2])
+    builds = [b for b in use.builds if ".".join(str(b.tf).split(".")[:2]) == wanted and b.cuda is not None]
+    if not builds:
+        return {}
+    build = builds[-1]
+    return {
+        "cuda_generation": f"CUDA {build.cuda}",
+        "releases": f"TensorFlow {wanted} and its patch releases (CUDA {build.cuda}, cuDNN {build.cudnn}; this log prints {tf})",
+        "newest_cuda": str(build.cuda),
+        "cuda_folder": f"v{build.cuda}",
     }
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO, Any, Optional
 
 from envcheck.explain.catalogue import Pattern, default_path, fill, parse_catalogue, read_catalogue
+from envcheck.explain.context import read_context
 from envcheck.explain.normalise import (
     KEY_DELETE,
     KEY_TABLE,
@@ -62,6 +63,7 @@ _CONTROL = bytes(b for b in range(32) if b not in (8, 9, 10, 12, 13, 27)) + b"\x
 
 WRAPS_EVERYWHERE_BYTES = 256 * 1024  # a chunk this small is looked at for wraps on every line
 MAX_CARRIED_LINES = 8  # the last lines of a chunk kept for the next (a cut line, partial records)
+CONTEXT_BYTES = 1 << 20  # the head and the tail of the input that its context is read from
 MAX_LINE_BYTES = 8192  # every known message fits in far less; longer lines are cut here
 CHUNK_BYTES = 1 << 20
 MAX_GROUPS = 500  # distinct explanations kept from one input; the rest are only counted
@@ -119,14 +121,20 @@ class Catalogue:
         lines_before = 0
         total = 0
         last_block_ended_line = True
+        first = last = b""  # what the log says about itself is read from its first and last chunk
         for block in _blocks(_as_utf8(stream), chunk_bytes, max_line_bytes):
+            if len(first) < CONTEXT_BYTES:
+                first += block[: CONTEXT_BYTES - len(first)]
+            else:
+                last = (last + block)[-CONTEXT_BYTES:]
             total += len(block)
             # Joining keeps every line's number; the count of lines is the original block's.
             self._scan_block(decode_entities(join_partial_records(block)), lines_before, max_line_bytes, found)
             lines_before += block.count(b"\n")
             last_block_ended_line = block.endswith(b"\n")
         lines = lines_before + (0 if last_block_ended_line else 1)
-        return ScanResult(found.ordered(), lines=lines, bytes=total, dropped=found.dropped)
+        context = read_context(first.decode("utf-8", "replace"), last.decode("utf-8", "replace"))
+        return ScanResult(found.ordered(), lines=lines, bytes=total, dropped=found.dropped, context=context)
 
     def _scan_block(self, block: bytes, lines_before: int, max_line: int, found: "_Accumulator") -> None:
         # Logs repeat themselves with different numbers (timestamps, steps, progress bars, the
@@ -274,6 +282,7 @@ class ScanResult:
     lines: int = 0
     bytes: int = 0
     dropped: int = 0  # matches beyond MAX_GROUPS distinct explanations
+    context: dict[str, str] = field(default_factory=dict)  # what the whole input shows (``context``)
 
     @property
     def ids(self) -> list[str]:
