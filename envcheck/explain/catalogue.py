@@ -20,6 +20,7 @@ from typing import Any, Optional
 import yaml
 
 from envcheck.errors import UsageError
+from envcheck.explain import regex_guard
 from envcheck.explain.context import CONTEXT_NAMES
 from envcheck.explain.normalise import normalise_line
 from envcheck.explain.parts import PART_NAMES
@@ -30,7 +31,6 @@ from envcheck.shell import Command
 
 PATTERNS_FILE = "explain_patterns.yaml"
 SCHEMA_VERSION = 1
-MAX_REPEAT = 1000  # the largest {m,n} a pattern's regex may use
 
 RULE_ID = re.compile(r"^EC-(PY|GPU|DRV|CC|LIB|TF|PLC|ENV|INT)-\d{3}$")
 PATTERN_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -358,6 +358,23 @@ def read_catalogue(path: Path, eager: bool = True) -> tuple[tuple[Pattern, ...],
     return parse_catalogue(text, path, eager)
 
 
+MAX_DEPTH = 16  # no patterns file nests deeper (the bundled one: 6)
+
+
+def _check_depth(text: str, path: Path) -> None:
+    depth = 0
+    for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+                raise PatternsError(
+                    f"{path}:{line}: nested deeper than {MAX_DEPTH} levels; no patterns file needs that"
+                )
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
 def parse_patterns(text: str, path: Path) -> tuple[Pattern, ...]:
     return parse_catalogue(text, path)[0]
 
@@ -370,6 +387,8 @@ def parse_catalogue(text: str, path: Path, eager: bool = True) -> tuple[tuple[Pa
     Every regex is parsed and checked here; ``eager`` also compiles it (the bundled catalogue,
     whose regexes the test suite compiles, leaves that to the first line that needs it)."""
     try:
+        if eager:  # a user's file: its shape first, from the event stream (nothing built, no recursion)
+            _check_depth(text, path)
         data = yaml.load(text, Loader=_LineLoader)
     except _DuplicateKey as exc:
         raise PatternsError(f"{path}:{exc.line}: key {exc.key!r} given twice") from None
@@ -773,13 +792,16 @@ class Regex:
 
 
 def _compile(entry: _Entry, source: str, index: int, eager: bool) -> Regex:
+    nested = regex_guard.nesting_problem(source)
+    if nested:
+        raise entry.error("regex", f"{source!r}: {nested}", index)
     try:
         parsed = _sre_parse().parse(source, re.IGNORECASE)
         compiled = re.compile(source, re.IGNORECASE) if eager else None
     except re.error as exc:
         raise entry.error("regex", f"{source!r} does not compile: {exc}", index) from None
     literals = _required_literals(parsed)
-    problem = _repeat_problem(parsed) or _normal_form_problem(source, literals)
+    problem = regex_guard.parsed_problem(parsed) or _normal_form_problem(source, literals)
     if problem:
         raise entry.error("regex", f"{source!r}: {problem}", index)
     return Regex(source, dict(parsed.state.groupdict), compiled, literals)
@@ -842,42 +864,9 @@ def _required_literals(parsed: Any) -> tuple[tuple[bytes, ...], ...]:
 
 
 def _sre_parse() -> Any:
-    try:
-        from re import _parser as sre_parse  # type: ignore[attr-defined]  # Python 3.11+
-    except ImportError:  # pragma: no cover - Python 3.10
-        import sre_parse  # type: ignore[no-redef]
-    return sre_parse
+    return regex_guard._sre_parse()
 
 
 def repeat_problem(source: str) -> Optional[str]:
-    """Why a regex could backtrack for long (an unbounded or a nested repeat), or None."""
-    return _repeat_problem(_sre_parse().parse(source))
-
-
-def _repeat_problem(parsed: Any) -> Optional[str]:
-    sre_parse = _sre_parse()
-    repeats = (sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT)
-    unbounded = sre_parse.MAXREPEAT
-
-    def walk(items: Any, inside_repeat: bool) -> Optional[str]:
-        for op, value in items:
-            if op in repeats:
-                low, high, sub = value
-                if high == unbounded or high > MAX_REPEAT:
-                    return f"unbounded repeat; write {{0,N}} with N <= {MAX_REPEAT} instead of * or +"
-                if inside_repeat and high > 1:
-                    return "nested repeat (a repeated group containing a repeat) can backtrack for long"
-                problem = walk(sub, inside_repeat or high > 1)
-            elif op == sre_parse.SUBPATTERN:
-                problem = walk(value[-1], inside_repeat)
-            elif op == sre_parse.BRANCH:
-                problem = next((p for p in (walk(b, inside_repeat) for b in value[1]) if p), None)
-            elif op in (sre_parse.ASSERT, sre_parse.ASSERT_NOT):
-                problem = walk(value[1], inside_repeat)
-            else:
-                problem = None
-            if problem:
-                return problem
-        return None
-
-    return walk(parsed, False)
+    """Why a regex could backtrack for long (see ``regex_guard``), or None."""
+    return regex_guard.repeat_problem(source)
