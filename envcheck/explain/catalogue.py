@@ -146,7 +146,7 @@ DERIVERS: dict[str, tuple[Deriver, tuple[str, ...], tuple[str, ...]]] = {
     "library": (
         _derive_library,
         ("family", "lib_version", "cuda_version", "cudnn_version", "library_os"),
-        ("cuda_generation", "releases", "cuda_folder", "newest_cuda"),
+        ("cuda_generation", "releases", "cuda_folder", "newest_cuda", "install_gpu"),
     ),
     "cudnn_versions": (_derive_cudnn_versions, ("loaded_version", "compiled_version", "relation"), ()),
     "needed_version": (_derive_needed_version, ("needed_version_family", "library_file", "in_conda"), ()),
@@ -232,6 +232,11 @@ class Pattern:
     fallback: bool = False  # tried on a line only when no other pattern explains it
     covered_by: tuple[str, ...] = ()  # not shown when one of these explains the same input
     line: int = 0  # where the pattern starts in its file
+
+    def uses(self, name: str) -> bool:
+        """Whether a command of the pattern's fixes or causes fills ``{name}``."""
+        fixes = [*self.fixes, *(f for c in self.causes for f in (c.fix, c.tell) if f is not None)]
+        return any("{" + name + "}" in command.line for fix in fixes for command in fix.commands)
 
     @property
     def cause(self) -> str:
@@ -554,7 +559,8 @@ def _parse_pattern(node: Any, path: Path, eager: bool = True) -> Pattern:
 
     # Placeholders may only name what every regex captures (or the deriver provides).
     captured = set.intersection(*(set(r.groupindex) for r in regexes))
-    names = set(captured) | set(PART_NAMES)  # a part may be empty: a template fills it with ""
+    # a part may be empty (a template fills it with ""); install_gpu is filled from the matrix
+    names = set(captured) | set(PART_NAMES) | {"install_gpu"}
     if derive:
         names |= set(DERIVERS[derive][1]) | set(DERIVERS[derive][2])
     # Conditions may test any group of any regex (one a matching regex lacks reads as empty).

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Optional
 
+from envcheck.errors import EnvcheckError
 from envcheck.explain.catalogue import DERIVERS, CauseTemplate, Pattern, fill, fill_fix
 from envcheck.explain.contradictions import weigh
 from envcheck.explain.parts import REASON_CAUSES, WINDOWS_CAUSES
@@ -25,6 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from envcheck.matrix import Matrix
 
 CONFIRMED = "confirmed"
+# Causes under which the message is expected, so that a machine confirming one makes it harmless.
+EXPECTED_WHEN_CONFIRMED = frozenset({"no-nvidia-gpu"})
 RULED_OUT = "ruled-out"
 STATUSES = (None, CONFIRMED, RULED_OUT)
 
@@ -129,6 +132,8 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
         variables = {**result.context, **occurrence.variables}  # what the whole log shows, for every message
         if pattern.derive and DERIVERS[pattern.derive][2]:
             variables.update(LATE_DERIVERS[pattern.derive](variables, matrix.get()))
+        if "install_gpu" not in variables and pattern.uses("install_gpu"):
+            variables["install_gpu"] = _gpu_install_requirement(variables, matrix.get())
         notes: tuple[Any, ...] = ()
         if ctx is not None:
             try:
@@ -172,6 +177,10 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
         for note in notes:
             if note.harmless is not None:
                 harmless = note.harmless
+        if causes and causes[0].status == CONFIRMED and causes[0].id in EXPECTED_WHEN_CONFIRMED and not harmless:
+            # The machine confirms the cause under which the message is expected: nothing to act on.
+            harmless = True
+            notes = (*notes, MachineNote("The cause confirmed here makes this message expected: nothing to fix."))
         first = causes[0] if causes else None
         fix = (
             first.fix
@@ -362,8 +371,6 @@ class _MatrixSource:
 
 @lru_cache(maxsize=1)
 def _bundled_matrix() -> Optional["Matrix"]:
-    from envcheck.errors import EnvcheckError
-
     try:
         from envcheck.matrix import load_matrix
 
@@ -434,7 +441,29 @@ def _for_the_logs_tensorflow(use: Any, tf: str) -> dict[str, str]:
 
 
 LateDeriver = Callable[[dict[str, str], Optional["Matrix"]], dict[str, str]]
-LATE_DERIVERS: dict[str, LateDeriver] = {"library": _library_use_names}
+
+
+def _library_names(variables: dict[str, str], matrix: Optional["Matrix"]) -> dict[str, str]:
+    names = _library_use_names(variables, matrix)
+    names["install_gpu"] = _gpu_install_requirement(variables, matrix)
+    return names
+
+
+def _gpu_install_requirement(variables: dict[str, str], matrix: Optional["Matrix"]) -> str:
+    """The pinned requirement for TensorFlow's GPU build with its CUDA wheels, as doctor, plan and
+    matrix give it: for the release the log prints when the matrix has it, else the newest."""
+    if matrix is None:
+        return "tensorflow[and-cuda]"
+    tf = variables.get("log_tf", "")
+    try:
+        builds = [b for b in matrix.tf_releases("linux") if b.gpu and str(b.tf).startswith(tf)] if tf else []
+        build = builds[-1] if builds else matrix.newest_release("linux", gpu=True)
+        return matrix.pip_requirement(build, "linux") if build is not None else "tensorflow[and-cuda]"
+    except EnvcheckError:
+        return "tensorflow[and-cuda]"
+
+
+LATE_DERIVERS: dict[str, LateDeriver] = {"library": _library_names}
 
 
 def with_status(cause: Cause, status: Optional[str]) -> Cause:
