@@ -129,6 +129,15 @@ def _derive_status(variables: dict[str, str]) -> Optional[dict[str, str]]:
     return status_variables(variables)
 
 
+def _derive_xid(variables: dict[str, str]) -> Optional[dict[str, str]]:
+    number = "79" if variables.get("xid_text") else variables.get("xid_number", "")
+    named = _derive_status({"xid_number": number})
+    if named is None:  # an Xid the catalogue does not list: still the driver's fault record
+        named = {"status_name": f"Xid {number}", "status_meaning": "an Xid NVIDIA's catalogue does not list here",
+                 "status_value": number, "status_library": "the NVIDIA kernel driver", "status_source": "", "status_enum": "NVIDIA Xid"}  # fmt: skip
+    return {"xid": number, **named}
+
+
 def _derive_needed_version(variables: dict[str, str]) -> dict[str, str]:
     needed = variables.get("needed", "")
     by = variables.get("by", "")
@@ -149,6 +158,12 @@ DERIVERS: dict[str, tuple[Deriver, tuple[str, ...], tuple[str, ...]]] = {
         ("cuda_generation", "releases", "cuda_folder", "newest_cuda", "install_gpu"),
     ),
     "cudnn_versions": (_derive_cudnn_versions, ("loaded_version", "compiled_version", "relation"), ()),
+    # an Xid of the kernel driver (NVRM), by number or by its text: its meaning from cuda_status.yaml
+    "xid": (
+        _derive_xid,
+        ("xid", "status_name", "status_meaning", "status_value", "status_library", "status_source", "status_enum"),
+        (),
+    ),
     "needed_version": (_derive_needed_version, ("needed_version_family", "library_file", "in_conda"), ()),
     # A status of the CUDA stack, by name, number or printed text: its meaning from cuda_status.yaml.
     # The pattern matches only when the status is known (a deriver may answer None: no match).

@@ -38,6 +38,7 @@ FAMILIES = {
     "nccl": ("ncclResult_t",),
     "nvml": ("nvmlReturn_t",),
     "win": ("Win32 error codes",),
+    "xid": ("NVIDIA Xid",),
 }
 
 

@@ -22,7 +22,9 @@ def test_every_table_names_its_header_its_release_and_a_source():
     enums = {t["enum"] for t in RAW["tables"]}
     assert {e for family in FAMILIES.values() for e in family} <= enums
     for table in RAW["tables"]:
-        assert table["header"].endswith(".h") or ".h " in table["header"] or ".h)" in table["header"]
+        assert ".h" in table["header"] or "catalogue" in table["header"], table[
+            "enum"
+        ]  # a header, or NVIDIA's Xid catalogue
         assert re.search(r"\d", table["versions"]) and table["sources"], table["enum"]
         assert any(s.startswith("https://") for s in table["sources"]), table["enum"]
         names = [v["name"] for v in table["values"]]
@@ -40,7 +42,9 @@ def test_the_tables_are_complete_where_the_headers_say_so():
 
 
 @pytest.mark.parametrize(
-    "status", [s for s in ERRORS if s.enum != "Win32 error codes"], ids=lambda s: f"{s.enum}:{s.name}"
+    "status",
+    [s for s in ERRORS if s.enum not in ("Win32 error codes", "NVIDIA Xid")],
+    ids=lambda s: f"{s.enum}:{s.name}",
 )
 def test_every_status_is_explained_by_name_with_its_meaning(status):
     explanations = explain(CATALOGUE.scan_text(f"RuntimeError: call failed: {status.name} at line 3"))
@@ -71,7 +75,7 @@ def test_every_status_is_read_from_the_text_its_library_prints(status):
         ("NCCL error: 5", "ncclInvalidUsage"),
         ("cuCtxCreate failed with CUresult = 999", "CUDA_ERROR_UNKNOWN"),
         ("pynvml.NVMLError_GpuIsLost: GPU is lost", "NVML_ERROR_GPU_IS_LOST"),
-        ("Failed to initialize NVML: Unknown Error", "NVML_ERROR_UNKNOWN"),
+        ("Failed to initialize NVML: Insufficient Permissions", "NVML_ERROR_NO_PERMISSION"),
     ],
 )
 def test_a_status_given_by_number_or_by_its_text_is_recognised(text, name):
@@ -99,3 +103,19 @@ def test_a_specific_message_is_explained_by_its_own_pattern_not_the_status_table
 def test_cudnn_numbers_of_both_numberings_are_read():
     assert resolve({"cudnn_number": "1001"}).name == "CUDNN_STATUS_NOT_INITIALIZED"
     assert resolve({"cudnn_number": "1"}).name == "CUDNN_STATUS_NOT_INITIALIZED"
+
+
+@pytest.mark.parametrize("status", [s for s in ERRORS if s.enum == "NVIDIA Xid"], ids=lambda s: s.name)
+def test_every_xid_of_the_catalogue_is_explained_from_the_kernel_log(status):
+    line = f"[ 812.5] NVRM: Xid (PCI:0000:3b:00): {status.value}, pid=4242, name=python3, details"
+    (found,) = explain(CATALOGUE.scan_text(line))
+    assert found.id == "nvrm-xid" and status.meaning in found.meaning and found.variables["pci"] == "0000:3b:00"
+
+
+@pytest.mark.parametrize(
+    "status", [s for s in ERRORS if s.enum == "Win32 error codes"], ids=lambda s: f"WinError {s.value}"
+)
+def test_every_windows_code_is_read_with_its_meaning(status):
+    text = f'OSError: [WinError {status.value}] {status.strings[0]}. Error loading "C:\\x\\torch\\lib\\a.dll" or one of its dependencies.'
+    explanations = explain(CATALOGUE.scan_text(text))
+    assert any(e.variables.get("windows_meaning") == status.meaning for e in explanations), [e.id for e in explanations]
