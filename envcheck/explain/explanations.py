@@ -299,11 +299,29 @@ def with_part_causes(causes: tuple[Cause, ...], variables: dict[str, str]) -> tu
     """The message's own causes, after the one its parts name (unless the pattern has it: then the
     pattern's ranking stands)."""
     own = {c.id for c in causes}
-    first: dict[str, Cause] = {}
+    extra: dict[str, Cause] = {}
     for cause in part_causes(variables):
         if cause.id not in own:
-            first.setdefault(cause.id, cause)
-    return (*first.values(), *causes)
+            extra.setdefault(cause.id, cause)
+    decisive = [c for c in extra.values() if c.id in DECISIVE_PART_CAUSES]
+    # A reason that names the cause outright goes first; one the pattern's own first cause may
+    # explain better (an undefined symbol, WinError 126, which Windows gives for any missing DLL)
+    # comes second.
+    second = [c for c in extra.values() if c not in decisive]
+    return (*decisive, *causes[:1], *second, *causes[1:])
+
+
+DECISIVE_PART_CAUSES = frozenset(
+    {
+        "dependency-missing",
+        "wrong-architecture",
+        "system-library-too-old",
+        "damaged-library-file",
+        "library-not-readable",
+        "executable-stack-refused",
+        "paging-file-too-small",
+    }
+)
 
 
 def order_by_status(causes: tuple[Cause, ...]) -> tuple[Cause, ...]:
