@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any, Optional
 from envcheck.errors import EnvcheckError
 from envcheck.explain.catalogue import DERIVERS, CauseTemplate, Pattern, fill, fill_fix
 from envcheck.explain.contradictions import weigh
+from envcheck.explain.machine import MachineNote, notes_for
 from envcheck.explain.parts import REASON_CAUSES, WINDOWS_CAUSES
 from envcheck.explain.scanner import Occurrence, ScanResult
-from envcheck.findings import Fix
+from envcheck.findings import Fix, fix_to_dict
 from envcheck.shell import Command
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,8 +49,6 @@ class Cause:
     status: Optional[str] = None
 
     def to_dict(self) -> dict[str, Any]:
-        from envcheck.findings import fix_to_dict
-
         return {
             "id": self.id,
             "text": self.text,
@@ -88,8 +87,6 @@ class Explanation:
     dropped: tuple[tuple[str, str], ...] = ()  # (cause id, why): causes the rest of the log rules out
 
     def to_dict(self) -> dict[str, Any]:
-        from envcheck.findings import fix_to_dict
-
         return {
             "id": self.id,
             "title": self.title,
@@ -119,97 +116,116 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
     message and the log, and returns them (all or some, in any order) with ``status`` set; those
     it leaves out stay unchecked, and a broken hook (an exception, or a return that breaks the
     contract) becomes a machine note without hiding the explanation."""
-    from envcheck.explain.machine import MachineNote, notes_for
-
-    seen = frozenset(result.ids)
-    no_gpu_evidence = _log_shows_no_gpu(result)
+    log = _Log(result)
     matrix = _MatrixSource(ctx)
-    explanations = []
-    for occurrence in result.occurrences:
-        pattern = occurrence.pattern
-        if seen.intersection(pattern.covered_by):
-            continue  # a more specific message in the same input explains this one
-        variables = {**result.context, **occurrence.variables}  # what the whole log shows, for every message
-        if pattern.derive and DERIVERS[pattern.derive][2]:
-            variables.update(LATE_DERIVERS[pattern.derive](variables, matrix.get()))
-        if "install_gpu" not in variables and pattern.uses("install_gpu"):
-            variables["install_gpu"] = _gpu_install_requirement(variables, matrix.get())
-        notes: tuple[Any, ...] = ()
-        if ctx is not None:
-            try:
-                notes = notes_for(occurrence, ctx)
-            except Exception as exc:  # noqa: BLE001 - one broken specializer must not hide the explanation
-                notes = (
-                    MachineNote(
-                        f"envcheck could not add advice for this machine ({type(exc).__name__}: {exc}); this is a bug."
-                    ),
-                )
-        ranked = with_part_causes(rank_causes(pattern, variables, seen), variables)
-        extra = log_causes(pattern, variables)
-        ranked = (*extra, *(c for c in ranked if c.id not in {e.id for e in extra}))
-        causes, dropped = weigh(ranked, variables)
-        if assess is not None:
-            try:
-                causes = _checked(tuple(assess(occurrence, causes)), causes)
-            except Exception as exc:  # noqa: BLE001 - a broken check must not hide the explanation
-                notes = (
-                    *notes,
-                    MachineNote(
-                        f"envcheck could not check the causes on this machine ({type(exc).__name__}: {exc}); this is a bug."
-                    ),
-                )
-        causes = order_by_status(causes)
-        harmless = pattern.harmless
-        log_note = ""
-        # Another message must show it: a message never makes itself harmless.
-        evidence = next((title for pattern_id, title in no_gpu_evidence if pattern_id != pattern.id), "")
-        if pattern.harmless_without_gpu and not harmless and evidence:
-            harmless = True
-            log_note = (
-                f"This log shows no NVIDIA GPU ({evidence}) and no GPU that TensorFlow found, so this is a "
-                "notice: TensorFlow runs on the CPU. It only needs fixing if this machine has an NVIDIA GPU you "
-                "meant to use."
-            )
-        harmful = next((o for o in result.occurrences if o.pattern.id in pattern.harmful_if_seen), None)
-        if harmless and harmful is not None:
-            harmless = False
-            log_note = f"Usually harmless, but this log also shows: {harmful.title} (line {harmful.first_line}), so here it is part of that failure."
-        for note in notes:
-            if note.harmless is not None:
-                harmless = note.harmless
-        if causes and causes[0].status == CONFIRMED and causes[0].id in EXPECTED_WHEN_CONFIRMED and not harmless:
-            # The machine confirms the cause under which the message is expected: nothing to act on.
-            harmless = True
-            notes = (*notes, MachineNote("The cause confirmed here makes this message expected: nothing to fix."))
-        first = causes[0] if causes else None
-        fix = (
-            first.fix
-            if first is not None and first.fix is not None
-            else fill_fix(pattern.fix_for(variables), variables)
-        )
-        explanations.append(
-            Explanation(
-                id=pattern.id,
-                title=fill(pattern.title, variables),
-                harmless=harmless,
-                meaning=fill(pattern.meaning, variables),
-                cause=first.text if first is not None else "",
-                fix=fix,
-                rule_ids=pattern.rule_ids,
-                sources=pattern.sources,
-                count=occurrence.count,
-                first_line=occurrence.first_line,
-                line_numbers=tuple(occurrence.line_numbers),
-                excerpt=occurrence.excerpt,
-                variables=variables,
-                machine=notes,
-                causes=causes,
-                log_note=log_note,
-                dropped=dropped,
-            )
-        )
+    explanations = [
+        _explain_one(occurrence, log, ctx, assess, matrix)
+        for occurrence in result.occurrences
+        if not log.seen.intersection(occurrence.pattern.covered_by)  # a more specific message explains it
+    ]
     explanations.sort(key=lambda e: (e.harmless, e.first_line))
     return _after_a_crash(tuple(explanations), result.context.get("log_crash", ""))
+
+
+class _Log:
+    """What the whole scanned input says, for each of its messages."""
+
+    def __init__(self, result: ScanResult) -> None:
+        self.result = result
+        self.seen = frozenset(result.ids)
+        self.no_gpu_evidence = _log_shows_no_gpu(result)
+
+
+def _variables(occurrence: Occurrence, log: _Log, matrix: "_MatrixSource") -> dict[str, str]:
+    pattern = occurrence.pattern
+    variables = {**log.result.context, **occurrence.variables}  # what the whole log shows, for every message
+    if pattern.derive and DERIVERS[pattern.derive][2]:
+        variables.update(LATE_DERIVERS[pattern.derive](variables, matrix.get()))
+    if "install_gpu" not in variables and pattern.uses("install_gpu"):
+        variables["install_gpu"] = _gpu_install_requirement(variables, matrix.get())
+    return variables
+
+
+def _explain_one(
+    occurrence: Occurrence, log: _Log, ctx: Any, assess: Optional[Assess], matrix: "_MatrixSource"
+) -> Explanation:
+    pattern = occurrence.pattern
+    variables = _variables(occurrence, log, matrix)
+    notes = _machine_notes(occurrence, ctx)
+    ranked = with_part_causes(rank_causes(pattern, variables, log.seen), variables)
+    extra = log_causes(pattern, variables)
+    ranked = (*extra, *(c for c in ranked if c.id not in {e.id for e in extra}))
+    causes, dropped = weigh(ranked, variables)
+    if assess is not None:
+        try:
+            causes = _checked(tuple(assess(occurrence, causes)), causes)
+        except Exception as exc:  # noqa: BLE001 - a broken check must not hide the explanation
+            notes = (*notes, _bug_note("could not check the causes on this machine", exc))
+    causes = order_by_status(causes)
+    harmless, log_note, notes = _verdict(pattern, log, notes, causes)
+    first = causes[0] if causes else None
+    fix = first.fix if first is not None and first.fix is not None else fill_fix(pattern.fix_for(variables), variables)
+    return Explanation(
+        id=pattern.id,
+        title=fill(pattern.title, variables),
+        harmless=harmless,
+        meaning=fill(pattern.meaning, variables),
+        cause=first.text if first is not None else "",
+        fix=fix,
+        rule_ids=pattern.rule_ids,
+        sources=pattern.sources,
+        count=occurrence.count,
+        first_line=occurrence.first_line,
+        line_numbers=tuple(occurrence.line_numbers),
+        excerpt=occurrence.excerpt,
+        variables=variables,
+        machine=notes,
+        causes=causes,
+        log_note=log_note,
+        dropped=dropped,
+    )
+
+
+def _bug_note(what: str, exc: Exception) -> Any:
+    return MachineNote(f"envcheck {what} ({type(exc).__name__}: {exc}); this is a bug.")
+
+
+def _machine_notes(occurrence: Occurrence, ctx: Any) -> tuple[Any, ...]:
+    if ctx is None:
+        return ()
+    try:
+        return notes_for(occurrence, ctx)
+    except Exception as exc:  # noqa: BLE001 - one broken specializer must not hide the explanation
+        return (_bug_note("could not add advice for this machine", exc),)
+
+
+def _verdict(
+    pattern: Pattern, log: _Log, notes: tuple[Any, ...], causes: tuple[Cause, ...]
+) -> tuple[bool, str, tuple[Any, ...]]:
+    """(harmless, what the log says about it, the machine's notes) for one message."""
+    harmless = pattern.harmless
+    log_note = ""
+    # Another message must show it: a message never makes itself harmless.
+    evidence = next((title for pattern_id, title in log.no_gpu_evidence if pattern_id != pattern.id), "")
+    if pattern.harmless_without_gpu and not harmless and evidence:
+        harmless = True
+        log_note = (
+            f"This log shows no NVIDIA GPU ({evidence}) and no GPU that TensorFlow found, so this is a "
+            "notice: TensorFlow runs on the CPU. It only needs fixing if this machine has an NVIDIA GPU you "
+            "meant to use."
+        )
+    harmful = next((o for o in log.result.occurrences if o.pattern.id in pattern.harmful_if_seen), None)
+    if harmless and harmful is not None:
+        harmless = False
+        log_note = f"Usually harmless, but this log also shows: {harmful.title} (line {harmful.first_line}), so here it is part of that failure."
+    for note in notes:
+        if note.harmless is not None:
+            harmless = note.harmless
+    if causes and causes[0].status == CONFIRMED and causes[0].id in EXPECTED_WHEN_CONFIRMED and not harmless:
+        # The machine confirms the cause under which the message is expected: nothing to act on.
+        harmless = True
+        notes = (*notes, MachineNote("The cause confirmed here makes this message expected: nothing to fix."))
+    return harmless, log_note, notes
 
 
 def _after_a_crash(explanations: tuple[Explanation, ...], crash: str) -> tuple[Explanation, ...]:
