@@ -41,6 +41,16 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("log_python", r"\bcp3(\d{1,2})-cp3\d{1,2}"),
     )
 )
+# Words every match of a fact's regexes holds (lower case): checked before the regexes run.
+_HINTS = {
+    "log_tf": ("tensorflow", "tf.__version__"),
+    "log_cuda": ("cuda", "cuda_version"),
+    "log_driver_cuda": ("cuda version:",),
+    "log_cudnn": ("cudnn",),
+    "log_driver": ("driver version:", "reported version", "dso loaded version"),
+    "log_kernel_driver": ("kernel reported version", "nvrm version"),
+    "log_python": ("python", "cp3"),
+}
 _PLATFORMS = (
     ("wsl", re.compile(r"/usr/lib/wsl/lib|microsoft-standard-WSL|\bWSL2?\b|/mnt/[c-z]/", re.I)),
     (
@@ -75,6 +85,18 @@ _GPU_SEEN = re.compile(
     r"physical_device:GPU:\d|Adding visible gpu devices: \d",
     re.M,
 )
+_CRASH_WINDOW = 16 * 1024
+_CRASH_HINTS = (
+    "segmentation",
+    "core dumped",
+    "aborted",
+    "fatal python",
+    "sig",
+    "illegal",
+    "exit code",
+    "killed",
+    "check failed",
+)
 CONTEXT_NAMES = (
     "log_tf", "log_cuda", "log_driver_cuda", "log_cudnn", "log_driver", "log_kernel_driver", "log_python",
     "log_os", "log_crash", "log_gpu",
@@ -85,8 +107,11 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     """The context facts of an input whose first chunk is ``head`` and last ``tail`` ("" when the
     input was one chunk); only the facts the text shows."""
     text = head if not tail else head + "\n" + tail
+    lowered = text.lower()
     facts: dict[str, str] = {}
     for name, regex in _FACTS:
+        if not any(hint in lowered for hint in _HINTS[name]):
+            continue  # a log that lacks the words costs no regex pass
         found = [m.group(1) for m in regex.finditer(text)]
         if found:
             facts[name] = found[-1]
@@ -95,10 +120,11 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     platform = platform_of(text)
     if platform:
         facts["log_os"] = platform
-    crash = _last(_CRASH, tail or head)
+    end = (tail or head)[-_CRASH_WINDOW:]  # a crash is what a log ends with
+    crash = _last(_CRASH, end) if any(h in end.lower() for h in _CRASH_HINTS) else ""
     if crash:
         facts["log_crash"] = crash
-    if _GPU_SEEN.search(text):
+    if any(h in lowered for h in ("found device", "created", "nvidia", "tesla", "gpu:")) and _GPU_SEEN.search(text):
         facts["log_gpu"] = "yes"
     return facts
 
@@ -106,10 +132,19 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
 def platform_of(text: str) -> Optional[str]:
     """The OS the text comes from, by its paths, shells and prompts: the first of WSL, Windows,
     macOS and Linux that shows (WSL before Linux: a WSL log holds Linux paths too)."""
+    lowered = text.lower()
     for name, regex in _PLATFORMS:
-        if regex.search(text):
+        if any(hint in lowered for hint in _PLATFORM_HINTS[name]) and regex.search(text):
             return name
     return None
+
+
+_PLATFORM_HINTS = {
+    "wsl": ("/usr/lib/wsl", "wsl", "/mnt/"),
+    "windows": (":\\", ".dll", "%path%", "powershell", "winget", "ps "),
+    "macos": ("/users/", "homebrew", "darwin", "macos", ".dylib", "zsh: ", "apple", "mach-o", "metal"),
+    "linux": ("/usr/lib/", "/home/", ".so", "/proc/", "ubuntu", "debian", "centos", "manylinux"),
+}
 
 
 def _last(regex: re.Pattern[str], text: str) -> str:

@@ -63,7 +63,7 @@ _CONTROL = bytes(b for b in range(32) if b not in (8, 9, 10, 12, 13, 27)) + b"\x
 
 WRAPS_EVERYWHERE_BYTES = 256 * 1024  # a chunk this small is looked at for wraps on every line
 MAX_CARRIED_LINES = 8  # the last lines of a chunk kept for the next (a cut line, partial records)
-CONTEXT_BYTES = 1 << 20  # the head and the tail of the input that its context is read from
+CONTEXT_BYTES = 64 * 1024  # the head and the tail of the input that its context is read from
 MAX_LINE_BYTES = 8192  # every known message fits in far less; longer lines are cut here
 CHUNK_BYTES = 1 << 20
 MAX_GROUPS = 500  # distinct explanations kept from one input; the rest are only counted
