@@ -17,6 +17,7 @@ character line). The rules, checked when a catalogue loads (``--patterns`` inclu
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any, Optional
 
 MAX_REPEAT = 1000  # the largest {m,n} a pattern's regex may use
@@ -137,6 +138,7 @@ def _charset(item: Any) -> Optional[frozenset[int]]:
     return None
 
 
+@cache
 def _cased(code: int) -> frozenset[int]:
     # patterns match without regard to case
     char = chr(code)
@@ -149,6 +151,7 @@ _CATEGORY_TESTS = {
 }  # fmt: skip
 
 
+@cache
 def _category(category: Any) -> frozenset[int]:
     test = re.compile(_CATEGORY_TESTS.get(str(category), r"[\s\S]"))
     chars = {c for c in range(256) if test.match(chr(c))}

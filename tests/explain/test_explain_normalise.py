@@ -162,3 +162,11 @@ def test_log_prefixes_are_stripped_and_nothing_else(line, message):
 
 def test_search_keys_fold_what_the_normal_form_folds():
     assert search_key("Handle : CUDNN \u2019x\u2019 shape [2]".encode()) == search_key(b"handle: cudnn 'x' shape[2]")
+
+
+def test_every_bundled_regex_is_written_against_the_normal_form():
+    from envcheck.explain.catalogue import _normal_form_problem
+
+    for pattern in CATALOGUE.patterns:
+        for regex in pattern.regexes:
+            assert _normal_form_problem(regex.pattern, regex.clauses) is None, (pattern.id, regex.pattern)
