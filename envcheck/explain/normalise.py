@@ -148,6 +148,7 @@ def _entity(found: re.Match[str]) -> str:
 _CONTINUATION = re.compile(rb" {0,8}(?:[a-z'\"(/\\]|[A-Z][A-Z0-9]{1,30}_[A-Z0-9_]{1,60})")
 _START_BYTES = {bytes([b]) for b in b"abcdefghijklmnopqrstuvwxyz'\"(/\\ ABCDEFGHIJKLMNOPQRSTUVWXYZ"}
 _SENTENCE_END = b".!?])}|"
+MAX_WRAPS = 64  # joined lines read per chunk
 MIN_WRAPPED = 12  # a shorter line (a heading, "Epoch 1/10") ended on its own
 # The container runtime (CRI) cuts a long line into P(artial) records, then an F(ull) one.
 _CRI = re.compile(rb"\d{4}-\d{2}-\d{2}T[\d:.]{8,24}(?:Z|[+-]\d{2}:?\d{2}) (?:stdout|stderr) ([FP]) ")
@@ -187,8 +188,10 @@ def wrapped_lines(lines: list[bytes], around: Optional[Iterable[int]] = None) ->
         pairs: Iterable[int] = range(len(lines) - 1)
     else:
         pairs = sorted({i for j in around for i in (j - 1, j) if 0 <= i < len(lines) - 1})
-    found = []
+    found: list[tuple[int, bytes]] = []
     for index in pairs:
+        if len(found) >= MAX_WRAPS:
+            break  # so many cut lines are a log's own lines, not a pasted message: enough
         line, following = lines[index], lines[index + 1]
         if following[:1] in _START_BYTES and continues(line, following):
             found.append((index, line.rstrip(b"\r") + b" " + following.strip()))
@@ -219,7 +222,10 @@ def continues(line: bytes, following: bytes) -> bool:
 
 
 # A line that starts a new record is never a continuation: a traceback, a shell prompt, a list.
-_NEW_RECORD = re.compile(rb"(?:Traceback|File \"|During handling|The above exception|>>> |\$ |PS [A-Z]:)")
+_NEW_RECORD = re.compile(
+    rb"(?:Traceback|File \"|During handling|The above exception|>>> |\$ |PS [A-Z]:|"
+    rb"[\w.]{1,200}(?:Error|Exception|Warning|Exit): )"  # a Python exception starts its own record
+)
 
 
 def is_partial_record(line: bytes) -> bool:
