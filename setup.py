@@ -9,7 +9,7 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-DATA_FILES = ("compat_matrix.yaml", "explain_patterns.yaml")
+DATA_FILES = ("compat_matrix.yaml", "explain_patterns.yaml", "cuda_status.yaml")
 
 
 class BuildPyWithData(build_py):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import sys
 import zlib
 from collections.abc import Iterator
@@ -16,7 +15,11 @@ from contextlib import contextmanager
 from typing import IO, Optional
 
 from envcheck.errors import UsageError
+from envcheck.explain.context import shell_for
+from envcheck.explain.report import ExplainReport
 from envcheck.fsutil import open_user_file
+from envcheck.render import emit
+from envcheck.render.explain import render_catalogue, render_catalogue_json, render_json, render_text
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -52,14 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         if args.text or args.file is not None:
             raise UsageError("--list shows every known message; give it no text and no --file")
-        from envcheck.explain.report import render_catalogue, render_catalogue_json
-        from envcheck.render import json_text
-
-        sys.stdout.write(
-            json_text("explain", json.loads(render_catalogue_json(catalogue)), 0)
-            if args.json
-            else render_catalogue(catalogue)
-        )
+        emit(render_catalogue_json(catalogue) if args.json else render_catalogue(catalogue), is_json=args.json)
         return 0
     _check_options(args)
     # Bad --matrix or --facts files are usage errors whatever the text holds, so read them first.
@@ -77,23 +73,20 @@ def run(args: argparse.Namespace) -> int:
 
     # Each cause the doctor's rules can check is marked confirmed or ruled out on this machine.
     explanations = explain(scan, ctx, assess=None if ctx.facts is None else lambda o, c: assess_causes(o, c, ctx))
-    from envcheck.explain.report import ExplainReport, render_text
-
     report = ExplainReport(
         source=source,
         scan=scan,
         explanations=explanations,
         machine=ctx.origin if ctx.facts is not None else "",
         machine_os=ctx.os,
-        shell=ctx.shell if ctx.os else None,
+        # the machine's shell; without one, the shell of the platform the log itself comes from
+        shell=ctx.shell if ctx.os else shell_for(scan.context.get("log_os")),
         problems=tuple(ctx.problems),
     )
     if args.json:
-        from envcheck.render import json_text
-
-        sys.stdout.write(json_text("explain", report.to_dict(), report.exit_code))
+        emit(render_json(report), is_json=True)
     else:
-        sys.stdout.write(render_text(report, show_harmless=not args.hide_harmless))
+        emit(render_text(report, show_harmless=not args.hide_harmless))
     return report.exit_code
 
 

@@ -13,13 +13,13 @@ what a machine's facts add to them.
 from __future__ import annotations
 
 from envcheck.explain.catalogue import (
-    MAX_REPEAT,
     Pattern,
     PatternsError,
     cuda_library_version,
     repeat_problem,
 )
 from envcheck.explain.explanations import CONFIRMED, RULED_OUT, Cause, Explanation, explain, rank_causes, with_status
+from envcheck.explain.regex_guard import MAX_REPEAT
 from envcheck.explain.scanner import MAX_LINE_BYTES, Catalogue, Occurrence, ScanResult, load_patterns, parse_patterns
 
 __all__ = [

@@ -20,13 +20,17 @@ from typing import Any, Optional
 import yaml
 
 from envcheck.errors import UsageError
+from envcheck.explain import regex_guard
+from envcheck.explain.context import CONTEXT_NAMES
+from envcheck.explain.normalise import normalise_line
+from envcheck.explain.parts import PART_NAMES
+from envcheck.explain.statuses import STATUS_NAMES
 from envcheck.findings import Fix
 from envcheck.fsutil import read_user_text
 from envcheck.shell import Command
 
 PATTERNS_FILE = "explain_patterns.yaml"
 SCHEMA_VERSION = 1
-MAX_REPEAT = 1000  # the largest {m,n} a pattern's regex may use
 
 RULE_ID = re.compile(r"^EC-(PY|GPU|DRV|CC|LIB|TF|PLC|ENV|INT)-\d{3}$")
 PATTERN_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -118,15 +122,56 @@ def _derive_cudnn_versions(variables: dict[str, str]) -> dict[str, str]:
     return {"loaded_version": loaded_text, "compiled_version": compiled_text, "relation": relation}
 
 
-Deriver = Callable[[dict[str, str]], dict[str, str]]
+def _derive_status(variables: dict[str, str]) -> Optional[dict[str, str]]:
+    # Imported here: the status tables are read only when a message names a status.
+    from envcheck.explain.statuses import status_variables
+
+    return status_variables(variables)
+
+
+def _derive_xid(variables: dict[str, str]) -> Optional[dict[str, str]]:
+    number = "79" if variables.get("xid_text") else variables.get("xid_number", "")
+    named = _derive_status({"xid_number": number})
+    if named is None:  # an Xid the catalogue does not list: still the driver's fault record
+        named = {"status_name": f"Xid {number}", "status_meaning": "an Xid NVIDIA's catalogue does not list here",
+                 "status_value": number, "status_library": "the NVIDIA kernel driver", "status_source": "", "status_enum": "NVIDIA Xid"}  # fmt: skip
+    return {"xid": number, **named}
+
+
+def _derive_needed_version(variables: dict[str, str]) -> dict[str, str]:
+    needed = variables.get("needed", "")
+    by = variables.get("by", "")
+    return {
+        "needed_version_family": "C library (glibc)" if needed.startswith("GLIBC_") else "C++ library (libstdc++)",
+        "library_file": re.split(r"[/\\]", by)[-1] if by else "a library",
+        # the system library that is too old sits in a conda environment (its own libstdc++)
+        "in_conda": "yes" if re.search(r"conda|mamba|miniforge", variables.get("lib", "")) else "",
+    }
+
+
+Deriver = Callable[[dict[str, str]], Optional[dict[str, str]]]
 # name -> (scan-time function, names it provides, names the explanation fills from the matrix)
 DERIVERS: dict[str, tuple[Deriver, tuple[str, ...], tuple[str, ...]]] = {
     "library": (
         _derive_library,
         ("family", "lib_version", "cuda_version", "cudnn_version", "library_os"),
-        ("cuda_generation", "releases", "cuda_folder", "newest_cuda"),
+        ("cuda_generation", "releases", "cuda_folder", "newest_cuda", "install_gpu"),
     ),
     "cudnn_versions": (_derive_cudnn_versions, ("loaded_version", "compiled_version", "relation"), ()),
+    # an Xid of the kernel driver (NVRM), by number or by its text: its meaning from cuda_status.yaml
+    "xid": (
+        _derive_xid,
+        ("xid", "status_name", "status_meaning", "status_value", "status_library", "status_source", "status_enum"),
+        (),
+    ),
+    "needed_version": (_derive_needed_version, ("needed_version_family", "library_file", "in_conda"), ()),
+    # A status of the CUDA stack, by name, number or printed text: its meaning from cuda_status.yaml.
+    # The pattern matches only when the status is known (a deriver may answer None: no match).
+    "status": (
+        _derive_status,
+        ("status_name", "status_value", "status_enum", "status_library", "status_meaning", "status_source"),
+        (),
+    ),
 }
 
 
@@ -199,7 +244,14 @@ class Pattern:
     shows: Optional[str] = None  # "gpu" or "no-gpu": what the message says about the machine
     harmless_without_gpu: bool = False  # a notice in a log that shows no NVIDIA GPU
     harmful_if_seen: tuple[str, ...] = ()  # a harmless notice is not, next to one of these
+    fallback: bool = False  # tried on a line only when no other pattern explains it
+    covered_by: tuple[str, ...] = ()  # not shown when one of these explains the same input
     line: int = 0  # where the pattern starts in its file
+
+    def uses(self, name: str) -> bool:
+        """Whether a command of the pattern's fixes or causes fills ``{name}``."""
+        fixes = [*self.fixes, *(f for c in self.causes for f in (c.fix, c.tell) if f is not None)]
+        return any("{" + name + "}" in command.line for fix in fixes for command in fix.commands)
 
     @property
     def cause(self) -> str:
@@ -220,10 +272,15 @@ class Pattern:
                 return found
         return None
 
-    def variables(self, found: re.Match[str]) -> dict[str, str]:
+    def variables(self, found: re.Match[str]) -> Optional[dict[str, str]]:
+        """What the match captured, with what ``derive`` adds; None when the deriver says the
+        capture is not what the pattern is about (an unknown status name)."""
         values = {name: (value or "") for name, value in found.groupdict().items()}
         if self.derive:
-            values.update(DERIVERS[self.derive][0](values))
+            derived = DERIVERS[self.derive][0](values)
+            if derived is None:
+                return None
+            values.update(derived)
         return values
 
 
@@ -301,7 +358,7 @@ _TOP_KEYS = {"schema_version", "patterns", "anchors"}
 _PATTERN_KEYS = {
     "id", "title", "regex", "needles", "harmless", "meaning", "cause", "causes", "fix", "rule_ids",
     "sources", "examples", "near_misses", "os", "derive", "specialize", "shows",
-    "harmless_without_gpu", "harmful_if_seen",
+    "harmless_without_gpu", "harmful_if_seen", "fallback", "covered_by",
 }  # fmt: skip
 _FIX_KEYS = {"text", "commands", "link", "when"}
 _CAUSE_KEYS = {"id", "text", "tell", "rule_ids", "fix", "when", "first_if", "last_if"}
@@ -321,6 +378,23 @@ def read_catalogue(path: Path, eager: bool = True) -> tuple[tuple[Pattern, ...],
     return parse_catalogue(text, path, eager)
 
 
+MAX_DEPTH = 16  # no patterns file nests deeper (the bundled one: 6)
+
+
+def _check_depth(text: str, path: Path) -> None:
+    depth = 0
+    for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+                raise PatternsError(
+                    f"{path}:{line}: nested deeper than {MAX_DEPTH} levels; no patterns file needs that"
+                )
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
 def parse_patterns(text: str, path: Path) -> tuple[Pattern, ...]:
     return parse_catalogue(text, path)[0]
 
@@ -333,6 +407,8 @@ def parse_catalogue(text: str, path: Path, eager: bool = True) -> tuple[tuple[Pa
     Every regex is parsed and checked here; ``eager`` also compiles it (the bundled catalogue,
     whose regexes the test suite compiles, leaves that to the first line that needs it)."""
     try:
+        if eager:  # a user's file: its shape first, from the event stream (nothing built, no recursion)
+            _check_depth(text, path)
         data = yaml.load(text, Loader=_LineLoader)
     except _DuplicateKey as exc:
         raise PatternsError(f"{path}:{exc.line}: key {exc.key!r} given twice") from None
@@ -470,6 +546,12 @@ def _parse_pattern(node: Any, path: Path, eager: bool = True) -> Pattern:
             raise entry.error(
                 "needles", f"{needle!r}: needles must be ASCII (they are searched without regard to case)", index
             )
+        if normalise_line(needle) != needle.strip() and not needle.strip().startswith(">"):
+            raise entry.error(
+                "needles",
+                f"{needle!r}: write it in the normal form every line is read in: {normalise_line(needle)!r}",
+                index,
+            )
     derive = entry.text("derive", required=False)
     if derive is not None and derive not in DERIVERS:
         raise entry.error("derive", f"unknown deriver {derive!r} (known: {', '.join(DERIVERS)})")
@@ -492,7 +574,8 @@ def _parse_pattern(node: Any, path: Path, eager: bool = True) -> Pattern:
 
     # Placeholders may only name what every regex captures (or the deriver provides).
     captured = set.intersection(*(set(r.groupindex) for r in regexes))
-    names = set(captured)
+    # a part may be empty (a template fills it with ""); install_gpu is filled from the matrix
+    names = set(captured) | set(PART_NAMES) | {"install_gpu"}
     if derive:
         names |= set(DERIVERS[derive][1]) | set(DERIVERS[derive][2])
     # Conditions may test any group of any regex (one a matching regex lacks reads as empty).
@@ -520,6 +603,8 @@ def _parse_pattern(node: Any, path: Path, eager: bool = True) -> Pattern:
         shows=shows,
         harmless_without_gpu=entry.flag("harmless_without_gpu"),
         harmful_if_seen=entry.texts("harmful_if_seen", required=False),
+        fallback=entry.flag("fallback"),
+        covered_by=entry.texts("covered_by", required=False),
         line=node.line,
     )
 
@@ -597,7 +682,7 @@ def _parse_condition(entry: _Entry, key: str, scan_names: set[str]) -> Optional[
     if not isinstance(raw_vars, dict):
         raise entry.error(key, "'vars' maps a variable name to a list of values")
     for name, values in raw_vars.items():
-        if name not in scan_names:
+        if name not in scan_names and name not in PART_NAMES and name not in STATUS_NAMES and name not in CONTEXT_NAMES:
             known = ", ".join(sorted(scan_names)) or "none"
             raise entry.error(key, f"variable {name!r} is not captured by any regex nor derived (known: {known})")
         if isinstance(values, str):
@@ -728,15 +813,38 @@ class Regex:
 
 
 def _compile(entry: _Entry, source: str, index: int, eager: bool) -> Regex:
+    nested = regex_guard.nesting_problem(source)
+    if nested:
+        raise entry.error("regex", f"{source!r}: {nested}", index)
     try:
         parsed = _sre_parse().parse(source, re.IGNORECASE)
         compiled = re.compile(source, re.IGNORECASE) if eager else None
     except re.error as exc:
         raise entry.error("regex", f"{source!r} does not compile: {exc}", index) from None
-    problem = _repeat_problem(parsed)
+    literals = _required_literals(parsed)
+    # The bundled catalogue's regexes are held to every rule by the test suite; a user's here.
+    problem = (regex_guard.parsed_problem(parsed) or _normal_form_problem(source, literals)) if eager else None
     if problem:
         raise entry.error("regex", f"{source!r}: {problem}", index)
-    return Regex(source, dict(parsed.state.groupdict), compiled, _required_literals(parsed))
+    return Regex(source, dict(parsed.state.groupdict), compiled, literals)
+
+
+def _normal_form_problem(source: str, literals: tuple[tuple[bytes, ...], ...]) -> Optional[str]:
+    """Why a regex can never match a normalised line (see ``normalise``), or None: text it must
+    match (its literal runs) that the normal form never holds."""
+    runs = [run for clause in literals for run in clause]
+    for written, why in (
+        (b"  ", "two spaces: every run of blanks reads as one space"),
+        (b" :", "a space before ':': the normal form has none"),
+        (b" ;", "a space before ';': the normal form has none"),
+        (b"\t", "a tab: every tab reads as a space"),
+    ):
+        if any(written in run for run in runs):
+            return f"{why}; write the regex against the normal form"
+    odd = next((c for c in source if c in "\u2018\u2019\u201c\u201d\u2013\u2014\u00a0"), None)
+    if odd is not None:
+        return f"{odd!r}: typographic quotes, dashes and spaces read as their ASCII forms"
+    return None
 
 
 def _required_literals(parsed: Any) -> tuple[tuple[bytes, ...], ...]:
@@ -778,42 +886,9 @@ def _required_literals(parsed: Any) -> tuple[tuple[bytes, ...], ...]:
 
 
 def _sre_parse() -> Any:
-    try:
-        from re import _parser as sre_parse  # type: ignore[attr-defined]  # Python 3.11+
-    except ImportError:  # pragma: no cover - Python 3.10
-        import sre_parse  # type: ignore[no-redef]
-    return sre_parse
+    return regex_guard._sre_parse()
 
 
 def repeat_problem(source: str) -> Optional[str]:
-    """Why a regex could backtrack for long (an unbounded or a nested repeat), or None."""
-    return _repeat_problem(_sre_parse().parse(source))
-
-
-def _repeat_problem(parsed: Any) -> Optional[str]:
-    sre_parse = _sre_parse()
-    repeats = (sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT)
-    unbounded = sre_parse.MAXREPEAT
-
-    def walk(items: Any, inside_repeat: bool) -> Optional[str]:
-        for op, value in items:
-            if op in repeats:
-                low, high, sub = value
-                if high == unbounded or high > MAX_REPEAT:
-                    return f"unbounded repeat; write {{0,N}} with N <= {MAX_REPEAT} instead of * or +"
-                if inside_repeat and high > 1:
-                    return "nested repeat (a repeated group containing a repeat) can backtrack for long"
-                problem = walk(sub, inside_repeat or high > 1)
-            elif op == sre_parse.SUBPATTERN:
-                problem = walk(value[-1], inside_repeat)
-            elif op == sre_parse.BRANCH:
-                problem = next((p for p in (walk(b, inside_repeat) for b in value[1]) if p), None)
-            elif op in (sre_parse.ASSERT, sre_parse.ASSERT_NOT):
-                problem = walk(value[1], inside_repeat)
-            else:
-                problem = None
-            if problem:
-                return problem
-        return None
-
-    return walk(parsed, False)
+    """Why a regex could backtrack for long (see ``regex_guard``), or None."""
+    return regex_guard.repeat_problem(source)

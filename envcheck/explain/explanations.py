@@ -14,14 +14,21 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Optional
 
+from envcheck.errors import EnvcheckError
 from envcheck.explain.catalogue import DERIVERS, CauseTemplate, Pattern, fill, fill_fix
+from envcheck.explain.contradictions import weigh
+from envcheck.explain.machine import MachineNote, notes_for
+from envcheck.explain.parts import REASON_CAUSES, WINDOWS_CAUSES
 from envcheck.explain.scanner import Occurrence, ScanResult
-from envcheck.findings import Fix
+from envcheck.findings import Fix, fix_to_dict
+from envcheck.shell import Command
 
 if TYPE_CHECKING:  # pragma: no cover
     from envcheck.matrix import Matrix
 
 CONFIRMED = "confirmed"
+# Causes under which the message is expected, so that a machine confirming one makes it harmless.
+EXPECTED_WHEN_CONFIRMED = frozenset({"no-nvidia-gpu"})
 RULED_OUT = "ruled-out"
 STATUSES = (None, CONFIRMED, RULED_OUT)
 
@@ -42,8 +49,6 @@ class Cause:
     status: Optional[str] = None
 
     def to_dict(self) -> dict[str, Any]:
-        from envcheck.findings import fix_to_dict
-
         return {
             "id": self.id,
             "text": self.text,
@@ -79,10 +84,9 @@ class Explanation:
     machine: tuple[Any, ...] = ()  # machine.MachineNote
     causes: tuple[Cause, ...] = field(default=())
     log_note: str = ""  # what the rest of the log says about this message ("" when nothing)
+    dropped: tuple[tuple[str, str], ...] = ()  # (cause id, why): causes the rest of the log rules out
 
     def to_dict(self) -> dict[str, Any]:
-        from envcheck.findings import fix_to_dict
-
         return {
             "id": self.id,
             "title": self.title,
@@ -99,6 +103,7 @@ class Explanation:
             "excerpt": self.excerpt,
             "variables": dict(self.variables),
             "in_this_log": self.log_note or None,
+            "ruled_out_by_the_log": [{"id": cause_id, "why": why} for cause_id, why in self.dropped],
             "on_this_machine": [note.to_dict() for note in self.machine],
         }
 
@@ -111,85 +116,128 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
     message and the log, and returns them (all or some, in any order) with ``status`` set; those
     it leaves out stay unchecked, and a broken hook (an exception, or a return that breaks the
     contract) becomes a machine note without hiding the explanation."""
-    from envcheck.explain.machine import MachineNote, notes_for
-
-    seen = frozenset(result.ids)
-    no_gpu_evidence = _log_shows_no_gpu(result)
+    log = _Log(result)
     matrix = _MatrixSource(ctx)
-    explanations = []
-    for occurrence in result.occurrences:
-        pattern = occurrence.pattern
-        variables = dict(occurrence.variables)
-        if pattern.derive and DERIVERS[pattern.derive][2]:
-            variables.update(LATE_DERIVERS[pattern.derive](variables, matrix.get()))
-        notes: tuple[Any, ...] = ()
-        if ctx is not None:
-            try:
-                notes = notes_for(occurrence, ctx)
-            except Exception as exc:  # noqa: BLE001 - one broken specializer must not hide the explanation
-                notes = (
-                    MachineNote(
-                        f"envcheck could not add advice for this machine ({type(exc).__name__}: {exc}); this is a bug."
-                    ),
-                )
-        causes = rank_causes(pattern, variables, seen)
-        if assess is not None:
-            try:
-                causes = _checked(tuple(assess(occurrence, causes)), causes)
-            except Exception as exc:  # noqa: BLE001 - a broken check must not hide the explanation
-                notes = (
-                    *notes,
-                    MachineNote(
-                        f"envcheck could not check the causes on this machine ({type(exc).__name__}: {exc}); this is a bug."
-                    ),
-                )
-        causes = order_by_status(causes)
-        harmless = pattern.harmless
-        log_note = ""
-        # Another message must show it: a message never makes itself harmless.
-        evidence = next((title for pattern_id, title in no_gpu_evidence if pattern_id != pattern.id), "")
-        if pattern.harmless_without_gpu and not harmless and evidence:
-            harmless = True
-            log_note = (
-                f"This log shows no NVIDIA GPU ({evidence}) and no GPU that TensorFlow found, so this is a "
-                "notice: TensorFlow runs on the CPU. It only needs fixing if this machine has an NVIDIA GPU you "
-                "meant to use."
-            )
-        harmful = next((o for o in result.occurrences if o.pattern.id in pattern.harmful_if_seen), None)
-        if harmless and harmful is not None:
-            harmless = False
-            log_note = f"Usually harmless, but this log also shows: {harmful.title} (line {harmful.first_line}), so here it is part of that failure."
-        for note in notes:
-            if note.harmless is not None:
-                harmless = note.harmless
-        first = causes[0] if causes else None
-        fix = (
-            first.fix
-            if first is not None and first.fix is not None
-            else fill_fix(pattern.fix_for(variables), variables)
-        )
-        explanations.append(
-            Explanation(
-                id=pattern.id,
-                title=fill(pattern.title, variables),
-                harmless=harmless,
-                meaning=fill(pattern.meaning, variables),
-                cause=first.text if first is not None else "",
-                fix=fix,
-                rule_ids=pattern.rule_ids,
-                sources=pattern.sources,
-                count=occurrence.count,
-                first_line=occurrence.first_line,
-                line_numbers=tuple(occurrence.line_numbers),
-                excerpt=occurrence.excerpt,
-                variables=variables,
-                machine=notes,
-                causes=causes,
-                log_note=log_note,
-            )
-        )
+    explanations = [
+        _explain_one(occurrence, log, ctx, assess, matrix)
+        for occurrence in result.occurrences
+        if not log.seen.intersection(occurrence.pattern.covered_by)  # a more specific message explains it
+    ]
     explanations.sort(key=lambda e: (e.harmless, e.first_line))
-    return tuple(explanations)
+    return _after_a_crash(tuple(explanations), result.context.get("log_crash", ""))
+
+
+class _Log:
+    """What the whole scanned input says, for each of its messages."""
+
+    def __init__(self, result: ScanResult) -> None:
+        self.result = result
+        self.seen = frozenset(result.ids)
+        self.no_gpu_evidence = _log_shows_no_gpu(result)
+
+
+def _variables(occurrence: Occurrence, log: _Log, matrix: "_MatrixSource") -> dict[str, str]:
+    pattern = occurrence.pattern
+    variables = {**log.result.context, **occurrence.variables}  # what the whole log shows, for every message
+    if pattern.derive and DERIVERS[pattern.derive][2]:
+        variables.update(LATE_DERIVERS[pattern.derive](variables, matrix.get()))
+    if "install_gpu" not in variables and pattern.uses("install_gpu"):
+        variables["install_gpu"] = _gpu_install_requirement(variables, matrix.get())
+    return variables
+
+
+def _explain_one(
+    occurrence: Occurrence, log: _Log, ctx: Any, assess: Optional[Assess], matrix: "_MatrixSource"
+) -> Explanation:
+    pattern = occurrence.pattern
+    variables = _variables(occurrence, log, matrix)
+    notes = _machine_notes(occurrence, ctx)
+    ranked = with_part_causes(rank_causes(pattern, variables, log.seen), variables)
+    extra = log_causes(pattern, variables)
+    ranked = (*extra, *(c for c in ranked if c.id not in {e.id for e in extra}))
+    causes, dropped = weigh(ranked, variables)
+    if assess is not None:
+        try:
+            causes = _checked(tuple(assess(occurrence, causes)), causes)
+        except Exception as exc:  # noqa: BLE001 - a broken check must not hide the explanation
+            notes = (*notes, _bug_note("could not check the causes on this machine", exc))
+    causes = order_by_status(causes)
+    harmless, log_note, notes = _verdict(pattern, log, notes, causes)
+    first = causes[0] if causes else None
+    fix = first.fix if first is not None and first.fix is not None else fill_fix(pattern.fix_for(variables), variables)
+    return Explanation(
+        id=pattern.id,
+        title=fill(pattern.title, variables),
+        harmless=harmless,
+        meaning=fill(pattern.meaning, variables),
+        cause=first.text if first is not None else "",
+        fix=fix,
+        rule_ids=pattern.rule_ids,
+        sources=pattern.sources,
+        count=occurrence.count,
+        first_line=occurrence.first_line,
+        line_numbers=tuple(occurrence.line_numbers),
+        excerpt=occurrence.excerpt,
+        variables=variables,
+        machine=notes,
+        causes=causes,
+        log_note=log_note,
+        dropped=dropped,
+    )
+
+
+def _bug_note(what: str, exc: Exception) -> Any:
+    return MachineNote(f"envcheck {what} ({type(exc).__name__}: {exc}); this is a bug.")
+
+
+def _machine_notes(occurrence: Occurrence, ctx: Any) -> tuple[Any, ...]:
+    if ctx is None:
+        return ()
+    try:
+        return notes_for(occurrence, ctx)
+    except Exception as exc:  # noqa: BLE001 - one broken specializer must not hide the explanation
+        return (_bug_note("could not add advice for this machine", exc),)
+
+
+def _verdict(
+    pattern: Pattern, log: _Log, notes: tuple[Any, ...], causes: tuple[Cause, ...]
+) -> tuple[bool, str, tuple[Any, ...]]:
+    """(harmless, what the log says about it, the machine's notes) for one message."""
+    harmless = pattern.harmless
+    log_note = ""
+    # Another message must show it: a message never makes itself harmless.
+    evidence = next((title for pattern_id, title in log.no_gpu_evidence if pattern_id != pattern.id), "")
+    if pattern.harmless_without_gpu and not harmless and evidence:
+        harmless = True
+        log_note = (
+            f"This log shows no NVIDIA GPU ({evidence}) and no GPU that TensorFlow found, so this is a "
+            "notice: TensorFlow runs on the CPU. It only needs fixing if this machine has an NVIDIA GPU you "
+            "meant to use."
+        )
+    harmful = next((o for o in log.result.occurrences if o.pattern.id in pattern.harmful_if_seen), None)
+    if harmless and harmful is not None:
+        harmless = False
+        log_note = f"Usually harmless, but this log also shows: {harmful.title} (line {harmful.first_line}), so here it is part of that failure."
+    for note in notes:
+        if note.harmless is not None:
+            harmless = note.harmless
+    if causes and causes[0].status == CONFIRMED and causes[0].id in EXPECTED_WHEN_CONFIRMED and not harmless:
+        # The machine confirms the cause under which the message is expected: nothing to act on.
+        harmless = True
+        notes = (*notes, MachineNote("The cause confirmed here makes this message expected: nothing to fix."))
+    return harmless, log_note, notes
+
+
+def _after_a_crash(explanations: tuple[Explanation, ...], crash: str) -> tuple[Explanation, ...]:
+    """A log that ends in a crash no explained error accounts for: its notices are not harmless
+    there, they are the leads to that crash."""
+    if not crash or any(not e.harmless for e in explanations):
+        return explanations
+    note = (
+        f"Usually harmless, but this log ends in a crash ({crash}) that no other message explains: here this "
+        "notice is a lead to that crash, not a sign that all is well."
+    )
+    return tuple(replace(e, harmless=False, log_note=e.log_note or note) for e in explanations)
 
 
 def rank_causes(pattern: Pattern, variables: dict[str, str], seen: frozenset[str] = frozenset()) -> tuple[Cause, ...]:
@@ -206,6 +254,90 @@ def rank_causes(pattern: Pattern, variables: dict[str, str], seen: frozenset[str
         return 1
 
     return tuple(_fill_cause(c, variables) for c in sorted(applicable, key=rank))
+
+
+def part_causes(variables: dict[str, str]) -> tuple[Cause, ...]:
+    """The cause the message's parts name outright (``parts``): a loader's reason other than
+    "not found", or a Windows error code. It ranks first, before the pattern's own causes."""
+    found = []
+    code = variables.get("windows_code", "")
+    reason = variables.get("dlerror_reason", "")
+    if code in WINDOWS_CAUSES:  # a Windows code says it all, and its checks are Windows ones
+        found.append((WINDOWS_CAUSES[code], "powershell" if code != "193" else "any"))
+    elif reason in REASON_CAUSES:
+        found.append((REASON_CAUSES[reason], "bash"))
+    needed = variables.get("needed_version", "")
+    values = {
+        **variables,
+        "needed_version_family": "C library (glibc)" if needed.startswith("GLIBC_") else "C++ library (libstdc++)",
+    }
+    values.setdefault("library", variables.get("library_file", "the library"))
+    values.setdefault("library_file", variables.get("library", "the library"))
+    return tuple(
+        Cause(
+            id=cause_id,
+            text=fill(text, values),
+            tell=Fix(text=fill(tell, values), commands=(Command(fill(line, values), shell=shell),)),
+        )
+        for (cause_id, text, tell, line), shell in found
+    )
+
+
+# Causes about the driver: a log that shows the driver library and the kernel module at different
+# versions names the cause of any of them (TensorFlow's cuda_diagnostics prints both versions).
+_DRIVER_CAUSES = frozenset({"driver-not-installed", "no-nvidia-gpu", "nvidia-uvm-not-loaded", "container-without-gpu"})
+
+
+def log_causes(pattern: Pattern, variables: dict[str, str]) -> tuple[Cause, ...]:
+    """The cause the rest of the log shows for a driver message (see ``contradictions``)."""
+    user, kernel = variables.get("log_driver", ""), variables.get("log_kernel_driver", "")
+    about_driver = any(r.startswith("EC-DRV") for r in pattern.rule_ids) or any(
+        c.id in _DRIVER_CAUSES for c in pattern.causes
+    )
+    if not (user and kernel and about_driver) or user.split(".")[:2] == kernel.split(".")[:2]:
+        return ()
+    return (
+        Cause(
+            id="driver-upgraded-no-reboot",
+            text=f"The log shows the driver library at {user} and the kernel module at {kernel}: the driver was "
+            "upgraded (or a container brought its own driver libraries) and the running kernel still has the "
+            "old module. Reboot, or unload and reload the nvidia modules.",
+            tell=Fix(
+                text="The two versions differ here:",
+                commands=(Command("cat /proc/driver/nvidia/version; nvidia-smi | head -4", shell="bash"),),
+            ),
+            rule_ids=("EC-DRV-002",),
+        ),
+    )
+
+
+def with_part_causes(causes: tuple[Cause, ...], variables: dict[str, str]) -> tuple[Cause, ...]:
+    """The message's own causes, after the one its parts name (unless the pattern has it: then the
+    pattern's ranking stands)."""
+    own = {c.id for c in causes}
+    extra: dict[str, Cause] = {}
+    for cause in part_causes(variables):
+        if cause.id not in own:
+            extra.setdefault(cause.id, cause)
+    decisive = [c for c in extra.values() if c.id in DECISIVE_PART_CAUSES]
+    # A reason that names the cause outright goes first; one the pattern's own first cause may
+    # explain better (an undefined symbol, WinError 126, which Windows gives for any missing DLL)
+    # comes second.
+    second = [c for c in extra.values() if c not in decisive]
+    return (*decisive, *causes[:1], *second, *causes[1:])
+
+
+DECISIVE_PART_CAUSES = frozenset(
+    {
+        "dependency-missing",
+        "wrong-architecture",
+        "system-library-too-old",
+        "damaged-library-file",
+        "library-not-readable",
+        "executable-stack-refused",
+        "paging-file-too-small",
+    }
+)
 
 
 def order_by_status(causes: tuple[Cause, ...]) -> tuple[Cause, ...]:
@@ -273,8 +405,6 @@ class _MatrixSource:
 
 @lru_cache(maxsize=1)
 def _bundled_matrix() -> Optional["Matrix"]:
-    from envcheck.errors import EnvcheckError
-
     try:
         from envcheck.matrix import load_matrix
 
@@ -290,6 +420,10 @@ def _library_use_names(variables: dict[str, str], matrix: Optional["Matrix"]) ->
 
     library = variables.get("library", "")
     use = matrix.library_use(library) if matrix is not None and library else None
+    if use is not None and use.builds and variables.get("log_tf"):
+        narrowed = _for_the_logs_tensorflow(use, variables["log_tf"])
+        if narrowed:
+            return narrowed
     if use is not None and use.builds:
         cudas = sorted({b.cuda for b in use.distinct_builds() if b.cuda is not None})
         return {
@@ -324,8 +458,46 @@ def _library_use_names(variables: dict[str, str], matrix: Optional["Matrix"]) ->
     }
 
 
+def _for_the_logs_tensorflow(use: Any, tf: str) -> dict[str, str]:
+    """The names for the TensorFlow the log prints, when that release loads the file: the log
+    says which release it is, so the other releases that load the same name are beside the point."""
+    wanted = ".".join(tf.split(".")[:2])
+    builds = [b for b in use.builds if ".".join(str(b.tf).split(".")[:2]) == wanted and b.cuda is not None]
+    if not builds:
+        return {}
+    build = builds[-1]
+    return {
+        "cuda_generation": f"CUDA {build.cuda}",
+        "releases": f"TensorFlow {wanted} and its patch releases (CUDA {build.cuda}, cuDNN {build.cudnn}; this log prints {tf})",
+        "newest_cuda": str(build.cuda),
+        "cuda_folder": f"v{build.cuda}",
+    }
+
+
 LateDeriver = Callable[[dict[str, str], Optional["Matrix"]], dict[str, str]]
-LATE_DERIVERS: dict[str, LateDeriver] = {"library": _library_use_names}
+
+
+def _library_names(variables: dict[str, str], matrix: Optional["Matrix"]) -> dict[str, str]:
+    names = _library_use_names(variables, matrix)
+    names["install_gpu"] = _gpu_install_requirement(variables, matrix)
+    return names
+
+
+def _gpu_install_requirement(variables: dict[str, str], matrix: Optional["Matrix"]) -> str:
+    """The pinned requirement for TensorFlow's GPU build with its CUDA wheels, as doctor, plan and
+    matrix give it: for the release the log prints when the matrix has it, else the newest."""
+    if matrix is None:
+        return "tensorflow[and-cuda]"
+    tf = variables.get("log_tf", "")
+    try:
+        builds = [b for b in matrix.tf_releases("linux") if b.gpu and str(b.tf).startswith(tf)] if tf else []
+        build = builds[-1] if builds else matrix.newest_release("linux", gpu=True)
+        return matrix.pip_requirement(build, "linux") if build is not None else "tensorflow[and-cuda]"
+    except EnvcheckError:
+        return "tensorflow[and-cuda]"
+
+
+LATE_DERIVERS: dict[str, LateDeriver] = {"library": _library_names}
 
 
 def with_status(cause: Cause, status: Optional[str]) -> Cause:

@@ -27,10 +27,25 @@ import codecs
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import IO, Any, Optional
 
 from envcheck.explain.catalogue import Pattern, default_path, fill, parse_catalogue, read_catalogue
+from envcheck.explain.context import read_context
+from envcheck.explain.normalise import (
+    KEY_DELETE,
+    KEY_TABLE,
+    collapse_blanks,
+    decode_entities,
+    is_partial_record,
+    join_partial_records,
+    may_be_cut,
+    normalise_line,
+    search_key,
+    wrapped_lines,
+)
+from envcheck.explain.parts import read_parts
 
 # Control bytes that text never holds (tab, newline, form feed, carriage return, backspace and
 # escape, which progress bars and coloured logs use, are text).
@@ -46,6 +61,9 @@ _COMMON_WORDS = frozenset(
 )
 _CONTROL = bytes(b for b in range(32) if b not in (8, 9, 10, 12, 13, 27)) + b"\x7f"
 
+WRAPS_EVERYWHERE_BYTES = 256 * 1024  # a chunk this small is looked at for wraps on every line
+MAX_CARRIED_LINES = 8  # the last lines of a chunk kept for the next (a cut line, partial records)
+CONTEXT_BYTES = 64 * 1024  # the head and the tail of the input that its context is read from
 MAX_LINE_BYTES = 8192  # every known message fits in far less; longer lines are cut here
 CHUNK_BYTES = 1 << 20
 MAX_GROUPS = 500  # distinct explanations kept from one input; the rest are only counted
@@ -69,10 +87,8 @@ class Catalogue:
         # any of its regexes run.
         # The passes run over lines without their digits (see ``_scan_block``), so they look for
         # the needles without theirs.
-        stripped = [tuple(n.encode("ascii").translate(None, _DIGITS) for n in p.needles) for p in self.patterns]
-        needles = {n for ns in stripped for n in ns} | {
-            a.encode("ascii").translate(None, _DIGITS) for a in self.anchors
-        }
+        stripped = [tuple(search_key(n.encode("ascii")) for n in p.needles) for p in self.patterns]
+        needles = {n for ns in stripped for n in ns} | {search_key(a.encode("ascii")) for a in self.anchors}
         needles.discard(b"")
         anchors = sorted(n for n in needles if not any(o != n and o in n for o in needles))
         by_anchor = []
@@ -81,7 +97,8 @@ class Catalogue:
             if indexes:
                 by_anchor.append((anchor, gate_word(anchor), indexes))
         object.__setattr__(self, "_anchors", tuple(by_anchor))
-        object.__setattr__(self, "_needles", tuple(tuple(n.encode("ascii") for n in p.needles) for p in self.patterns))
+        object.__setattr__(self, "_needles", tuple(tuple(n for n in ns if n) for ns in stripped))
+        object.__setattr__(self, "_fallbacks", frozenset(i for i, p in enumerate(self.patterns) if p.fallback))
 
     @property
     def gates(self) -> dict[str, str]:
@@ -104,13 +121,20 @@ class Catalogue:
         lines_before = 0
         total = 0
         last_block_ended_line = True
+        first = last = b""  # what the log says about itself is read from its first and last chunk
         for block in _blocks(_as_utf8(stream), chunk_bytes, max_line_bytes):
+            if len(first) < CONTEXT_BYTES:
+                first += block[: CONTEXT_BYTES - len(first)]
+            else:
+                last = (last + block)[-CONTEXT_BYTES:]
             total += len(block)
-            self._scan_block(block, lines_before, max_line_bytes, found)
+            # Joining keeps every line's number; the count of lines is the original block's.
+            self._scan_block(decode_entities(join_partial_records(block)), lines_before, max_line_bytes, found)
             lines_before += block.count(b"\n")
             last_block_ended_line = block.endswith(b"\n")
         lines = lines_before + (0 if last_block_ended_line else 1)
-        return ScanResult(found.ordered(), lines=lines, bytes=total, dropped=found.dropped)
+        context = read_context(first.decode("utf-8", "replace"), last.decode("utf-8", "replace"))
+        return ScanResult(found.ordered(), lines=lines, bytes=total, dropped=found.dropped, context=context)
 
     def _scan_block(self, block: bytes, lines_before: int, max_line: int, found: "_Accumulator") -> None:
         # Logs repeat themselves with different numbers (timestamps, steps, progress bars, the
@@ -118,20 +142,61 @@ class Catalogue:
         # passes run once over the distinct groups, and only a group that holds a needle has its
         # lines looked at, each distinct line once, its match counting for every line repeating it.
         lines = block.split(b"\n")
-        keys = block.translate(None, _DIGITS).lower().split(b"\n")  # ASCII only: same lines, same order
+        keys = block.translate(KEY_TABLE, KEY_DELETE).lower().split(b"\n")  # same lines, same order
         if block.endswith(b"\n"):
             lines.pop()
             keys.pop()
+        candidates, joined, collapsed = self._candidates(keys, block, max_line)
+        groups: dict[bytes, list[int]] = {}
+        if candidates:
+            raw: dict[bytes, list[int]] = {}
+            for index, key in enumerate(keys):
+                raw.setdefault(key, []).append(index)
+            for key, folded in collapsed.items():  # the distinct lines: few in a log
+                groups.setdefault(folded, []).extend(raw[key])
+        # A pasted message may be hard-wrapped anywhere; a large log (written by a program, not
+        # wrapped) is looked at only around the lines that hold a needle.
+        around = (
+            None
+            if len(block) <= WRAPS_EVERYWHERE_BYTES
+            else (i for s in candidates for i in groups[joined[s : candidates[s][0]]])
+        )
+        wraps = wrapped_lines(lines, around)
+        watched = {i for index, _ in wraps for i in (index, index + 1)}  # lines whose matches a wrap needs
+        matched: dict[int, set[int]] = {}
+        for start in sorted(candidates):
+            end, indexes = candidates[start]
+            originals: dict[bytes, list[int]] = {}  # each distinct line of the group -> its indexes
+            for index in groups[joined[start:end]]:
+                originals.setdefault(lines[index], []).append(index)
+            for line, where in originals.items():
+                hits = self._match_line(line[:max_line], [lines_before + i + 1 for i in where], indexes, found)
+                for index in watched.intersection(where):
+                    matched[index] = hits
+        for index, text in wraps:
+            # A message cut over two lines: read them joined for what neither holds.
+            known = matched.get(index, set()) | matched.get(index + 1, set())
+            wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in known)
+            if wanted:
+                self._match_line(text[:max_line], [lines_before + index + 1], wanted, found)
+
+    def _candidates(
+        self, keys: list[bytes], block: bytes, max_line: int
+    ) -> tuple[dict[int, tuple[int, tuple[int, ...]]], bytes, dict[bytes, bytes]]:
+        """The groups of lines that hold a pass's string: {start in the joined distinct keys: (end,
+        pattern indexes)}, those joined keys, and each line's key with its blanks collapsed (done
+        on the distinct lines only: a log repeats itself)."""
         distinct = list(dict.fromkeys(keys))
         if (len(block) - len(block.translate(None, _CONTROL))) * 50 > len(block):
             # Binary bytes in the chunk: no message holds control bytes, so only lines of text
             # (at most two stray control bytes) are searched.
             distinct = [key for key in distinct if len(key) - len(key.translate(None, _CONTROL)) <= 2]
-        joined = b"\n".join(distinct)
+        joined = collapse_blanks(b"\n".join(distinct))
+        collapsed = dict(zip(distinct, joined.split(b"\n")))
         # A pass whose gate word the text lacks cannot find its string: skip it. Collecting the
         # words costs about one pass, and unlike ordinary words the gates are rare.
         words = set(joined.translate(_WORD_BREAKS).split())
-        candidates: dict[int, tuple[int, tuple[int, ...]]] = {}  # group start -> (end, pattern indexes)
+        candidates: dict[int, tuple[int, tuple[int, ...]]] = {}
         for anchor, gate, indexes in self._anchors:  # type: ignore[attr-defined]
             if gate and gate not in words:
                 continue
@@ -145,34 +210,42 @@ class Catalogue:
                     entry = candidates.get(start)
                     candidates[start] = (end, indexes if entry is None else tuple(sorted({*entry[1], *indexes})))
                 position = joined.find(anchor, end + 1)
-        if not candidates:
-            return
-        groups: dict[bytes, list[int]] = {}
-        for index, key in enumerate(keys):
-            groups.setdefault(key, []).append(index)
+        return candidates, joined, collapsed
+
+    def _patterns_in(self, key: bytes) -> list[int]:
+        """The patterns a pass finds in one line's search key."""
+        found: set[int] = set()
+        for anchor, _, indexes in self._anchors:  # type: ignore[attr-defined]
+            if anchor in key:
+                found.update(indexes)
+        return sorted(found)
+
+    def _match_line(self, head: bytes, numbers: list[int], indexes: tuple[int, ...], found: "_Accumulator") -> set[int]:
+        """Run the regexes of the patterns whose needles the line holds on its normal form; the
+        indexes of the patterns that matched."""
+        key = search_key(head)
         own_needles = self._needles  # type: ignore[attr-defined]
-        for start in sorted(candidates):
-            end, indexes = candidates[start]
-            originals: dict[bytes, list[int]] = {}  # each distinct line of the group -> its line numbers
-            for index in groups[joined[start:end]]:
-                originals.setdefault(lines[index], []).append(lines_before + index + 1)
-            for line, numbers in originals.items():
-                head = line[:max_line]
-                lowered_line = head.lower()
-                text = None
-                for index in indexes:
-                    if not any(n in lowered_line for n in own_needles[index]):
-                        continue
-                    pattern = self.patterns[index]
-                    for regex in pattern.regexes:
-                        if not regex.may_match(lowered_line):
-                            continue
-                        if text is None:
-                            text = head.decode("utf-8", "replace").rstrip("\r").lstrip("\ufeff")
-                        hit = regex.compiled.search(text)
-                        if hit:
-                            found.add(pattern, hit, numbers, text)
-                            break
+        text = lowered = None
+        hits: set[int] = set()
+        fallbacks = self._fallbacks  # type: ignore[attr-defined]
+        # Fallbacks (a status of the CUDA stack named anywhere) last, and only if nothing else matched.
+        for index in sorted(indexes, key=lambda i: i in fallbacks):
+            if index in fallbacks and hits:
+                break
+            if not any(n in key for n in own_needles[index]):
+                continue
+            if text is None:
+                text = normalise_line(head.decode("utf-8", "replace").rstrip("\r"))
+                lowered = text.encode("utf-8", "replace").lower()
+            pattern = self.patterns[index]
+            for regex in pattern.regexes:
+                if not regex.may_match(lowered):
+                    continue
+                # A deriver may refuse a capture (a success status): then the next one counts.
+                if any(found.add(pattern, hit, numbers, text) for hit in islice(regex.compiled.finditer(text), 4)):
+                    hits.add(index)
+                    break
+        return hits
 
 
 def gate_word(needle: bytes) -> bytes:
@@ -209,6 +282,7 @@ class ScanResult:
     lines: int = 0
     bytes: int = 0
     dropped: int = 0  # matches beyond MAX_GROUPS distinct explanations
+    context: dict[str, str] = field(default_factory=dict)  # what the whole input shows (``context``)
 
     @property
     def ids(self) -> list[str]:
@@ -221,20 +295,25 @@ class _Accumulator:
         self._by_groups: dict[tuple[Any, ...], Occurrence] = {}  # the same capture seen before
         self.dropped = 0
 
-    def add(self, pattern: Pattern, hit: re.Match[str], line_numbers: list[int], text: str) -> None:
-        """One matched line, seen at ``line_numbers`` (ascending)."""
+    def add(self, pattern: Pattern, hit: re.Match[str], line_numbers: list[int], text: str) -> bool:
+        """One matched line, seen at ``line_numbers`` (ascending); False when the pattern's
+        deriver refuses the capture (the line is then not this pattern's message)."""
         line_number = line_numbers[0]
         seen = (pattern.id, hit.re, hit.groups())
         occurrence = self._by_groups.get(seen)
         if occurrence is None:
             variables = pattern.variables(hit)
+            if variables is None:
+                return False
+            for name, value in read_parts(text, variables.get("library", "")).items():
+                variables.setdefault(name, value)
             title = fill(pattern.title, variables)
             key = (pattern.id, title)
             occurrence = self._by_key.get(key)
             if occurrence is None:
                 if len(self._by_key) >= MAX_GROUPS:
                     self.dropped += 1
-                    return
+                    return True
                 occurrence = Occurrence(pattern, variables, title, line_number, excerpt(text, hit))
                 self._by_key[key] = occurrence
             if len(self._by_groups) < 4 * MAX_GROUPS:
@@ -245,10 +324,14 @@ class _Accumulator:
             occurrence.line_numbers[:] = sorted({*occurrence.line_numbers, *line_numbers[:MAX_LINE_NUMBERS]})[
                 :MAX_LINE_NUMBERS
             ]
+        return True
 
     def ordered(self) -> tuple[Occurrence, ...]:
-        # Errors before harmless notices, each in the order they first appeared.
-        return tuple(sorted(self._by_key.values(), key=lambda o: (o.pattern.harmless, o.first_line)))
+        # Errors before harmless notices, each in the order they first appeared; a message that a
+        # more specific one in the same input explains (``covered_by``) is left out.
+        present = {o.pattern.id for o in self._by_key.values()}
+        kept = [o for o in self._by_key.values() if not present.intersection(o.pattern.covered_by)]
+        return tuple(sorted(kept, key=lambda o: (o.pattern.harmless, o.first_line)))
 
 
 def excerpt(text: str, hit: re.Match[str]) -> str:
@@ -269,6 +352,51 @@ def excerpt(text: str, hit: re.Match[str]) -> str:
 
 
 def _blocks(stream: IO[bytes], chunk_bytes: int, max_line: int) -> Iterator[bytes]:
+    """``_line_blocks``, where a block's last line that may be cut (``may_be_cut``) moves to the
+    next block, so that every pair of lines a wrap joins is in one block whatever the chunk size;
+    each line is still in exactly one block."""
+    carry = b""
+    for block in _whole_blocks(stream, chunk_bytes, max_line):
+        data = carry + block if carry else block
+        carry = b""
+        if data.endswith(b"\n"):
+            data, carry = _last_lines_that_go_on(data, max_line)
+        if data:
+            yield data
+    if carry:
+        yield carry
+
+
+def _last_lines_that_go_on(data: bytes, max_line: int) -> tuple[bytes, bytes]:
+    """(``data`` less its last line when that may be cut, or is a container runtime's partial
+    record, with the partial records before it; the lines taken off)."""
+    cut = len(data)
+    for _ in range(MAX_CARRIED_LINES):
+        start = data.rfind(b"\n", 0, cut - 1) + 1
+        line = data[start : cut - 1]
+        if not (is_partial_record(line) or (cut == len(data) and may_be_cut(line))):
+            break
+        cut = start
+        if start == 0:
+            break
+    return data[:cut], data[cut:]
+
+
+def _whole_blocks(stream: IO[bytes], chunk_bytes: int, max_line: int) -> Iterator[bytes]:
+    """``_line_blocks``, with an unfinished last line kept with the block before it (so a message
+    pasted without a final newline and wrapped before its end is read like any other)."""
+    previous = None
+    for block in _line_blocks(stream, chunk_bytes, max_line):
+        if previous is not None and not block.endswith(b"\n") and len(block) <= max_line:
+            block, previous = previous + block, None
+        if previous is not None:
+            yield previous
+        previous = block
+    if previous is not None:
+        yield previous
+
+
+def _line_blocks(stream: IO[bytes], chunk_bytes: int, max_line: int) -> Iterator[bytes]:
     """Runs of whole lines. A line longer than ``max_line`` ends there: its head is kept as a line
     and the rest is skipped up to the next newline, so a single giant line costs no memory."""
     carry = b""

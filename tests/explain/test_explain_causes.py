@@ -383,6 +383,10 @@ def test_the_same_cause_id_means_the_same_kind_of_cause_everywhere():
 
 def test_almost_every_pass_has_a_gate_word_and_needles_are_lower_case():
     # a pass without a gate word runs over every chunk: keep them few (long strings only)
+    # (a library's identifier prefix such as "cudaerror" or "nccl" has no inner word: a handful of
+    # those costs one substring pass each, measured in benchmarks/explain_large.py)
     ungated = [needle for needle, gate in CATALOGUE.gates.items() if not gate]
-    assert len(ungated) <= 8 and all(len(n) >= 16 for n in ungated), ungated
+    assert len(ungated) <= 10 and all(
+        len(n) >= 16 or n.startswith(("cu", "nccl", "nvml", "loadlib")) for n in ungated
+    ), ungated
     assert all(n == n.lower() for p in PATTERNS for n in p.needles)

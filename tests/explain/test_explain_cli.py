@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from envcheck.explain import load_patterns
+from envcheck.explain import explain, load_patterns
 from envcheck.facts import (
     OK,
     Distribution,
@@ -25,6 +25,8 @@ from envcheck.facts import (
     to_dict,
 )
 from tests.conftest import FIXTURES, run_envcheck
+
+CATALOGUE = load_patterns()
 
 LOGS = FIXTURES / "logs"
 SETUP_POST = (
@@ -73,7 +75,7 @@ def test_setup_post_message_with_its_machine_snapshot(cli, tmp_path):
     assert "error · EC-LIB-001 · line 1" in out
     assert "envcheck doctor (EC-LIB-001): cudart64_100.dll (CUDA 10.0 runtime) is missing" in " ".join(out.split())
     assert "https://developer.nvidia.com/cuda-10.0-download-archive" in out
-    assert "$ where.exe cudart64_100.dll" in out
+    assert "\n      where.exe cudart64_100.dll\n" in out  # a command pastes as printed: no prompt before it
     assert "(bash)" not in out and "export " not in out  # a Windows machine gets its own shell's commands
     assert "the snapshot" in out
 
@@ -153,7 +155,7 @@ def test_empty_file_exits_1(cli, tmp_path):
     empty.write_bytes(b"")
     result = cli("explain", "--no-probe", "--file", str(empty))
     assert result.code == 1
-    assert "is empty; there is nothing to explain" in result.out
+    assert "is empty; there is nothing to explain" in " ".join(result.out.split())  # wrapped to the width
 
 
 def test_empty_argument_exits_1(cli):
@@ -347,3 +349,34 @@ def test_list_as_json_and_list_with_text_is_a_usage_error(cli):
     )
     result = cli("explain", "--list", "Illegal instruction")
     assert result.code == 2 and "--list" in result.err
+
+
+def test_explain_text_fits_the_terminal_and_its_commands_paste_as_printed(cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    message = (
+        "Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file"
+    )
+    result = cli("explain", "--no-probe", message)
+    fixes = [
+        f
+        for e in explain(CATALOGUE.scan_text(message))
+        for f in (e.fix, *(x for c in e.causes for x in (c.tell, c.fix)))
+    ]
+    commands = {c.line for f in fixes if f is not None for c in f.commands}
+    for line in result.out.splitlines():
+        if line.strip() in commands:
+            assert not line.strip().startswith("$"), line  # a command is never preceded by a prompt
+            continue  # and is never cut, whatever its length
+        assert len(line) <= 60 or " " not in line.strip(), line  # prose wraps; a URL or a path stays whole
+    assert any(line.strip() in commands for line in result.out.splitlines())
+
+
+def test_a_confirmed_cause_that_makes_the_message_expected_makes_it_harmless(cli, tmp_path):
+    # the header must not say "1 to act on" and then a confirmed cause "the message is then expected"
+    from envcheck.facts import load_facts
+
+    snapshot = FIXTURES / "facts" / "this_machine.json"
+    assert load_facts(str(snapshot)).pci.status in ("ok", "missing")
+    result = cli("explain", "--facts", str(snapshot), "Could not load dynamic library 'libcudart.so.11.0'; dlerror: x")
+    flat = " ".join(result.out.split())
+    assert "(0 to act on, 1 harmless)" in flat and "confirmed on this machine" in flat

@@ -155,11 +155,44 @@ def test_literal_braces_are_written_doubled(tmp_path):
         ("(?:a{1,3}){1,3}", "nested"),
         ("(?:x|(?:a{1,3}b){2,4})", "nested"),
         ("(?=(?:a{1,2}){1,2})", "nested"),
+        # the work a regex can do, not just each repeat (issue: four of these ran for minutes)
+        (r"\w{0,1000}\w{0,1000}\w{0,1000}\w{0,1000}x", "multiply"),
+        (r"\w{0,100}\w{0,100}x", "multiply"),
+        (r"[a-z]{0,100}-{0,100}x", None),  # disjoint: no character can go to either
+        (r"\w{0,300}:\w{0,300}", None),  # a colon \w cannot match ends the run
+        (r"\w{0,300}a\w{0,300}", "multiply"),  # an 'a' both can match does not
+        (r"[^']{0,300}'[^']{0,300}", None),
+        ("(?:a|ab){0,100}", "alternation"),
+        ("(?:a|b){0,100}", None),
+        ("(" * 40 + "a" + ")" * 40, "nested 40 deep"),
     ],
 )
 def test_repeat_problem(regex, problem):
     found = repeat_problem(regex)
     assert (found is None) if problem is None else (problem in found)
+
+
+@pytest.mark.parametrize(
+    "regex",
+    [r"\\w{0,1000}\\w{0,1000}\\w{0,1000}\\w{0,1000}x", "(" * 400 + "a" + ")" * 400],
+    ids=["work", "nesting"],
+)
+def test_a_patterns_file_whose_regex_could_run_for_long_is_one_line_exit_2(cli, tmp_path, regex):
+    bad = tmp_path / "slow.yaml"
+    bad.write_text(
+        "schema_version: 1\npatterns:\n  - id: x\n    title: t\n    harmless: false\n"
+        f'    needles: ["a"]\n    regex: ["{regex}"]\n'
+    )
+    result = cli("explain", "--patterns", str(bad), "--no-probe", "a" * 3000)
+    assert result.code == 2 and result.err.count("\n") == 1 and "Traceback" not in result.err, result.err
+    assert "multiply" in result.err or "nested 400 deep" in result.err
+
+
+def test_a_patterns_file_nested_400_deep_is_one_line_exit_2(cli, tmp_path):
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("schema_version: 1\npatterns:\n  - id: x\n    title: " + "[" * 400 + "]" * 400 + "\n")
+    result = cli("explain", "--patterns", str(deep), "--no-probe", "anything")
+    assert result.code == 2 and "nested deeper than" in result.err and result.err.count("\n") == 1
 
 
 def test_bad_patterns_file_on_the_command_line_is_exit_2(cli, tmp_path):

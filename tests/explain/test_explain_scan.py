@@ -257,7 +257,8 @@ def test_excerpt_starts_where_the_message_starts():
         "Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file"
     )
     (occurrence,) = CATALOGUE.scan_text(line).occurrences
-    assert occurrence.excerpt.startswith("…Could not load dynamic library 'libcudnn.so.8'")
+    # the log prefix (time, level, source file) is not part of the message
+    assert occurrence.excerpt.startswith("Could not load dynamic library 'libcudnn.so.8'")
     long_line = CUDART_100 + " " + "x" * 1000
     (occurrence,) = CATALOGUE.scan_text(long_line).occurrences
     assert occurrence.excerpt.startswith("ImportError: Could not find") and occurrence.excerpt.endswith("x…")
@@ -268,26 +269,36 @@ def test_excerpt_starts_where_the_message_starts():
 
 
 def reference_scan(data: bytes, max_line: int = MAX_LINE_BYTES):
-    """The plain scanner the shortcuts must agree with: every line, every pattern, in order."""
+    """The plain scanner the shortcuts must agree with: every line in its normal form, every
+    pattern, in order (fallbacks only where nothing else matched; covered messages left out)."""
+    from envcheck.explain.catalogue import fill
+    from envcheck.explain.normalise import normalise_line, search_key
+
     found = {}
     lines = data.split(b"\n")
     if data.endswith(b"\n"):
         lines.pop()
     for number, raw in enumerate(lines, start=1):
         head = raw[:max_line]
-        lowered = head.lower()
-        text = head.decode("utf-8", "replace").rstrip("\r").lstrip("\ufeff")
-        for pattern in CATALOGUE.patterns:
-            if not any(n.encode() in lowered for n in pattern.needles):
+        key = search_key(head)
+        text = normalise_line(head.decode("utf-8", "replace").rstrip("\r"))
+        matched = False
+        for pattern in sorted(CATALOGUE.patterns, key=lambda p: p.fallback):
+            if (pattern.fallback and matched) or not any(search_key(n.encode()) in key for n in pattern.needles):
                 continue
-            hit = pattern.match(text)
-            if hit:
-                from envcheck.explain.catalogue import fill
-
-                key = (pattern.id, fill(pattern.title, pattern.variables(hit)))
-                entry = found.setdefault(key, [0, []])
-                entry[0] += 1
-                entry[1].append(number)
+            for regex in pattern.regexes:
+                variables = next(
+                    (v for v in (pattern.variables(h) for h in regex.compiled.finditer(text)) if v is not None), None
+                )
+                if variables is not None:
+                    entry = found.setdefault((pattern.id, fill(pattern.title, variables)), [0, []])
+                    entry[0] += 1
+                    entry[1].append(number)
+                    matched = True
+                    break
+    present = {pattern_id for pattern_id, _ in found}
+    covered = {p.id for p in CATALOGUE.patterns if present.intersection(p.covered_by)}
+    found = {k: v for k, v in found.items() if k[0] not in covered}
     return {key: (count, numbers[:5]) for key, (count, numbers) in found.items()}
 
 

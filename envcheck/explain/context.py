@@ -1,0 +1,159 @@
+"""The whole input as context for each message in it: the versions a log prints anywhere
+(TensorFlow, CUDA, cuDNN, the user-space driver and the kernel module, Python), the platform its
+paths, shells and prompts show, whether it shows an NVIDIA GPU, and whether it ends in a crash.
+
+Read from the first and the last chunk of the input (versions are printed at start-up, a crash
+comes last), so a 100 MB log costs the same as a short one. The facts become variables every
+explanation of the input carries (``log_tf``, ``log_driver``, ``log_os`` ...): patterns' conditions
+test them, ``contradictions`` drops a cause a version rules out, and the report shows the commands
+for the platform the log comes from.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+_VERSION = r"(\d{1,4}(?:\.\d{1,4}){1,3})"
+# (variable, regex whose group 1 is the value); the last match in the text wins for versions.
+_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(regex, re.I | re.M))
+    for name, regex in (
+        ("log_tf", r"\bTensorFlow(?:-gpu|-cpu)?(?: version)?[: =]{1,3}v?" + _VERSION + r"\b"),
+        ("log_tf", r"\btensorflow(?:-gpu|-cpu|-macos|\[and-cuda\])?==" + _VERSION),
+        ("log_tf", r"Successfully installed [^\n]{0,400}?\btensorflow(?:-gpu|-cpu)?-" + _VERSION),
+        ("log_tf", r"\btf\.__version__[^\n]{0,20}?['\"]?" + _VERSION),
+        ("log_cuda", r"Cuda compilation tools, release (\d{1,2}\.\d{1,2})"),
+        ("log_cuda", r"\bCUDA (?:runtime |toolkit )?version[: =]{1,3}(\d{1,2}\.\d{1,2})\b(?! {0,3}\|)"),
+        ("log_cuda", r"cuda_version['\"]?[: =]{1,3}['\"]?(\d{1,2}\.\d{1,2})"),
+        ("log_driver_cuda", r"\bCUDA Version: (\d{1,2}\.\d{1,2})"),  # nvidia-smi: the newest CUDA the driver takes
+        ("log_cudnn", r"\bcuDNN(?: library)?(?: version)?[: =]{1,3}(\d{1,2}(?:\.\d{1,2}){0,2})\b"),
+        ("log_cudnn", r"cudnn_version['\"]?[: =]{1,3}['\"]?(\d{1,2}(?:\.\d{1,2}){0,2})"),
+        ("log_driver", r"\bDriver Version: (\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)"),
+        ("log_driver", r"(?:libcuda reported version is|DSO loaded version)[: ]{1,3}(\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)"),
+        ("log_kernel_driver", r"kernel reported version is[: ]{1,3}(\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)"),
+        (
+            "log_kernel_driver",
+            r"NVRM version: NVIDIA [^\n]{0,60}?Kernel Module(?: for \w{1,10})? {1,3}(\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)",
+        ),
+        ("log_python", r"\bPython (3\.\d{1,2})(?:\.\d{1,2})?\b"),
+        ("log_python", r"[/\\]python(3\.\d{1,2})[/\\](?:site|dist)-packages"),
+        ("log_python", r"\bcp3(\d{1,2})-cp3\d{1,2}"),
+    )
+)
+# Words every match of a fact's regexes holds (lower case): checked before the regexes run.
+_HINTS = {
+    "log_tf": ("tensorflow", "tf.__version__"),
+    "log_cuda": ("cuda", "cuda_version"),
+    "log_driver_cuda": ("cuda version:",),
+    "log_cudnn": ("cudnn",),
+    "log_driver": ("driver version:", "reported version", "dso loaded version"),
+    "log_kernel_driver": ("kernel reported version", "nvrm version"),
+    "log_python": ("python", "cp3"),
+}
+_PLATFORMS = (
+    ("wsl", re.compile(r"/usr/lib/wsl/lib|microsoft-standard-WSL|\bWSL2?\b|/mnt/[c-z]/", re.I)),
+    (
+        "windows",
+        re.compile(
+            r"\b[A-Z]:\\(?:Users|Program Files|Python|ProgramData|Windows|tools|envs|Anaconda|Miniconda)|^PS [A-Z]:\\|\.dll\b|\\site-packages\\|%PATH%|\bpowershell\b|\bwinget\b",
+            re.I | re.M,
+        ),
+    ),
+    (
+        "macos",
+        re.compile(
+            r"/Users/\w|/opt/homebrew|\bdarwin\b|\bmacOS\b|\bmacosx_\d|\.dylib\b|^zsh: |\bApple (?:M\d|silicon)|arm64e?\b.{0,40}Mach-O|tensorflow-metal",
+            re.I | re.M,
+        ),
+    ),
+    (
+        "linux",
+        re.compile(
+            r"/usr/lib/x86_64-linux-gnu|/home/\w|\.so(?:\.\d{1,4}){0,3}\b|/proc/|\bUbuntu\b|\bDebian\b|\bCentOS\b|\bmanylinux",
+            re.I,
+        ),
+    ),
+)
+_CRASH = re.compile(
+    r"(Segmentation fault|core dumped|\bAborted\b|Fatal Python error|\bSIGSEGV\b|\bSIGABRT\b|\bSIGILL\b|"
+    r"Illegal instruction|illegal hardware instruction|exit code 13[2-9]|\bKilled\b|Check failed:)"
+)
+_GPU_SEEN = re.compile(
+    r"Found device \d{1,2} with properties|Created (?:TensorFlow )?device [^\n]{0,200}?name: (?!METAL)|"
+    r"^\|\s{0,3}\d{1,2}\s{1,3}(?:NVIDIA|Tesla|GeForce|Quadro|RTX|TITAN|A100|H100)|"
+    r"physical_device:GPU:\d|Adding visible gpu devices: \d",
+    re.M,
+)
+_CRASH_WINDOW = 16 * 1024
+_CRASH_HINTS = (
+    "segmentation",
+    "core dumped",
+    "aborted",
+    "fatal python",
+    "sig",
+    "illegal",
+    "exit code",
+    "killed",
+    "check failed",
+)
+CONTEXT_NAMES = (
+    "log_tf", "log_cuda", "log_driver_cuda", "log_cudnn", "log_driver", "log_kernel_driver", "log_python",
+    "log_os", "log_crash", "log_gpu",
+)  # fmt: skip
+
+
+def read_context(head: str, tail: str = "") -> dict[str, str]:
+    """The context facts of an input whose first chunk is ``head`` and last ``tail`` ("" when the
+    input was one chunk); only the facts the text shows."""
+    text = head if not tail else head + "\n" + tail
+    lowered = text.lower()
+    facts: dict[str, str] = {}
+    for name, regex in _FACTS:
+        if not any(hint in lowered for hint in _HINTS[name]):
+            continue  # a log that lacks the words costs no regex pass
+        found = [m.group(1) for m in regex.finditer(text)]
+        if found:
+            facts[name] = found[-1]
+    if "log_python" in facts and facts["log_python"].isdigit():
+        facts["log_python"] = f"3.{facts['log_python']}"  # from a wheel tag: cp310
+    platform = platform_of(text)
+    if platform:
+        facts["log_os"] = platform
+    end = (tail or head)[-_CRASH_WINDOW:]  # a crash is what a log ends with
+    crash = _last(_CRASH, end) if any(h in end.lower() for h in _CRASH_HINTS) else ""
+    if crash:
+        facts["log_crash"] = crash
+    if any(h in lowered for h in ("found device", "created", "nvidia", "tesla", "gpu:")) and _GPU_SEEN.search(text):
+        facts["log_gpu"] = "yes"
+    return facts
+
+
+def platform_of(text: str) -> Optional[str]:
+    """The OS the text comes from, by its paths, shells and prompts: the first of WSL, Windows,
+    macOS and Linux that shows (WSL before Linux: a WSL log holds Linux paths too)."""
+    lowered = text.lower()
+    for name, regex in _PLATFORMS:
+        if any(hint in lowered for hint in _PLATFORM_HINTS[name]) and regex.search(text):
+            return name
+    return None
+
+
+_PLATFORM_HINTS = {
+    "wsl": ("/usr/lib/wsl", "wsl", "/mnt/"),
+    "windows": (":\\", ".dll", "%path%", "powershell", "winget", "ps "),
+    "macos": ("/users/", "homebrew", "darwin", "macos", ".dylib", "zsh: ", "apple", "mach-o", "metal"),
+    "linux": ("/usr/lib/", "/home/", ".so", "/proc/", "ubuntu", "debian", "centos", "manylinux"),
+}
+
+
+def _last(regex: re.Pattern[str], text: str) -> str:
+    found = None
+    for found in regex.finditer(text):  # noqa: B007 - the last one is wanted
+        pass
+    return found.group(1) if found else ""
+
+
+def shell_for(log_os: Optional[str]) -> Optional[str]:
+    """The shell whose commands a log from ``log_os`` gets (None: show every shell, labelled)."""
+    return {"windows": "powershell", "linux": "bash", "wsl": "bash", "macos": "bash"}.get(log_os or "")

@@ -1,0 +1,102 @@
+"""Causes that what the rest of the input shows rules out or points at (``context``).
+
+A message's causes are ranked from the message; the log around it may know better. Each rule
+reads the context variables (``log_*``) and either drops a cause, with the reason (a cause the
+log contradicts is not listed), or moves it first. Rules only use facts the log states: where it
+says nothing, the causes stay as the message ranked them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Optional
+
+from envcheck.explain.catalogue import cudnn_version_text
+
+
+def _major_minor(version: str) -> tuple[int, ...]:
+    parts = [int(p) for p in version.split(".")[:2] if p.isdigit()]
+    return tuple(parts)
+
+
+def _driver_split(variables: dict[str, str]) -> Optional[bool]:
+    """True when the log shows the driver library and the kernel module at different versions,
+    False when at the same one, None when it does not show both."""
+    user, kernel = variables.get("log_driver", ""), variables.get("log_kernel_driver", "")
+    if not user or not kernel:
+        return None
+    return user.split(".")[:2] != kernel.split(".")[:2]
+
+
+def _no_gpu(variables: dict[str, str]) -> Optional[str]:
+    if variables.get("log_gpu") == "yes":
+        return "the log shows an NVIDIA GPU in use (TensorFlow created a GPU device, or nvidia-smi lists one)"
+    return None
+
+
+def _no_reboot(variables: dict[str, str]) -> Optional[str]:
+    if _driver_split(variables) is False:
+        return f"the log shows the driver library and the kernel module at the same version ({variables['log_driver']})"
+    return None
+
+
+def _no_driver(variables: dict[str, str]) -> Optional[str]:
+    if variables.get("log_driver") and variables.get("log_gpu") == "yes":
+        return f"the log shows driver {variables['log_driver']} answering"
+    return None
+
+
+def _tf1_api(variables: dict[str, str]) -> Optional[str]:
+    if variables.get("log_tf", "").startswith("1."):
+        return f"the log shows TensorFlow {variables['log_tf']}, a 1.x release"
+    return None
+
+
+def _keras3(variables: dict[str, str]) -> Optional[str]:
+    tf = _major_minor(variables.get("log_tf", ""))
+    if tf and tf < (2, 16):
+        return f"the log shows TensorFlow {variables['log_tf']}, which comes with Keras 2 (Keras 3 came with 2.16)"
+    return None
+
+
+def _cudnn_too_old(variables: dict[str, str]) -> Optional[str]:
+    loaded, compiled = (
+        cudnn_version_text(variables.get("loaded", ""))[0],
+        cudnn_version_text(variables.get("compiled", ""))[0],
+    )
+    if loaded and compiled and loaded >= compiled:
+        return f"the loaded cuDNN ({variables['loaded']}) is not older than the one TensorFlow was built with"
+    return None
+
+
+# cause id -> the rule that rules it out (the reason, or None)
+RULED_OUT_BY_LOG: dict[str, Callable[[dict[str, str]], Optional[str]]] = {
+    "no-nvidia-gpu": _no_gpu,
+    "driver-upgraded-no-reboot": _no_reboot,
+    "driver-not-installed": _no_driver,
+    "tf1-api-in-tf2": _tf1_api,
+    "keras3-with-tf-keras-code": _keras3,
+    "cudnn-too-old": _cudnn_too_old,
+}
+# cause id -> the rule that says the log points at it
+POINTED_AT_BY_LOG: dict[str, Callable[[dict[str, str]], bool]] = {
+    "driver-upgraded-no-reboot": lambda v: _driver_split(v) is True,
+}
+
+
+def weigh(causes: tuple, variables: dict[str, str]) -> tuple[tuple, tuple[tuple[str, str], ...]]:
+    """(the causes the log does not rule out, those it points at first; the ones dropped, each as
+    (cause id, why)). The last cause is never dropped: a message keeps an explanation."""
+    dropped = []
+    kept = []
+    for cause in causes:
+        rule = RULED_OUT_BY_LOG.get(cause.id)
+        why = rule(variables) if rule is not None else None
+        if why:
+            dropped.append((cause.id, why))
+        else:
+            kept.append(cause)
+    if not kept:
+        return causes, ()
+    first = [c for c in kept if POINTED_AT_BY_LOG.get(c.id, lambda v: False)(variables)]
+    return (*first, *(c for c in kept if c not in first)), tuple(dropped)

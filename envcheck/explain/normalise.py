@@ -1,0 +1,283 @@
+"""One normal form for pasted text, so that a pattern is written once and matches every way a
+message reaches a user: copied from a terminal, a web page, an e-mail, a CI log, a notebook.
+
+What changes nothing but defeats a literal match, and what is done about it:
+
+- typographic quotes, dashes and spaces (’ “ ” – — NBSP, zero-width) become ASCII;
+- HTML entities from a web page (``&#39;``, ``&quot;``, ``&amp;``) are decoded;
+- colour escapes (``ESC[31m``) are dropped; runs of blanks become one space; a space before a
+  colon, semicolon or comma goes (``handle : CUDNN`` reads ``handle: CUDNN``), and so does one
+  between a word and an index (``shape [2]`` reads ``shape[2]``);
+- the prefixes logging systems put before a message are stripped: timestamps, glog's
+  ``E0000 00:00:1796056754.682237 7566 cuda_platform.cc:52]``, TensorFlow 1.x/2.x's
+  ``W tensorflow/.../dso_loader.cc:64]``, Kubernetes' container-runtime ``... stderr F``, a
+  ``kubectl --prefix`` pod, docker compose's ``service | ``, Airflow's ``[time] {file.py:12} INFO -``,
+  the kernel's ``[ 12.345678]`` and syslog's ``host kernel:``, a Markdown quote ``> ``;
+- a line hard-wrapped in the middle of a message (an e-mail, a forum, a narrow terminal, a
+  container runtime's partial lines) is joined to the line it was cut from.
+
+Two levels, so that a 100 MB log stays fast: ``search_key`` folds a whole block of bytes with
+byte-level passes (the scanner's needle search runs on it, so a needle is found whatever the
+spacing, quoting or dashes), and ``normalise_line`` turns the few candidate lines into the exact
+normal form the regexes are written against. A line that looks cut (``wrapped_lines``) is also
+read joined with the next, for the messages neither line holds alone; a container runtime's
+partial records are joined outright, the newline they lose moving after the joined line, so every
+line keeps its number.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable
+from typing import Optional
+
+# --- line level: the normal form regexes are written against ------------------------------------
+
+_FOLD = str.maketrans(
+    {
+        "\u2018": "'",  # ‘
+        "\u2019": "'",  # ’
+        "\u201a": "'",  # ‚
+        "\u201b": "'",  # ‛
+        "\u2032": "'",  # ′
+        "\u00b4": "'",  # ´
+        "\u201c": '"',  # “
+        "\u201d": '"',  # ”
+        "\u201e": '"',  # „
+        "\u2033": '"',  # ″
+        "\u00ab": '"',  # «
+        "\u00bb": '"',  # »
+        "\u2010": "-",  # hyphen
+        "\u2011": "-",  # non-breaking hyphen
+        "\u2012": "-",  # figure dash
+        "\u2013": "-",  # en dash
+        "\u2014": "-",  # em dash
+        "\u2212": "-",  # minus sign
+        "\u2026": "...",  # …
+        "\u00a0": " ",  # no-break space
+        "\u2007": " ",
+        "\u2009": " ",  # thin space
+        "\u202f": " ",  # narrow no-break space
+        "\u3000": " ",  # ideographic space
+        "\t": " ",
+        "\u200b": None,  # zero-width space
+        "\u200c": None,
+        "\u200d": None,
+        "\u2060": None,
+        "\ufeff": None,  # byte-order mark, or a zero-width no-break space pasted from a page
+    }
+)
+_ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z]{2,8});")
+_ANSI = re.compile(r"\x1b\[[0-9;?]{0,24}[ -/]{0,3}[@-~]|\x1b[@-Z\\-_]")
+_BLANKS = re.compile(r" {2,}")
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"(?<=\S) (?=[:;,](?: |$))")
+_SPACE_BEFORE_INDEX = re.compile(r"(?<=[A-Za-z_]) \[(?=\d)")
+
+# Log prefixes, each anchored at the start of the line and bounded, tried in a loop (a timestamp
+# often stands before a glog prefix). Comments name the system that writes each.
+_PREFIXES = re.compile(
+    "|".join(
+        (
+            r"> {0,3}",  # a Markdown or e-mail quote
+            r"\[pod/[^\]\s]{1,200}\] ",  # kubectl logs --prefix
+            # the container runtime's log file (CRI): time, stream, F(ull) or P(artial) line
+            r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}) (?:stdout|stderr) [FP] ",
+            # Airflow: [2023-01-01, 12:00:00 UTC] {subprocess.py:92} INFO -
+            r"\[\d{4}-\d{2}-\d{2}[^\]]{0,40}\] \{[\w.-]{1,80}:\d{1,6}\} [A-Z]{3,8} - ",
+            # glog / absl (TensorFlow 2.12+, XLA): E0000 00:00:1796056754.682237 7566 cuda_platform.cc:52]
+            r"[IWEF]\d{4} [\d:.]{8,24} {1,12}\d{1,10} [\w./+-]{1,200}:\d{1,6}\] ",
+            # TensorFlow 1.x-2.11 after the time: W tensorflow/stream_executor/.../dso_loader.cc:64]
+            r"[IWEF] [\w./\\:+-]{1,200}\.(?:cc|cpp|h|py):\d{1,6}\] ",
+            # a time stamp: 2021-04-09 19:52:41.024315: , 2024-05-02T10:11:12Z , [2023-01-01 12:00:00]
+            r"\[?\d{4}[-/]\d{2}[-/]\d{2}[ T,]{1,2}\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?: ?(?:Z|UTC|[+-]\d{2}:?\d{2}))?\]?:? ",
+            r"\[?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?\]? ",  # a time alone
+            r"\[ {0,8}\d{1,9}\.\d{3,9}\] ",  # the kernel's ring buffer (dmesg)
+            # syslog / journald: Jan  2 03:04:05 host kernel:
+            r"[A-Z][a-z]{2} {1,2}\d{1,2} \d{2}:\d{2}:\d{2} [\w.-]{1,64} [\w./-]{1,40}(?:\[\d{1,10}\])?: ",
+            # docker compose: service-1  | message
+            r"[\w.-]{1,60} {0,20}\| (?=\S)",
+            # Python logging's default format and TensorFlow's own: WARNING:tensorflow:
+            r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL):[\w.]{1,80}:",
+            r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) {1,3}[-:|] ",
+        )
+    )
+)
+MAX_PREFIXES = 4  # a prefix inside a prefix (time, then glog); more is a message, not a prefix
+
+
+def normalise_line(text: str) -> str:
+    """The normal form of one line (see the module's docstring)."""
+    for _ in range(2):  # a page that escaped its text twice shows &amp;#39;
+        if "&" not in text:
+            break
+        text = _ENTITY.sub(_entity, text)
+    text = text.translate(_FOLD)
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    text = text.strip()
+    if "  " in text:
+        text = _BLANKS.sub(" ", text)
+    if " :" in text or " ;" in text or " ," in text:
+        text = _SPACE_BEFORE_PUNCTUATION.sub("", text)
+    if " [" in text:
+        text = _SPACE_BEFORE_INDEX.sub("[", text)
+    return strip_prefixes(text)
+
+
+def strip_prefixes(text: str) -> str:
+    for _ in range(MAX_PREFIXES):
+        found = _PREFIXES.match(text)
+        if found is None or found.end() == 0:
+            break
+        text = text[found.end() :].lstrip()
+    return text
+
+
+def _entity(found: re.Match[str]) -> str:
+    decoded = html.unescape(found.group(0))
+    # A decoded control character would be a new line or worse; keep the entity as written.
+    return decoded if decoded.isprintable() else found.group(0)
+
+
+# --- block level: joining hard-wrapped lines, and the key the needles are searched in -----------
+
+# Where a continuation may start, after at most a few blanks: a lower-case word, a quote, a
+# parenthesis or a path; or an upper-case identifier with an underscore (CUDA_ERROR_NO_DEVICE) after
+# a line that ended in a colon.
+_CONTINUATION = re.compile(rb" {0,8}(?:[a-z'\"(/\\]|[A-Z][A-Z0-9]{1,30}_[A-Z0-9_]{1,60})")
+_START_BYTES = {bytes([b]) for b in b"abcdefghijklmnopqrstuvwxyz'\"(/\\ ABCDEFGHIJKLMNOPQRSTUVWXYZ"}
+_SENTENCE_END = b".!?])}|"
+MAX_WRAPS = 64  # joined lines read per chunk
+MIN_WRAPPED = 12  # a shorter line (a heading, "Epoch 1/10") ended on its own
+# The container runtime (CRI) cuts a long line into P(artial) records, then an F(ull) one.
+_CRI = re.compile(rb"\d{4}-\d{2}-\d{2}T[\d:.]{8,24}(?:Z|[+-]\d{2}:?\d{2}) (?:stdout|stderr) ([FP]) ")
+
+
+def join_partial_records(block: bytes) -> bytes:
+    """``block`` with a container runtime's partial records joined to the record they continue.
+    A joined record leaves its newline behind it, after the record it joined, so every line keeps
+    its number."""
+    if b"stderr P " not in block and b"stdout P " not in block:
+        return block
+    joins = _partial_records(block)
+    if not joins:
+        return block
+    out: list[bytes] = []
+    start = 0
+    owed = 0
+    for at in sorted(joins):
+        out.append(block[start:at])
+        owed += 1
+        start = at + 1 + joins[at]
+        end = block.find(b"\n", start)
+        if end not in joins:  # the joined line ends here (or with the block): pay the newlines back
+            stop = len(block) if end < 0 else end + 1
+            out.append(block[start:stop] + b"\n" * owed)
+            start, owed = stop, 0
+    out.append(block[start:])
+    return b"".join(out)
+
+
+def wrapped_lines(lines: list[bytes], around: Optional[Iterable[int]] = None) -> list[tuple[int, bytes]]:
+    """Each line that looks cut (``continues``), as (its index, the line joined with the next);
+    only the pairs that hold a line of ``around`` when it is given. The scanner reads a joined line
+    only for the messages that neither of its two lines holds, so two messages on consecutive lines
+    stay two."""
+    if around is None:
+        pairs: Iterable[int] = range(len(lines) - 1)
+    else:
+        pairs = sorted({i for j in around for i in (j - 1, j) if 0 <= i < len(lines) - 1})
+    found: list[tuple[int, bytes]] = []
+    for index in pairs:
+        if len(found) >= MAX_WRAPS:
+            break  # so many cut lines are a log's own lines, not a pasted message: enough
+        line, following = lines[index], lines[index + 1]
+        if following[:1] in _START_BYTES and continues(line, following):
+            found.append((index, line.rstrip(b"\r") + b" " + following.strip()))
+    return found
+
+
+def may_be_cut(line: bytes) -> bool:
+    """Whether a line could go on in the next one (the scanner keeps such a last line of a chunk
+    for the next chunk, so a wrap is read whatever the chunk size)."""
+    stripped = line.strip()
+    return len(stripped) >= MIN_WRAPPED and stripped[-1] not in _SENTENCE_END
+
+
+def continues(line: bytes, following: bytes) -> bool:
+    """Whether ``line`` was cut and goes on in ``following``: it is long enough and ends without a
+    sentence's end, and the next line starts like a continuation, no deeper indented."""
+    if not may_be_cut(line):
+        return False
+    start = _CONTINUATION.match(following)
+    if start is None:
+        return False
+    indent = len(following) - len(following.lstrip(b" "))
+    if len(line) - len(line.lstrip(b" ")) < indent:
+        return False  # indented deeper than the line before: a block of its own (a traceback's code)
+    if 65 <= following[indent] <= 90 and not line.rstrip().endswith(b":"):
+        return False  # an identifier starts a continuation only after a colon
+    return not _NEW_RECORD.match(following, indent)
+
+
+# A line that starts a new record is never a continuation: a traceback, a shell prompt, a list.
+_NEW_RECORD = re.compile(
+    rb"(?:Traceback|File \"|During handling|The above exception|>>> |\$ |PS [A-Z]:|"
+    rb"[\w.]{1,200}(?:Error|Exception|Warning|Exit): )"  # a Python exception starts its own record
+)
+
+
+def is_partial_record(line: bytes) -> bool:
+    found = _CRI.match(line)
+    return found is not None and found.group(1) == b"P"
+
+
+def _partial_records(block: bytes) -> dict[int, int]:
+    """The newline after each partial container-runtime record, with the next record's prefix."""
+    joins = {}
+    for found in _CRI.finditer(block):
+        if found.group(1) != b"P" or (found.start() and block[found.start() - 1] != 10):
+            continue
+        end = block.find(b"\n", found.end())
+        following = _CRI.match(block, end + 1) if end >= 0 else None
+        if following is not None:
+            joins[end] = following.end() - end - 1  # the next record's prefix goes
+    return joins
+
+
+# The key the scanner searches needles in: lower case; digits removed (logs repeat lines with
+# other numbers); quotes, dashes, brackets, the punctuation that spacing varies around, and
+# anything not ASCII (a typographic quote or dash, a no-break space) turned into a blank; blanks as
+# one space. Needles get the same treatment, so a needle is found whatever the spacing and quoting
+# of the line, and the regex on the normalised line decides.
+_KEY_BLANKS = b"\t'\"`&#;:,[]-" + bytes(range(128, 256))
+KEY_TABLE = bytes(32 if b in _KEY_BLANKS else b for b in range(256))
+KEY_DELETE = b"0123456789"
+_HTML_ENTITY = re.compile(rb"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z]{2,8});")
+
+
+def search_key(data: bytes) -> bytes:
+    """``data`` folded as described above (newlines are kept, so lines stay lines)."""
+    return collapse_blanks(data.translate(KEY_TABLE, KEY_DELETE).lower())
+
+
+def collapse_blanks(data: bytes) -> bytes:
+    while b"  " in data:
+        data = data.replace(b"  ", b" ")
+    return data
+
+
+def decode_entities(block: bytes) -> bytes:
+    """HTML entities in ``block`` decoded (a page's ``&#39;`` is a quote); others left alone."""
+    for _ in range(2):  # a page that escaped its text twice shows &amp;#39;
+        if b"&" not in block:
+            break
+        block = _HTML_ENTITY.sub(_byte_entity, block)
+    return block
+
+
+def _byte_entity(found: re.Match[bytes]) -> bytes:
+    raw = found.group(0).decode("ascii")
+    decoded = html.unescape(raw)
+    return decoded.encode("utf-8") if decoded != raw and decoded.isprintable() else found.group(0)

@@ -1,0 +1,262 @@
+"""A message read into its parts, before any pattern explains it: the library file and its
+version, why the dynamic loader refused it, the Windows error code, and the status of the CUDA
+stack it names. Every explanation carries these parts, so a pattern's causes can depend on them
+(``dlerror_reason: [other-file]``) and a status is given its meaning wherever it appears.
+
+The dynamic loader's reasons, as glibc's ``dlerror()``, macOS's ``dlopen`` and Windows'
+``LoadLibrary`` word them:
+
+  not-found           the file is not on the search path
+  other-file          the file was found, but a library it needs (``dependency``) was not
+  wrong-architecture  wrong ELF class (32/64-bit), a Mach-O of another architecture, WinError 193
+  undefined-symbol    a symbol is missing: two versions of a library are mixed
+  version-not-found   a symbol version the file needs (GLIBC_2.28, GLIBCXX_3.4.26, CXXABI_1.3.11)
+                      is not in the system library (``needed_version``)
+  damaged-file        not a library at all (a truncated download, a Git LFS pointer)
+  permission-denied   the file cannot be read
+  executable-stack    the library asks for an executable stack, which newer glibc refuses
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from envcheck.explain.statuses import FAMILIES, load_statuses, status_variables
+
+_LIBRARY = re.compile(
+    r"(?P<file>(?:lib[\w+.-]{1,80}?\.so(?:\.\d{1,6}){0,4}|[\w.-]{1,80}\.dll|lib[\w.+-]{1,80}\.dylib))\b", re.I
+)
+_REASONS = (
+    (
+        "wrong-architecture",
+        re.compile(r"wrong ELF class|incompatible architecture|is not a valid Win32 application", re.I),
+    ),
+    ("version-not-found", re.compile(r"version [`'\"](?P<needed_version>[\w.+-]{1,60})['\"] not found", re.I)),
+    (
+        "undefined-symbol",
+        re.compile(
+            r"undefined symbol: (?P<symbol>[\w@.$]{1,200})|Symbol not found: (?P<macos_symbol>[\w@.$]{1,200})", re.I
+        ),
+    ),
+    (
+        "damaged-file",
+        re.compile(r"file too short|invalid ELF header|not a dynamic executable|slide.{0,20}not a mach-o", re.I),
+    ),
+    (
+        "permission-denied",
+        re.compile(r"cannot open shared object file: Permission denied|Operation not permitted", re.I),
+    ),
+    ("executable-stack", re.compile(r"cannot enable executable stack", re.I)),
+    (
+        "not-found",
+        re.compile(r"cannot open shared object file: No such file|image not found|not found|no such file", re.I),
+    ),
+)
+# The file the loader's message is about: glibc starts with it, macOS says "Library not loaded: X".
+_DLERROR_FILE = re.compile(
+    r"(?:dlerror: |Library not loaded: (?:@rpath/)?|Error loading \"[^\"]{0,300}?|^)"
+    r"(?P<file>[\w/.\\:+-]{0,300}?(?:lib[\w+.-]{1,80}?\.so(?:\.\d{1,6}){0,4}|[\w.-]{1,80}\.dll|[\w.+-]{1,80}\.dylib))",
+    re.I,
+)
+_DLERROR = re.compile(r"dlerror: (?P<text>[^\n]{1,400})|dlopen\([^)]{0,300}\): (?P<macos>[^\n]{1,400})", re.I)
+_WINDOWS_CODE = re.compile(
+    r"\[WinError (?P<code>\d{1,5})\]|(?:error code|LoadLibrary(?:Ex)?\w{0,2} failed with error)[: ]{1,2}(?P<code2>\d{1,5})\b",
+    re.I,
+)
+_STATUS_NAME = re.compile(
+    r"\b(?P<status>CUDA_ERROR_[A-Z0-9_]{2,60}|cudaError[A-Za-z]{2,60}|CUDNN_STATUS_[A-Z0-9_]{2,70}|"
+    r"(?:CUBLAS_STATUS|CUSOLVER_STATUS|CUSPARSE_STATUS|CUFFT)_[A-Z0-9_]{2,70}|NVML_ERROR_[A-Z0-9_]{2,60}|"
+    r"nccl(?:UnhandledCudaError|SystemError|InternalError|InvalidArgument|InvalidUsage|RemoteError|InProgress|Timeout))\b"
+)
+PART_NAMES = (
+    "library_file",
+    "library_file_version",
+    "dlerror_reason",
+    "dlerror_file",
+    "dependency",
+    "symbol",
+    "needed_version",
+    "windows_code",
+    "windows_error",
+    "windows_meaning",
+)
+
+
+def read_parts(text: str, library: str = "") -> dict[str, str]:
+    """The parts of one message (a normalised line); ``library`` is the file a pattern captured,
+    when it did. Names without a value are left out."""
+    parts: dict[str, str] = {}
+    found = _LIBRARY.search(text)
+    if found is not None:
+        parts["library_file"] = found.group("file")
+        parts["library_file_version"] = _file_version(found.group("file"))
+    parts.update(_loader_reason(text, library or parts.get("library_file", "")))
+    parts.update(_windows_code(text))
+    parts.update(_status(text))
+    return {k: v for k, v in parts.items() if v}
+
+
+def _file_version(name: str) -> str:
+    linux = re.search(r"\.so\.([\d.]{1,20})$", name)
+    if linux:
+        return linux.group(1)
+    windows = re.search(r"(\d{1,4})(?:_\d{1,2})?\.dll$", name, re.I)
+    return windows.group(1) if windows else ""
+
+
+def _loader_reason(text: str, library: str) -> dict[str, str]:
+    message = _DLERROR.search(text)
+    said = (message.group("text") or message.group("macos")) if message else text
+    for reason, regex in _REASONS:
+        hit = regex.search(said)
+        if hit is None:
+            continue
+        parts = {"dlerror_reason": reason}
+        groups = hit.groupdict()
+        parts["symbol"] = groups.get("symbol") or groups.get("macos_symbol") or ""
+        parts["needed_version"] = groups.get("needed_version") or ""
+        named = _DLERROR_FILE.search(said)
+        if named is not None:
+            parts["dlerror_file"] = re.split(r"[/\\]", named.group("file"))[-1]
+        if reason == "not-found" and _other_file(parts.get("dlerror_file", ""), library):
+            parts["dlerror_reason"], parts["dependency"] = "other-file", parts["dlerror_file"]
+        return parts
+    return {}
+
+
+def _other_file(named: str, library: str) -> bool:
+    """Whether the loader's message names another file than the one asked for."""
+    if not named or not library:
+        return False
+    base = re.split(r"[/\\]", library)[-1].lower()
+    return named.lower() != base and not base.startswith(named.lower()) and not named.lower().startswith(base)
+
+
+def _windows_code(text: str) -> dict[str, str]:
+    found = _WINDOWS_CODE.search(text)
+    code = (found.group("code") or found.group("code2")) if found else ""
+    if not code:
+        return {}
+    statuses = [s for s in load_statuses().statuses if s.enum == "Win32 error codes" and s.value == int(code)]
+    if not statuses:
+        return {"windows_code": code}
+    return {"windows_code": code, "windows_error": statuses[0].name, "windows_meaning": statuses[0].meaning}
+
+
+# A status given by number next to its library's name (the status patterns read more forms).
+_STATUS_NUMBER = re.compile(
+    r"\b(?:(?P<cudart>CUDA (?:runtime )?error)|(?P<cudnn>cuDNN (?:error|status))|(?P<cublas>cuBLAS (?:error|status))|"
+    r"(?P<nccl>NCCL (?:error|result)))[: ]{1,2}\(?(?P<number>\d{1,4})(?!\d)",
+    re.I,
+)
+
+
+def _status(text: str) -> dict[str, str]:
+    for found in _STATUS_NAME.finditer(text):
+        named = status_variables({"status": found.group("status")})
+        if named is not None:
+            return named
+    for found in _STATUS_NUMBER.finditer(text):
+        family = next(f for f in ("cudart", "cudnn", "cublas", "nccl") if found.group(f))
+        named = status_variables({f"{family}_number": found.group("number")})
+        if named is not None:
+            return named
+    return {}
+
+
+def status_family(enum: str) -> Optional[str]:
+    return next((family for family, enums in FAMILIES.items() if enum in enums), None)
+
+
+# What a loader's reason or a Windows code says about the cause, whatever message carried it: the
+# explanation ranks this first. (cause id, text, how to tell, its fix, commands by shell). From
+# glibc's dlopen(3) and ld.so(8), Apple's dyld, and Microsoft's LoadLibraryEx and system error
+# codes (the sources of cuda_status.yaml's Win32 table).
+REASON_CAUSES: dict[str, tuple[str, str, str, str]] = {
+    "other-file": (
+        "dependency-missing",
+        "{library} itself was found, but a library it needs, {dependency}, was not: the loader's message names "
+        "the dependency, so install or put on the library path that one (often another part of CUDA or cuDNN).",
+        "The loader names the missing file; ldd lists every dependency it cannot find.",
+        "ldd $(python -c 'import ctypes.util,sys; print(ctypes.util.find_library(sys.argv[1]) or sys.argv[1])' {library}) | grep 'not found'",
+    ),
+    "wrong-architecture": (
+        "wrong-architecture",
+        "The library is built for another architecture than this Python (32-bit against 64-bit, x86_64 against "
+        "arm64): install the build for this interpreter's architecture.",
+        "Compare the file's architecture with the interpreter's.",
+        "file -L {library_file}; python -c 'import platform; print(platform.machine(), platform.architecture()[0])'",
+    ),
+    "undefined-symbol": (
+        "mixed-library-versions",
+        "Two versions of a library are mixed: {library_file} expects {symbol} from a library that was built "
+        "from another release (a second copy earlier on the library path, or packages from different releases).",
+        "Find every copy of the library the symbol belongs to; the one that loads first is the stale one.",
+        "python -m pip list 2>/dev/null | grep -i -E 'tensorflow|nvidia|torch|jax'",
+    ),
+    "version-not-found": (
+        "system-library-too-old",
+        "The system's {needed_version_family} is older than the library needs ({needed_version}): the wheel was "
+        "built for a newer Linux (or a conda environment carries an older libstdc++ than the system's).",
+        "List the versions the system library provides.",
+        "strings $(ldconfig -p | grep -m1 -E 'libstdc\\+\\+.so.6|libc.so.6' | awk '{{print $NF}}') | grep -E '^(GLIBC|GLIBCXX|CXXABI)_' | sort -V | tail -3",
+    ),
+    "damaged-file": (
+        "damaged-library-file",
+        "{library_file} is not a complete library (a truncated download, or a Git LFS pointer instead of the "
+        "file): reinstall the package that owns it.",
+        "A real library is megabytes; a damaged one is often a few hundred bytes.",
+        "ls -l {library_file}",
+    ),
+    "permission-denied": (
+        "library-not-readable",
+        "The library exists but this user cannot read it (its permissions, or a security policy).",
+        "Check the file's permissions.",
+        "ls -l {library_file}",
+    ),
+    "executable-stack": (
+        "executable-stack-refused",
+        "The library asks for an executable stack, which glibc 2.41 and newer refuse to grant: upgrade the package "
+        "to a release built without it, or clear the flag on the file (patchelf --clear-execstack).",
+        "glibc's version decides: 2.41 or newer refuses.",
+        "ldd --version | head -1",
+    ),
+}
+WINDOWS_CAUSES: dict[str, tuple[str, str, str, str]] = {
+    "126": (
+        "dll-dependency-missing",
+        "Windows found no DLL of that name, or found it and not a DLL it depends on (WinError 126 says the same "
+        "for both): usually a CUDA or cuDNN DLL whose folder is not on PATH, or the Visual C++ runtime.",
+        "Dependencies (the open-source successor of Dependency Walker) names the DLL that is missing.",
+        "where.exe cudart64_*.dll cudnn*.dll msvcp140.dll",
+    ),
+    "193": (
+        "wrong-architecture",
+        "The DLL is not for this Python's architecture (WinError 193: a 32-bit DLL in a 64-bit Python, or the "
+        "other way round), or the file is damaged.",
+        "A 64-bit Python prints 64bit here.",
+        'python -c "import platform; print(platform.architecture()[0])"',
+    ),
+    "127": (
+        "mixed-library-versions",
+        "The DLL loaded but lacks a function the module needs (WinError 127): two versions are mixed, typically an "
+        "older copy of a CUDA, cuDNN or Visual C++ DLL earlier on PATH.",
+        "Every copy on PATH, in search order.",
+        "where.exe cudnn64_8.dll cudart64_110.dll",
+    ),
+    "1114": (
+        "dll-init-failed",
+        "A DLL's start-up failed (WinError 1114): most often a Visual C++ runtime older than the build needs, "
+        "sometimes a CPU without the instructions (AVX) the build uses.",
+        "Install the current Visual C++ Redistributable (x64) and try again.",
+        "winget install Microsoft.VCRedist.2015+.x64",
+    ),
+    "1455": (
+        "paging-file-too-small",
+        "The paging file is too small for the memory the CUDA DLLs reserve when they load (WinError 1455), "
+        "which several worker processes multiply: enlarge the paging file or start fewer workers.",
+        "The paging file's size is under System > Advanced system settings > Performance > Virtual memory.",
+        "Get-CimInstance Win32_PageFileUsage | Select-Object Name, AllocatedBaseSize",
+    ),
+}

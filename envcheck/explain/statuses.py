@@ -1,0 +1,170 @@
+"""Every status of the CUDA stack, from ``cuda_status.yaml``: CUresult, cudaError_t, cudnnStatus_t
+(cuDNN 9, and 7-8 whose numbers differ), cublasStatus_t, cufftResult, cusolverStatus_t,
+cusparseStatus_t, ncclResult_t and nvmlReturn_t, each value with its meaning, each table with the
+NVIDIA header and release it comes from.
+
+A message names a status by its name (``CUDNN_STATUS_NOT_INITIALIZED``), by the text the
+library's error-string function prints (``no CUDA-capable device is detected``), by a Python
+binding's class (``NVMLError_DriverNotLoaded``), or by a number next to the library's name
+(``cuda runtime error (35)``); ``resolve`` reads any of these. The file is read when a message
+first needs it, not when envcheck starts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+from envcheck.errors import EnvcheckError
+from envcheck.resources import data_file
+
+STATUS_FILE = "cuda_status.yaml"
+
+# The families a message can name a number of, and the tables that hold their numbers (cuDNN's
+# numbering changed with cuDNN 9, so a cuDNN number is looked up in both).
+FAMILIES = {
+    "cu": ("CUresult",),
+    "cudart": ("cudaError_t",),
+    "cudnn": ("cudnnStatus_t", "cudnnStatus_t (cuDNN 7 and 8)"),
+    "cublas": ("cublasStatus_t",),
+    "cufft": ("cufftResult",),
+    "cusolver": ("cusolverStatus_t",),
+    "cusparse": ("cusparseStatus_t",),
+    "nccl": ("ncclResult_t",),
+    "nvml": ("nvmlReturn_t",),
+    "win": ("Win32 error codes",),
+    "xid": ("NVIDIA Xid",),
+}
+
+
+class StatusTableError(EnvcheckError):
+    """cuda_status.yaml is malformed (a packaging bug: the file ships with envcheck)."""
+
+
+@dataclass(frozen=True)
+class Status:
+    enum: str  # the table's type, e.g. "cudaError_t"
+    library: str  # in words
+    name: str
+    value: int
+    meaning: str
+    source: str  # "header, versions"
+    strings: tuple[str, ...] = ()
+
+    @property
+    def title(self) -> str:
+        return f"{self.name} ({self.value})"
+
+
+class StatusTables:
+    def __init__(self, statuses: tuple[Status, ...]) -> None:
+        self.statuses = statuses
+        names: dict[str, list[Status]] = {}
+        for status in statuses:
+            names.setdefault(status.name.upper(), []).append(status)
+        self._names = {k: tuple(v) for k, v in names.items()}
+
+    def by_name(self, name: str) -> tuple[Status, ...]:
+        return self._names.get(name.upper(), ())
+
+    def by_value(self, family: str, value: int) -> tuple[Status, ...]:
+        enums = FAMILIES.get(family, ())
+        return tuple(s for s in self.statuses if s.enum in enums and s.value == value)
+
+    def by_string(self, family: str, text: str) -> tuple[Status, ...]:
+        """The statuses of ``family`` whose printed text starts ``text`` (the message may go on)."""
+        wanted = _squeeze(text)
+        enums = FAMILIES.get(family, ())
+        matched = [
+            (max(len(_squeeze(t)) for t in s.strings if wanted.startswith(_squeeze(t))), s)
+            for s in self.statuses
+            if s.enum in enums and any(wanted.startswith(_squeeze(t)) for t in s.strings if len(t) >= 4)
+        ]
+        return tuple(s for _, s in sorted(matched, key=lambda m: -m[0]))  # the longest text first
+
+
+def _squeeze(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+
+
+def _camel_to_name(camel: str) -> str:
+    """``LibRmVersionMismatch`` -> ``LIB_RM_VERSION_MISMATCH`` (pynvml's error classes)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", camel).upper()
+
+
+def resolve(variables: dict[str, str], tables: Optional[StatusTables] = None) -> Optional[Status]:
+    """The status a message's captures name, or None when they name none (or only success).
+
+    Captures: ``status`` (a name), ``nvml_class`` (pynvml's NVMLError_X), ``<family>_number`` and
+    ``<family>_text`` for a family of ``FAMILIES``."""
+    tables = tables or load_statuses()
+    found: tuple[Status, ...] = ()
+    if variables.get("status"):
+        found = tables.by_name(variables["status"])
+    elif variables.get("nvml_class"):
+        found = tables.by_name("NVML_ERROR_" + _camel_to_name(variables["nvml_class"]))
+    else:
+        for family in FAMILIES:
+            number, text = variables.get(f"{family}_number", ""), variables.get(f"{family}_text", "")
+            if number.lstrip("-").isdigit() and len(number) <= 6:
+                found = tables.by_value(family, int(number))
+            elif text:
+                found = tables.by_string(family, text)
+            if found:
+                break
+    found = tuple(s for s in found if s.value != 0)
+    return found[0] if found else None
+
+
+def status_variables(variables: dict[str, str]) -> Optional[dict[str, str]]:
+    """The ``derive: status`` names: what the status means, from the tables; None (no match)
+    when the message names no known status."""
+    status = resolve(variables)
+    if status is None:
+        return None
+    same_name = load_statuses().by_name(status.name)
+    numbers = ", ".join(f"{s.value} in {s.library}" for s in same_name) if len(same_name) > 1 else str(status.value)
+    return {
+        "status_name": status.name,
+        "status_value": numbers,
+        "status_enum": status.enum.split(" ")[0],
+        "status_library": status.library,
+        "status_meaning": status.meaning,
+        "status_source": status.source,
+    }
+
+
+STATUS_NAMES = ("status_name", "status_value", "status_enum", "status_library", "status_meaning", "status_source")
+
+
+@lru_cache(maxsize=1)
+def load_statuses(path: Optional[Path] = None) -> StatusTables:
+    """The bundled tables, read and checked once."""
+    file = path or data_file(STATUS_FILE)
+    try:
+        data = yaml.load(file.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, yaml.YAMLError) as exc:
+        raise StatusTableError(f"{file}: cannot be read: {exc}") from None
+    statuses = []
+    for table in (data or {}).get("tables") or []:
+        source = f"{table['header']}, {table['versions']}"
+        for value in table["values"]:
+            if not isinstance(value.get("value"), int) or not value.get("name") or not value.get("meaning"):
+                raise StatusTableError(f"{file}: {table['enum']}: a value needs name, value (a number) and meaning")
+            statuses.append(
+                Status(
+                    enum=table["enum"],
+                    library=table["library"],
+                    name=value["name"],
+                    value=value["value"],
+                    meaning=value["meaning"],
+                    source=source,
+                    strings=tuple(value.get("strings") or ()),
+                )
+            )
+    return StatusTables(tuple(statuses))

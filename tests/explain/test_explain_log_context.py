@@ -1,0 +1,94 @@
+"""The whole input is context: versions, platform, GPU and crash shown anywhere in a log change
+the ranking, the harmless verdict, the commands, and drop the causes they contradict."""
+
+from __future__ import annotations
+
+import pytest
+
+from envcheck.explain import explain, load_patterns
+from envcheck.explain.context import platform_of, read_context
+
+CATALOGUE = load_patterns()
+
+
+def _explain(text: str):
+    return explain(CATALOGUE.scan_text(text))
+
+
+def test_versions_printed_anywhere_are_read():
+    log = (
+        "Python 3.8.10\nTensorFlow version: 2.3.0\n| NVIDIA-SMI 455.23.05    Driver Version: 455.23.05    CUDA Version: 11.1 |\n"
+        "kernel reported version is: 455.23.5\n" + "Epoch 1/10\n" * 3
+    )
+    context = read_context(log)
+    assert context["log_tf"] == "2.3.0" and context["log_python"] == "3.8" and context["log_driver"] == "455.23.05"
+    assert context["log_driver_cuda"] == "11.1" and context["log_kernel_driver"] == "455.23.5"
+
+
+@pytest.mark.parametrize(
+    "text, platform",
+    [
+        ("PS C:\\Users\\ada> python train.py", "windows"),
+        ('File "C:\\Users\\ada\\AppData\\Local\\Programs\\Python\\Python39\\lib\\site-packages\\x.py"', "windows"),
+        ("zsh: illegal hardware instruction  python", "macos"),
+        ("/Users/ada/miniforge3/lib/python3.9/site-packages", "macos"),
+        ("ls /usr/lib/wsl/lib", "wsl"),
+        ("/home/ada/.venv/lib/python3.10/site-packages/tensorflow", "linux"),
+        ("Epoch 1/10", None),
+    ],
+)
+def test_the_platform_is_read_from_paths_shells_and_prompts(text, platform):
+    assert platform_of(text) == platform
+
+
+def test_the_tensorflow_the_log_prints_decides_which_release_is_meant():
+    log = (
+        "TensorFlow version: 2.3.0\n"
+        "W tensorflow/stream_executor/platform/default/dso_loader.cc:60] Could not load dynamic library "
+        "'libcusolver.so.10'; dlerror: libcusolver.so.10: cannot open shared object file: No such file or directory"
+    )
+    (found,) = _explain(log)
+    assert "2.3" in found.meaning and "CUDA 10.1" in found.meaning and "2.4" not in found.meaning
+
+
+def test_driver_library_and_kernel_module_at_different_versions_is_the_cause():
+    log = (
+        "I tensorflow/stream_executor/cuda/cuda_diagnostics.cc:204] kernel reported version is: 384.90.0\n"
+        "libcuda reported version is: 384.111.0\n"
+        "E tensorflow/stream_executor/cuda/cuda_driver.cc:406] failed call to cuInit: CUDA_ERROR_UNKNOWN"
+    )
+    (found,) = _explain(log)
+    assert found.causes[0].id == "driver-upgraded-no-reboot" and "384.111.0" in found.causes[0].text
+    same = log.replace("384.111.0", "384.90.0")
+    assert all(c.id != "driver-upgraded-no-reboot" for c in _explain(same)[0].causes)
+
+
+def test_a_cause_the_log_contradicts_is_dropped_not_listed():
+    without_gpu = "E tensorflow/stream_executor/cuda/cuda_driver.cc:406] failed call to cuInit: CUDA_ERROR_UNKNOWN"
+    assert any(c.id == "no-nvidia-gpu" for c in _explain(without_gpu)[0].causes)
+    with_gpu = "Found device 0 with properties: name: Tesla K80\n" + without_gpu
+    (found,) = [e for e in _explain(with_gpu) if not e.harmless]
+    assert all(c.id != "no-nvidia-gpu" for c in found.causes)
+    assert ("no-nvidia-gpu" in dict(found.dropped)) and found.to_dict()["ruled_out_by_the_log"]
+
+
+def test_a_newer_cudnn_is_never_called_older():
+    (found,) = _explain("Loaded runtime CuDNN library: 7.3.1 but source was compiled with: 7.0.3.")
+    assert all(c.id != "cudnn-too-old" for c in found.causes)
+    (older,) = _explain("Loaded runtime CuDNN library: 7.0.3 but source was compiled with: 7.3.1.")
+    assert older.causes[0].id == "cudnn-too-old"
+
+
+def test_a_notice_followed_by_a_crash_is_not_harmless():
+    notice = "I tensorflow/stream_executor/cuda/cudart_stub.cc:29] Ignore above cudart dlerror if you do not have a GPU set up on your machine."
+    assert all(e.harmless for e in _explain(notice))
+    crashed = _explain(notice + "\nAborted (core dumped)")
+    assert crashed and not any(e.harmless for e in crashed) and "crash" in crashed[0].log_note
+
+
+def test_a_macos_illegal_instruction_gets_macos_advice():
+    (found,) = _explain("zsh: illegal hardware instruction  python -c 'import tensorflow'")
+    lines = " ".join(c.line for c in found.fix.commands)
+    assert "/proc/cpuinfo" not in lines and "platform.machine()" in lines
+    (linux,) = _explain("Illegal instruction (core dumped)")
+    assert "/proc/cpuinfo" in " ".join(c.line for c in linux.fix.commands)

@@ -1,0 +1,172 @@
+"""The normal form: wording that changes nothing never changes what a message is explained as.
+
+Every example of every pattern is perturbed the ways pasted text differs (blanks, typographic
+quotes, HTML entities, a hard wrap, a log prefix, a container runtime's partial records) and must
+still be explained by its own pattern, with the same title; ordinary lines must stay ordinary."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from envcheck.explain import load_patterns
+from envcheck.explain.normalise import join_partial_records, normalise_line, search_key, strip_prefixes, wrapped_lines
+from tests.hypothesis_budget import examples
+
+CATALOGUE = load_patterns()
+EXAMPLES = [(p.id, text) for p in CATALOGUE.patterns for text in p.examples]
+
+
+def _titles(text: str) -> set[tuple[str, str]]:
+    return {(o.pattern.id, o.title) for o in CATALOGUE.scan_text(text).occurrences}
+
+
+PREFIXES = (
+    "2021-04-09 19:52:41.024315: W tensorflow/stream_executor/platform/default/dso_loader.cc:60] ",
+    "E0000 00:00:1796056754.682237    7566 cuda_platform.cc:52] ",
+    "2024-05-02T10:11:12.123456789Z stderr F ",
+    "[pod/trainer-0/tensorflow] ",
+    "trainer-1  | ",
+    "[2023-01-01, 12:00:00 UTC] {subprocess.py:92} INFO - ",
+    "Jan  2 03:04:05 gpu-node-3 kernel: ",
+    "[  123.456789] ",
+    "> ",
+    "\x1b[31m",
+)
+
+
+def _perturb(text: str, how: str, where: int) -> str:
+    """``text`` changed in a way that must not change what it means."""
+    if how == "spaces":
+        return text.replace(" ", "  ", where % 3 + 1)
+    if how == "tabs":
+        return text.replace(" ", "\t", 1)
+    if how == "quotes":
+        return text.replace("'", "\u2019").replace('"', "\u201d")
+    if how == "entities":  # a page escapes once (twice at worst, which is read too)
+        return html.escape(text, quote=True) if "&amp;" not in text else text
+    if how == "prefix":
+        return PREFIXES[where % len(PREFIXES)] + text
+    if how == "nbsp":
+        return text.replace(" ", "\u00a0", 2)
+    raise AssertionError(how)
+
+
+@settings(
+    max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(
+    st.sampled_from(EXAMPLES),
+    st.lists(
+        st.tuples(st.sampled_from(["spaces", "tabs", "quotes", "entities", "prefix", "nbsp"]), st.integers(0, 50)),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_wording_that_changes_nothing_changes_no_explanation(example, perturbations):
+    pattern_id, text = example
+    wanted = _titles(text)
+    changed = text
+    for how, where in perturbations:
+        changed = _perturb(changed, how, where)
+    assert _titles(changed) == wanted, (pattern_id, changed)
+
+
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(EXAMPLES), st.integers(0, 1000))
+def test_a_hard_wrap_inside_a_message_is_joined(example, seed):
+    pattern_id, text = example
+    words = text.strip().split(" ")
+    if len(words) < 8:
+        return
+    cut = 4 + seed % (len(words) - 6)
+    if not words[cut][:1].islower() or len(" ".join(words[:cut])) < 30 or words[cut - 1][-1:] in ".!?)]":
+        return  # a line that starts with a capital or a digit (a time), or follows a sentence, is new
+    wrapped = " ".join(words[:cut]) + "\n" + " ".join(words[cut:])
+    wanted = {pid for pid, _ in _titles(text)}
+    assert pattern_id in {pid for pid, _ in _titles(wrapped)} or not wanted, wrapped
+
+
+def test_the_cases_the_issue_names_read_as_their_plain_forms():
+    plain = (
+        "Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file"
+    )
+    for variant in (
+        plain.replace(" ", "  "),
+        plain.replace("'", "\u2019"),
+        plain.replace("'", "&#39;"),
+        "Could not load dynamic\nlibrary 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file",
+    ):
+        assert _titles(variant) == _titles(plain), variant
+    assert normalise_line("cudnn handle : CUDNN_STATUS_INTERNAL_ERROR") == "cudnn handle: CUDNN_STATUS_INTERNAL_ERROR"
+    assert normalise_line("OOM when allocating tensor with shape [2,3]") == "OOM when allocating tensor with shape[2,3]"
+    assert normalise_line("a \u201cquoted\u201d word \u2014 and&amp;more") == 'a "quoted" word - and&more'
+
+
+def test_two_messages_on_consecutive_lines_are_not_joined():
+    text = (
+        "Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file\n"
+        "failed call to cuInit: UNKNOWN ERROR (303)"
+    )
+    assert [o.line_numbers for o in CATALOGUE.scan_text(text).occurrences] == [[1], [2]]
+
+
+def test_a_wrapped_message_keeps_its_line_number():
+    text = "Epoch 1/10\n" + "x" * 40 + " Could not load dynamic\nlibrary 'libcudnn.so.8'\nNext\n"
+    (occurrence,) = CATALOGUE.scan_text(text).occurrences
+    assert occurrence.line_numbers == [2] and CATALOGUE.scan_text(text).lines == 4
+    assert wrapped_lines(text.encode().split(b"\n")) == [
+        (1, b"x" * 40 + b" Could not load dynamic library 'libcudnn.so.8'")
+    ]
+
+
+def test_partial_records_keep_every_line_number():
+    block = b"2024-05-02T10:11:12.1Z stderr P abc\n2024-05-02T10:11:12.2Z stderr F def\nnext\n"
+    joined = join_partial_records(block)
+    assert joined.split(b"\n") == [b"2024-05-02T10:11:12.1Z stderr P abcdef", b"", b"next", b""]
+
+
+def test_partial_container_records_are_one_line():
+    text = (
+        "2024-05-02T10:11:12.1Z stderr P Could not load dynamic library 'libcu\n"
+        "2024-05-02T10:11:12.2Z stderr F dnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file\n"
+    )
+    (occurrence,) = CATALOGUE.scan_text(text).occurrences
+    assert occurrence.variables["library"] == "libcudnn.so.8" and occurrence.line_numbers == [1]
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("2021-04-09 19:52:41.024315: W tensorflow/core/x.cc:60] msg", "msg"),
+        ("I0000 00:00:1700000000.000000  123 cuda_dnn.cc:529] msg", "msg"),
+        ("2024-05-02T10:11:12Z stdout F msg", "msg"),
+        ("[pod/a-b/c] msg", "msg"),
+        ("web-1  | msg", "msg"),
+        ("[2023-01-01, 12:00:00 UTC] {subprocess.py:92} INFO - msg", "msg"),
+        ("Dec  1 10:00:00 host kernel: NVRM: Xid (PCI:0000:3b:00): 79", "NVRM: Xid (PCI:0000:3b:00): 79"),
+        (
+            "[ 1234.567890] NVRM: GPU at PCI:0000:3b:00: GPU has fallen off the bus.",
+            "NVRM: GPU at PCI:0000:3b:00: GPU has fallen off the bus.",
+        ),
+        ("WARNING:tensorflow:msg", "msg"),
+        ("| NVIDIA-SMI 535.104.05 |", "| NVIDIA-SMI 535.104.05 |"),
+    ],
+)
+def test_log_prefixes_are_stripped_and_nothing_else(line, message):
+    assert strip_prefixes(line) == message
+
+
+def test_search_keys_fold_what_the_normal_form_folds():
+    assert search_key("Handle : CUDNN \u2019x\u2019 shape [2]".encode()) == search_key(b"handle: cudnn 'x' shape[2]")
+
+
+def test_every_bundled_regex_is_written_against_the_normal_form():
+    from envcheck.explain.catalogue import _normal_form_problem
+
+    for pattern in CATALOGUE.patterns:
+        for regex in pattern.regexes:
+            assert _normal_form_problem(regex.pattern, regex.clauses) is None, (pattern.id, regex.pattern)
