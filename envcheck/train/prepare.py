@@ -7,6 +7,7 @@ a missing data set is reported before TensorFlow's seconds of start-up.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -40,7 +41,9 @@ class PreparedRun:
         return {**config.resume_key(), "policy": self.speed.policy.value}
 
 
-def prepare(config: TrainConfig, data: CifarData, plan, output: OutputFolder, state, stage=None) -> PreparedRun:
+def prepare(
+    config: TrainConfig, data: CifarData, plan, output: OutputFolder, state, stage=None, onednn=None
+) -> PreparedRun:
     """Devices, the speed plan, the compiled model and the resume point, in that order."""
     if plan is None:
         plan = plan_devices(config.gpus, config.cpu_replicas, config.multi_worker)
@@ -57,6 +60,8 @@ def prepare(config: TrainConfig, data: CifarData, plan, output: OutputFolder, st
             f"({recipe.batch_per_replica} per replica x {plan.replicas} replicas): use more images or a smaller batch"
         )
     plan_for_speed = choose_speed(config, plan, steps, state, output)
+    if onednn is not None and not plan.uses_gpu:  # it changes the CPU's kernels only
+        plan_for_speed = dataclasses.replace(plan_for_speed, onednn=onednn)
     keras.utils.set_random_seed(config.seed)
     keras.mixed_precision.set_global_policy(plan_for_speed.policy.value)
     # Summed in float64 without a float64 copy of the images (1.2 GB for CIFAR-10's 50,000).

@@ -15,9 +15,15 @@ The rules, and where each comes from:
   chooses float16 by itself: its loss scaling must be the same on every worker, so it is asked
   for on every worker (``--precision fp16``).
 - **XLA.** Measured by ``benchmarks/train_throughput.py``: on a CPU XLA's own convolutions are
-  slower than oneDNN's (54 against 140 images/s for MiniGoogLeNet on a 2-core EPYC), so it is
+  slower than TensorFlow's own (54 against 140 images/s for MiniGoogLeNet on a 2-core EPYC), so it is
   off there. On GPUs it is off until ``benchmarks/run_all.sh`` measures it faster on one
   (``XLA_FASTER`` below); ``--jit`` turns it on. XLA cannot mirror over logical CPU devices.
+- **oneDNN's kernels on x86 CPUs.** TensorFlow's Linux wheels carry oneDNN but turn it on by
+  themselves only on CPUs with AVX512_VNNI, AVX512_BF16, AVX_VNNI or AMX
+  (``DefaultOneDnnPolicy`` in tensorflow/core/util/port.cc); elsewhere convolutions run on Eigen,
+  whose backward passes are slow: on an AVX2 EPYC a MiniGoogLeNet step took 1.75 times the CPU
+  time it takes with oneDNN (``TF_ENABLE_ONEDNN_OPTS=1``), so the trainer turns it on for every
+  x86-64 CPU before TensorFlow starts, unless ``TF_ENABLE_ONEDNN_OPTS`` is set already.
 - **Steps per call.** ``fit()`` calls TensorFlow once per step unless told to run several steps
   in one call (Keras's ``steps_per_execution``); each call costs a fixed dispatch (about 0.45 ms
   on the 2-core EPYC) and a device-to-host copy of the metrics, which also keeps a GPU from
@@ -41,6 +47,9 @@ PRECISION_CHOICES = ("auto", *POLICIES)
 MIXED = "mixed"  # the older --mixed-precision: the device's mixed policy (bfloat16 on a CPU, float16 on a GPU)
 
 CPU_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+# What TensorFlow's own policy turns oneDNN on for (tensorflow/core/util/port.cc, DefaultOneDnnPolicy).
+ONEDNN_BY_DEFAULT_FLAGS = frozenset({"avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16"})
+ONEDNN_VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
 FLOAT16_TENSOR_CORES = (7, 0)
 BFLOAT16_TENSOR_CORES = (8, 0)
 
@@ -60,6 +69,7 @@ class SpeedPlan:
     policy: Choice  # a Keras dtype policy name
     jit: Choice  # bool
     steps_per_call: Choice  # int
+    onednn: Optional[Choice] = None  # bool, on a CPU run
 
     def header(self) -> str:
         """One line for the run's header: what was chosen and why."""
@@ -71,7 +81,9 @@ class SpeedPlan:
         )
 
     def describe(self) -> dict[str, object]:
+        onednn = {"onednn": self.onednn.value, "onednn_why": self.onednn.why} if self.onednn else {}
         return {
+            **onednn,
             "precision": self.policy.value,
             "precision_why": self.policy.why,
             "jit": self.jit.value,
@@ -149,7 +161,7 @@ def choose_jit(requested: Optional[bool], *, uses_gpu: bool, cpu_replicas: int =
     if XLA_FASTER[kind]:
         return Choice(True, f"chosen: measured faster on a {kind.upper()}")
     if kind == "cpu":
-        return Choice(False, "chosen: slower than oneDNN's kernels on a CPU")
+        return Choice(False, "chosen: slower than TensorFlow's own kernels on a CPU")
     return Choice(False, "chosen: not yet measured faster on a GPU; --jit turns it on")
 
 
@@ -166,6 +178,25 @@ def choose_steps_per_call(requested: Optional[int], *, steps_per_epoch: int, use
     most = MOST_STEPS_PER_CALL["gpu" if uses_gpu else "cpu"]
     best = largest_divisor_up_to(steps_per_epoch, most)
     return Choice(best, f"chosen: the largest divisor of the epoch's {steps_per_epoch} steps up to {most}")
+
+
+def turn_on_onednn(environ, machine: str, cpu: frozenset[str], tensorflow_started: bool = False) -> Choice:
+    """Turn oneDNN on for this process unless the user set TF_ENABLE_ONEDNN_OPTS (or TensorFlow
+    has started, when it is too late); call before TensorFlow is imported. Whether it is on, and why."""
+    given = environ.get(ONEDNN_VARIABLE)
+    if given is not None:
+        on = given.strip().lower() in ("1", "true")
+        return Choice(on, f"{ONEDNN_VARIABLE}={given} was set")
+    if ONEDNN_BY_DEFAULT_FLAGS & cpu:
+        return Choice(True, "TensorFlow's default on this CPU")
+    if tensorflow_started:
+        return Choice(False, "TensorFlow's default on this CPU; it had started before the trainer")
+    if machine.lower() in ("x86_64", "amd64"):
+        environ[ONEDNN_VARIABLE] = "1"
+        return Choice(
+            True, "turned on: TensorFlow leaves it off on CPUs without AVX512_VNNI or AMX, where Eigen is slower"
+        )
+    return Choice(False, "TensorFlow's default on this CPU")
 
 
 def largest_divisor_up_to(number: int, most: int) -> int:

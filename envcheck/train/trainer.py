@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import platform
 import sys
 import time
 from dataclasses import dataclass
@@ -209,7 +210,10 @@ def _train(config: TrainConfig, data: Optional[CifarData], plan, progress_consol
     finished, state = _read_output_folder(config, output)
     if finished is not None:
         return finished
-    data, run = _start(config, data, plan, output, state, progress_console)
+    onednn = speed.turn_on_onednn(
+        os.environ, platform.machine(), speed.read_cpu_flags(), tensorflow_started="tensorflow" in sys.modules
+    )
+    data, run = _start(config, data, plan, output, state, progress_console, onednn)
     if run.plan.is_chief:
         _print_header(config, data, run)
     recorder, stop, seconds = _fit(config, data, run, output, progress_console)
@@ -238,7 +242,7 @@ def _read_output_folder(config: TrainConfig, output: OutputFolder):
     return None, state
 
 
-def _start(config: TrainConfig, data, plan, output: OutputFolder, state, progress_console):
+def _start(config: TrainConfig, data, plan, output: OutputFolder, state, progress_console, onednn=None):
     """The data, then TensorFlow, the devices and the model, each stage said on a terminal as it
     happens (the archive, TensorFlow's start, the model), so a first run's minute of unpacking is
     never silence."""
@@ -254,7 +258,7 @@ def _start(config: TrainConfig, data, plan, output: OutputFolder, state, progres
             # Imported here, not at the top: this is where TensorFlow starts (seconds), after the data.
             from envcheck.train.prepare import prepare
 
-            run = prepare(config, data, plan, output, state, stage)
+            run = prepare(config, data, plan, output, state, stage, onednn)
     return data, run
 
 
@@ -278,6 +282,8 @@ def _print_header(config: TrainConfig, data: CifarData, run) -> None:
         f"  XLA: {'on' if run.speed.jit.value else 'off'} ({run.speed.jit.why})",
         f"  steps per call: {run.speed.steps_per_call.value} ({run.speed.steps_per_call.why})",
     ]
+    if run.speed.onednn is not None:
+        lines.append(f"  oneDNN kernels: {'on' if run.speed.onednn.value else 'off'} ({run.speed.onednn.why})")
     print("\n".join(wrap(line, width, 4) for line in lines), file=sys.stderr)
 
 

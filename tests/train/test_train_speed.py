@@ -113,6 +113,25 @@ def test_the_header_says_every_choice_and_why():
     )
     header = plan.header()
     assert header.startswith("float32 (chosen: this CPU has no AVX512_BF16 or AMX")
-    assert "XLA off (chosen: slower than oneDNN's kernels on a CPU)" in header
+    assert "XLA off (chosen: slower than TensorFlow's own kernels on a CPU)" in header
     assert "10 steps per call" in header
     assert plan.describe()["steps_per_execution"] == 10 and plan.describe()["precision"] == "float32"
+
+
+def test_onednn_is_turned_on_for_x86_cpus_that_tensorflow_leaves_on_eigen():
+    environ: dict[str, str] = {}
+    choice = speed.turn_on_onednn(environ, "x86_64", speed.cpu_flags(ZEN2_AVX2))
+    assert choice.value is True and environ == {"TF_ENABLE_ONEDNN_OPTS": "1"} and "turned on" in choice.why
+
+
+def test_onednn_is_left_as_tensorflow_or_the_user_has_it():
+    environ = {"TF_ENABLE_ONEDNN_OPTS": "0"}
+    assert speed.turn_on_onednn(environ, "x86_64", frozenset()).value is False  # the user's setting wins
+    assert environ == {"TF_ENABLE_ONEDNN_OPTS": "0"}
+    environ = {}
+    assert speed.turn_on_onednn(environ, "x86_64", speed.cpu_flags(SAPPHIRE_RAPIDS)).value is True
+    assert environ == {}  # TensorFlow turns it on by itself there
+    assert speed.turn_on_onednn(environ, "aarch64", speed.cpu_flags(GRAVITON3)).value is False
+    assert environ == {}  # not measured on Arm: TensorFlow's default stays
+    assert speed.turn_on_onednn(environ, "x86_64", frozenset(), tensorflow_started=True).value is False
+    assert environ == {}  # too late once TensorFlow has started
