@@ -192,6 +192,34 @@ def out_of_memory(config: TrainConfig, exc: BaseException) -> OutOfMemory:
     )
 
 
+# Below this address-space limit (ulimit -v, prlimit --as) TensorFlow's training aborts in C++
+# (pthread_create or std::bad_alloc), where no Python code can catch it: a 2-core CPU run of
+# TensorFlow 2.21 aborted under 3 GiB and trained under 4 GiB, 64 images per replica.
+ADDRESS_SPACE_FLOOR = 4 * 1024**3
+
+
+def check_address_space(config: TrainConfig, limit: Optional[int] = None) -> None:
+    """Refuse, before TensorFlow starts, an address-space limit it would abort under."""
+    if limit is None:
+        try:
+            import resource  # POSIX only
+        except ImportError:
+            return
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if limit == resource.RLIM_INFINITY:
+            return
+    if limit < 0 or limit >= ADDRESS_SPACE_FLOOR:
+        return
+    batch = config.recipe.batch_per_replica
+    raise OutOfMemory(
+        f"out of memory: the address-space limit (ulimit -v, prlimit --as) is {limit / 1024**3:.1f} GiB, below the "
+        f"{ADDRESS_SPACE_FLOOR // 1024**3} GiB TensorFlow's training needs (its threads and allocators reserve "
+        "address space beyond the memory in use, and it aborts past the limit); raise the limit to "
+        f"{ADDRESS_SPACE_FLOOR // 1024**3} GiB or more (a cgroup's memory.max caps the memory in use instead); "
+        f"a smaller batch (--batch-per-replica {max(1, batch // 2)}) lowers only the tensors' share"
+    )
+
+
 def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, progress_console=None) -> TrainResult:
     """One run, start to finish; an allocation that fails is one line (exit 1), not a traceback."""
     try:
@@ -210,6 +238,7 @@ def _train(config: TrainConfig, data: Optional[CifarData], plan, progress_consol
     finished, state = _read_output_folder(config, output)
     if finished is not None:
         return finished
+    check_address_space(config)
     onednn = speed.turn_on_onednn(
         os.environ, platform.machine(), speed.read_cpu_flags(), tensorflow_started="tensorflow" in sys.modules
     )

@@ -5,6 +5,8 @@ fails is "out of memory" with a smaller batch to try (exit 1), not a bug in envc
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tarfile
 import time
 
@@ -143,3 +145,30 @@ def test_an_allocation_that_fails_during_the_run_is_exit_1_not_a_bug(cli, tmp_pa
     lines = result.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("envcheck: error: out of memory (MemoryError: Unable to allocate")
     assert "--batch-per-replica 32" in lines[0] and "bug in envcheck" not in result.err
+
+
+def test_an_address_space_limit_tensorflow_would_abort_under_is_one_line_before_it_starts(tmp_path, train_env):
+    resource = pytest.importorskip("resource")
+    limit = 3 * 1024**3  # the 3 GB cap under which TensorFlow aborted (pthread_create, std::bad_alloc)
+    done = subprocess.run(
+        [sys.executable, "-m", "envcheck", "train", "--synthetic", "--no-progress", "--output", str(tmp_path / "run")],
+        env=train_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)),
+    )
+    assert done.returncode == EXIT_FINDINGS, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "out of memory: the address-space limit (ulimit -v, prlimit --as) is 3.0 GiB" in lines[0]
+    assert "--batch-per-replica 32" in lines[0] and "bug in envcheck" not in done.stderr
+
+
+def test_no_address_space_limit_or_a_large_one_is_not_refused(tmp_path):
+    from envcheck.train.trainer import ADDRESS_SPACE_FLOOR, check_address_space
+
+    config = TrainConfig(output=tmp_path)
+    check_address_space(config)  # this process: no limit set (or a large one)
+    check_address_space(config, ADDRESS_SPACE_FLOOR)
+    with pytest.raises(OutOfMemory, match="is 2.0 GiB"):
+        check_address_space(config, 2 * 1024**3)
