@@ -135,3 +135,28 @@ def test_onednn_is_left_as_tensorflow_or_the_user_has_it():
     assert environ == {}  # not measured on Arm: TensorFlow's default stays
     assert speed.turn_on_onednn(environ, "x86_64", frozenset(), tensorflow_started=True).value is False
     assert environ == {}  # too late once TensorFlow has started
+
+
+def test_a_resumed_run_keeps_the_precision_it_started_with(tmp_path):
+    from types import SimpleNamespace
+
+    from envcheck.train.config import TrainConfig, same_settings
+    from envcheck.train.outputs import OutputFolder
+    from envcheck.train.prepare import _as_interrupted_run
+
+    cpu = SimpleNamespace(uses_gpu=False)
+    chosen = speed.Choice("float32", "chosen: ...")
+    output = OutputFolder(tmp_path)
+    key = TrainConfig(output=tmp_path).resume_key()
+    state = {"settings": {**key, "policy": "mixed_bfloat16"}}
+    assert same_settings(state["settings"], key)  # the precision is compared on its own, once known
+    kept = _as_interrupted_run(chosen, TrainConfig(output=tmp_path), cpu, state, output)
+    assert kept == speed.Choice("mixed_bfloat16", "as the interrupted run trained")
+    with pytest.raises(UsageError, match=r"trained in mixed bfloat16: resume it with --precision bf16"):
+        _as_interrupted_run(chosen, TrainConfig(output=tmp_path, precision="fp32"), cpu, state, output)
+    # A resume point written before --precision existed: mixed_precision False was float32.
+    old = {"settings": {**key, "mixed_precision": False}}
+    assert same_settings(old["settings"], key)
+    assert _as_interrupted_run(chosen, TrainConfig(output=tmp_path), cpu, old, output) is chosen
+    assert _as_interrupted_run(chosen, TrainConfig(output=tmp_path), cpu, None, output) is chosen
+    assert not same_settings({**key, "seed": 5}, key)
