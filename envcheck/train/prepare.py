@@ -23,6 +23,13 @@ from envcheck.train.outputs import OutputFolder
 from envcheck.train.strategy import plan_devices
 from envcheck.words import plural
 
+# Keras 3.15's loop of several steps per call (a tf.while_loop of tf.cond over the iterator's
+# optionals) fails under MirroredStrategy with two or more replicas: "You must feed a value for
+# placeholder tensor 'while/body/.../while/cond/Placeholder'" at the first call.
+SEVERAL_STEPS_WITH_REPLICAS = (
+    "--steps-per-execution above 1 with several replicas: Keras's loop of several steps per call fails "
+    "under MirroredStrategy; leave it out (one step a call) or train on one device"
+)
 FLAG_OF_POLICY = {policy: flag for flag, policy in speed.POLICIES.items()}
 
 
@@ -121,6 +128,10 @@ def choose_speed(config: TrainConfig, plan, steps: int, state, output: OutputFol
     jit = speed.choose_jit(config.jit, uses_gpu=plan.uses_gpu, cpu_replicas=plan.replicas if plan.kind == "cpu" else 1)
     if multi_worker:
         calls = speed.Choice(1, "the multi-worker loop runs one step a call")
+    elif plan.replicas > 1:
+        if config.steps_per_execution not in (None, 1):
+            raise UsageError(SEVERAL_STEPS_WITH_REPLICAS)
+        calls = speed.Choice(1, "several replicas: Keras's loop of several steps a call fails under MirroredStrategy")
     else:
         calls = speed.choose_steps_per_call(config.steps_per_execution, steps_per_epoch=steps, uses_gpu=plan.uses_gpu)
     return speed.SpeedPlan(policy, jit, calls)

@@ -30,7 +30,8 @@ The rules, and where each comes from:
   running ahead. The callbacks run once per call (the NaN check, the progress bar), so a call is
   kept short enough for the bar to move: up to 16 steps on a CPU (about 7 s at 140 images/s),
   up to 64 on a GPU. It is a divisor of the steps per epoch, so that every epoch is exactly the
-  protocol's steps.
+  protocol's steps. With several replicas it is one step a call: Keras 3's loop of several steps
+  fails under MirroredStrategy (envcheck.train.prepare), and so does the multi-worker loop's.
 """
 
 from __future__ import annotations
