@@ -12,12 +12,13 @@ Over the same images, batches of 64, taking turns round by round in one run (med
   the trainer's pipeline: envcheck.train.pipeline.training_dataset (uint8 batches gathered from
       the arrays in memory, one-hot labels, prefetch) and the training model's own preprocessing
       layers (mean subtraction, then the shift and flip, XLA-compiled) on the device (a GPU if
-      there is one), measured two ways:
-        per step: one call per batch, as fit() drives a training step (the call's dispatch, a
-          fixed cost a training step pays anyway, is included);
-        pipeline: 16 batches per call, the dispatch spread over them (as compile's
-          steps_per_execution=16 would): the pipeline's own cost, like the generator's figures,
-          which include no training step either;
+      there is one), measured three ways:
+        one per call: one call per batch, as fit() drives a training step by default (the call's
+          dispatch, a fixed cost a training step pays anyway, is included);
+        as fit runs it: the steps per call `envcheck train` chooses for the post's epoch on this
+          device (envcheck.train.speed: 11 of its 781 steps), the dispatch spread over them;
+        16 per call: the dispatch spread over 16 batches, nearer the pipeline's own cost, like
+          the generator's figures, which include no training step either;
   tf.data alone: the trainer's batches without the preprocessing, 16 per call (what the host side
       costs on its own).
 
@@ -44,10 +45,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 BATCHES_PER_CALL = 16
+POST_STEPS_PER_EPOCH = 50_000 // 64
 COLUMNS = {
     "image_data_generator": "post's ImageDataGenerator (tf_keras, scipy)",
     "numpy_flow": "numpy re-implementation of flow()",
-    "trainer_per_step": "trainer: tf.data + layers, per step",
+    "trainer_per_step": "trainer: tf.data + layers, one per call",
+    "trainer_as_fit": "trainer: tf.data + layers, as fit runs it",
     "trainer_pipeline": f"trainer: tf.data + layers, {BATCHES_PER_CALL} per call",
     "tf_data_alone": f"tf.data alone, {BATCHES_PER_CALL} per call",
 }
@@ -120,9 +123,13 @@ class TrainerPipeline:
 
         from envcheck.train.model import build_training_model
         from envcheck.train.pipeline import training_dataset
+        from envcheck.train.speed import choose_steps_per_call
 
         self.batch = batch
         self.device = "/GPU:0" if tf.config.list_logical_devices("GPU") else "/CPU:0"
+        self.fit_steps = choose_steps_per_call(
+            None, steps_per_epoch=POST_STEPS_PER_EPOCH, uses_gpu=self.device.startswith("/GPU")
+        ).value
         mean = x_uint8.astype("float64").mean(axis=0)
         with tf.device(self.device):
             model = build_training_model(mean, 10, seed=0)
@@ -134,9 +141,9 @@ class TrainerPipeline:
             images, labels = next(iterator)
             return preprocess(images, training=True), labels
 
-        def many_steps(iterator, augment: bool):
+        def many_steps(iterator, augment: bool, count: int = BATCHES_PER_CALL):
             total = tf.constant(0.0)
-            for _ in tf.range(BATCHES_PER_CALL):
+            for _ in tf.range(count):
                 images, labels = next(iterator)
                 out = preprocess(images, training=True) if augment else tf.cast(images, tf.float32)
                 # Every output is used, so nothing can be pruned away.
@@ -146,12 +153,16 @@ class TrainerPipeline:
         with tf.device(self.device):
             self._one = tf.function(one_step)
             self._many = tf.function(lambda it: many_steps(it, True))
+            self._as_fit = tf.function(lambda it: many_steps(it, True, self.fit_steps))
             self._alone = tf.function(lambda it: many_steps(it, False))
-            for function in (self._one, self._many, self._alone):  # trace and compile before timing
+            for function in (self._one, self._many, self._as_fit, self._alone):  # trace and compile before timing
                 _sync(function(self.iterator))
 
     def per_step(self, images: int) -> float:
         return self._rate(self._one, images, 1)
+
+    def as_fit(self, images: int) -> float:
+        return self._rate(self._as_fit, images, self.fit_steps)
 
     def pipeline(self, images: int) -> float:
         return self._rate(self._many, images, BATCHES_PER_CALL)
@@ -219,6 +230,7 @@ def measure(x_uint8, labels, *, batch: int, images: int, rounds: int) -> tuple[d
     measures: dict[str, Callable[[], float]] = {
         **{name: (lambda f=flow: generator_rate(f, images)) for name, flow in flows.items()},
         "trainer_per_step": lambda: trainer.per_step(images),
+        "trainer_as_fit": lambda: trainer.as_fit(images),
         "trainer_pipeline": lambda: trainer.pipeline(images),
         "tf_data_alone": lambda: trainer.tf_data_alone(images),
     }
@@ -226,7 +238,7 @@ def measure(x_uint8, labels, *, batch: int, images: int, rounds: int) -> tuple[d
     for _ in range(rounds):
         for name, values in rates.items():
             values.append(measures[name]())
-    return rates, trainer.device
+    return rates, f"{trainer.device}, fit runs {trainer.fit_steps} steps per call"
 
 
 def summarise(rates: dict, reference: str) -> dict[str, dict[str, float]]:

@@ -191,16 +191,16 @@ class EpochTiming:
 # --- the comparison ---------------------------------------------------------------------------
 
 
-def child_env() -> dict:
+def child_env(repo: Path = REPO) -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(repo) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     return env
 
 
-def run_child(command: list[str]) -> tuple[dict | None, float, str]:
+def run_child(command: list[str], repo: Path = REPO) -> tuple[dict | None, float, str]:
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=REPO, env=child_env(), capture_output=True, text=True, check=False)
+    done = subprocess.run(command, cwd=repo, env=child_env(repo), capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         return None, wall, (done.stderr.strip().splitlines() or ["no output"])[-1]
@@ -221,13 +221,20 @@ def measure_post(args) -> dict:
     ]
     command += ["--data", args.data] if args.data else []
     command += ["--gpus", str(args.gpus)] if args.gpus is not None else []
+    load = os.getloadavg()[0]
     out, wall, error = run_child(command)
     if out is None:
         return {"error": error}
-    return {**figures(out["epochs"], args.steps), "wall_seconds": round(wall, 2), "devices": out["devices"]}
+    return {
+        **figures(out["epochs"], args.steps),
+        "wall_seconds": round(wall, 2),
+        "devices": out["devices"],
+        "load_average": round(load, 2),
+    }
 
 
-def measure_envcheck(args) -> dict:
+def measure_envcheck(args, repo: Path = REPO) -> dict:
+    """One run of `envcheck train` from `repo` (this checkout, or another one to compare with)."""
     with tempfile.TemporaryDirectory(prefix="envcheck-post-bench-") as output:
         command = [
             sys.executable,
@@ -248,12 +255,20 @@ def measure_envcheck(args) -> dict:
         ]
         command += ["--data", args.data] if args.data else ["--synthetic"]
         command += ["--gpus", str(args.gpus)] if args.gpus is not None else []
-        out, wall, error = run_child(command)
+        load = os.getloadavg()[0]
+        out, wall, error = run_child(command, repo)
         if out is None:
             return {"error": error}
         epochs = json.loads((Path(output) / "history.json").read_text())["epochs"]
     devices = 0 if out["devices"]["kind"] == "cpu" else out["replicas"]
-    return {**figures(epochs, args.steps), "wall_seconds": round(wall, 2), "devices": devices}
+    speed = out.get("speed") or {}
+    return {
+        **figures(epochs, args.steps),
+        "wall_seconds": round(wall, 2),
+        "devices": devices,
+        "load_average": round(load, 2),
+        **{k: speed[k] for k in ("precision", "jit", "steps_per_execution") if k in speed},
+    }
 
 
 def figures(epochs: list[dict], steps: int) -> dict:
@@ -279,23 +294,29 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
             continue
         medians[name] = {key: round(statistics.median(r[key] for r in good), 2) for key in FIGURES}
         medians[name]["devices"] = good[0]["devices"]
-    pairs = [
-        (post, ours)
-        for post, ours in zip(runs.get("post", []), runs.get("envcheck", []))
-        if "error" not in post and "error" not in ours
-    ]
-    speedup = {}
-    if pairs:
-        rate = "images_per_second_epoch_2"
-        speedup = {
-            rate: round(statistics.median(ours[rate] / post[rate] for post, ours in pairs), 2),
-            # times as fast: the post's seconds over envcheck's
-            **{
-                key: round(statistics.median(post[key] / ours[key] for post, ours in pairs), 2)
-                for key in ("seconds_to_steps", "wall_seconds")
-            },
-        }
-    return {"medians": medians, "envcheck_speedup": speedup}
+    result = {"medians": medians, "envcheck_speedup": speedup_over(runs.get("post", []), runs.get("envcheck", []))}
+    if "before" in runs:
+        result["before_speedup"] = speedup_over(runs["post"], runs["before"])
+        result["envcheck_over_before"] = speedup_over(runs["before"], runs["envcheck"])
+    return result
+
+
+def speedup_over(reference: list[dict], ours: list[dict]) -> dict:
+    """How much faster `ours` is than `reference`: the median over rounds of the ratio within a
+    round, and every round's ratio of the epoch-2 images/s (so "ahead in every round" can be read)."""
+    pairs = [(ref, run) for ref, run in zip(reference, ours) if "error" not in ref and "error" not in run]
+    if not pairs:
+        return {}
+    rate = "images_per_second_epoch_2"
+    return {
+        rate: round(statistics.median(run[rate] / ref[rate] for ref, run in pairs), 2),
+        # times as fast: the reference's seconds over ours
+        **{
+            key: round(statistics.median(ref[key] / run[key] for ref, run in pairs), 2)
+            for key in ("seconds_to_steps", "wall_seconds")
+        },
+        "rounds": [round(run[rate] / ref[rate], 2) for ref, run in pairs],
+    }
 
 
 def main(argv=None) -> int:
@@ -306,6 +327,11 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="runs of each trainer, taking turns (3)")
     parser.add_argument("--data", help="CIFAR-10 to use (default: synthetic images)")
     parser.add_argument("--gpus", type=int, help="GPUs to use (default: all; 0: the CPU)")
+    parser.add_argument(
+        "--compare-with",
+        metavar="CHECKOUT",
+        help="also run envcheck train from another checkout of envcheck (the one before a change), in every round",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--run-post", action="store_true", help=argparse.SUPPRESS)  # one run of the port
     args = parser.parse_args(argv)
@@ -320,6 +346,10 @@ def main(argv=None) -> int:
 
     runs: dict[str, list[dict]] = {"post": [], "envcheck": []}
     order = [("post", measure_post), ("envcheck", measure_envcheck)]
+    if args.compare_with:
+        before = Path(args.compare_with).resolve()
+        runs["before"] = []
+        order.insert(1, ("before", lambda a: measure_envcheck(a, before)))
     for round_index in range(args.rounds):
         for name, measure in order if round_index % 2 == 0 else order[::-1]:
             runs[name].append(measure(args))
@@ -337,22 +367,36 @@ def main(argv=None) -> int:
     }
     if args.json:
         print(json.dumps(result, indent=2))
-        return 0
+    else:
+        print_result(result, args)
+    return 0
+
+
+LABELS = {"post": "post's train.py", "before": "envcheck (before)", "envcheck": "envcheck train"}
+
+
+def print_result(result: dict, args) -> None:
     print(
         f"the post's train.py (tf_keras, ImageDataGenerator, fit_generator) against envcheck train; "
         f"{EPOCHS} epochs of {args.steps} steps, medians of {args.rounds}"
     )
-    print(f"  data: {result['data']}; machine: {result['machine']}; {result['date']}")
-    for name, label in (("post", "post's train.py"), ("envcheck", "envcheck train")):
-        print(f"  {label:<16} {_line(result['medians'][name])}")
-    if result["envcheck_speedup"]:
-        speedup = result["envcheck_speedup"]
-        print(
-            f"  envcheck train: {speedup['images_per_second_epoch_2']:.2f}x the images/s of epoch 2, "
-            f"{speedup['seconds_to_steps']:.2f}x as fast to {args.steps * EPOCHS} steps, "
-            f"{speedup['wall_seconds']:.2f}x as fast in wall time"
-        )
-    return 0
+    loads = [r["load_average"] for runs in result["runs"].values() for r in runs if "load_average" in r]
+    shown = f"; load average {min(loads):.2f}-{max(loads):.2f}" if loads else ""
+    print(f"  data: {result['data']}; machine: {result['machine']}; {result['date']}{shown}")
+    for name, medians in result["medians"].items():
+        print(f"  {LABELS[name]:<18} {_line(medians)}")
+    for key, label in (
+        ("envcheck_speedup", "envcheck train / post"),
+        ("before_speedup", "before / post"),
+        ("envcheck_over_before", "envcheck train / before"),
+    ):
+        speedup = result.get(key)
+        if speedup:
+            print(
+                f"  {label}: {speedup['images_per_second_epoch_2']:.2f}x the images/s of epoch 2 (rounds: "
+                f"{', '.join(f'{r:.2f}' for r in speedup['rounds'])}), {speedup['seconds_to_steps']:.2f}x as fast "
+                f"to {args.steps * EPOCHS} steps, {speedup['wall_seconds']:.2f}x in wall time"
+            )
 
 
 def _line(result: dict) -> str:

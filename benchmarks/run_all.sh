@@ -86,6 +86,28 @@ run validate "$python" -m envcheck validate --train ${data_flag[@]+"${data_flag[
 if [ "$quick" = 1 ]; then scaling=(--steps 2); else scaling=(--steps 30); fi
 run validate_scaling "$python" -m envcheck validate --scaling "${scaling[@]}" --plot "${out:-DIR}/scaling.png" --json
 
+# --- The trainer's speed options: the post's configuration (float32, no XLA, one step per call),
+# what envcheck train chooses here, and each precision and XLA, per GPU and on all GPUs, held
+# against the post's 794 images/s per Titan X and its 3.9x on four (summary.py prints both). What
+# envcheck.train.speed chooses on a GPU (XLA_FASTER, the precision by compute capability) is
+# checked against these figures.
+if [ "$quick" = 1 ]; then
+    speed_steps=(--steps 2)
+    speed_variants=fp32,auto
+else
+    speed_steps=(--steps 200)
+    speed_variants=fp32,auto,bf16,fp16,jit,bf16+jit
+fi
+speed_gpus=0
+if [ "$gpus" -ge 1 ]; then speed_gpus=1; fi
+run speed_1 "$python" benchmarks/train_throughput.py "${speed_steps[@]}" --gpus "$speed_gpus" \
+    --variants "$speed_variants" --json
+if [ "$gpus" -ge 2 ]; then
+    run speed_all "$python" benchmarks/train_throughput.py "${speed_steps[@]}" --gpus "$gpus" --variants fp32,auto --json
+elif [ "$dry_run" = 0 ]; then
+    echo "fewer than 2 GPUs: no all-GPU figure to hold against the post's 3.9x on four" >"$out/speed_all.skipped"
+fi
+
 if [ "$dry_run" = 1 ]; then exit 0; fi
 echo >&2
 echo "results in $out" >&2

@@ -19,11 +19,14 @@ BENCHMARKS = {
     "train_throughput_1": "train_throughput.py, 1 device",
     "train_throughput_all": "train_throughput.py, all GPUs",
     "validate": "validate --train",
+    "speed_1": "trainer's speed options, 1 device",
+    "speed_all": "trainer's speed options, all GPUs",
 }
 PIPELINE_LABELS = {
     "image_data_generator": "post's ImageDataGenerator (tf_keras)",
     "numpy_flow": "numpy re-implementation of flow()",
     "trainer_per_step": "trainer pipeline, one batch per call",
+    "trainer_as_fit": "trainer pipeline, as fit runs it",
     "trainer_pipeline": "trainer pipeline, 16 batches per call",
     "tf_data_alone": "tf.data alone",
 }
@@ -87,6 +90,48 @@ def throughput_rows(result: dict) -> list[tuple[str, str, str]]:
     return rows
 
 
+def speed_rows(result: dict) -> list[tuple[str, str, str]]:
+    """Each variant's images/s, its images/s per replica against the post's Titan X (794 images/s)."""
+    rows = []
+    post = result.get("post_images_per_second_per_gpu", 793.7)
+    for name, variant in result["variants"].items():
+        if "error" in variant:
+            rows.append((name, "failed", variant["error"]))
+            continue
+        rows.append(
+            (
+                f"{name}: {variant['precision']}, XLA {'on' if variant.get('jit') else 'off'}, "
+                f"{variant.get('steps_per_execution')} per call ({variant['replicas']} x {'/'.join(variant['devices'])})",
+                f"{variant['images_per_second']:,.1f} images/s",
+                f"{variant['images_per_second_per_replica']:,.1f} per replica = "
+                f"{variant['images_per_second_per_replica'] / post:.2f}x the post's Titan X",
+            )
+        )
+    return rows
+
+
+def scaling_row(folder: Path) -> list[tuple[str, str, str, str]]:
+    """All GPUs against one, for the same variant, beside the post's 3.9x on four Titan X."""
+    one, every = read(folder, "speed_1"), read(folder, "speed_all")
+    if not one or not every:
+        return []
+    rows = []
+    for name, variant in every.get("variants", {}).items():
+        single = one.get("variants", {}).get(name, {})
+        if "error" in variant or "error" in single or not single:
+            continue
+        gain = variant["images_per_second"] / single["images_per_second"]
+        rows.append(
+            (
+                BENCHMARKS["speed_all"],
+                f"{name}: {variant['replicas']} GPUs / 1",
+                f"{gain:.2f}x",
+                f"post: 3.9x on 4 Titan X; {gain / variant['replicas']:.0%} of linear here",
+            )
+        )
+    return rows
+
+
 def validate_rows(result: dict) -> list[tuple[str, str, str]]:
     return [(check["name"], "PASS" if check["passed"] else "FAIL", check["summary"]) for check in result["checks"]]
 
@@ -97,6 +142,8 @@ ROWS = {
     "train_throughput_1": throughput_rows,
     "train_throughput_all": throughput_rows,
     "validate": validate_rows,
+    "speed_1": speed_rows,
+    "speed_all": speed_rows,
 }
 
 
@@ -135,7 +182,7 @@ def main(argv=None) -> int:
         if result and "machine" in result:
             print(f"{result['date']}, {result['machine']}, data: {result['data']}")
             break
-    print(render(summary_rows(folder)))
+    print(render(summary_rows(folder) + scaling_row(folder)))
     return 0
 
 

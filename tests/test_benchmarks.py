@@ -64,7 +64,8 @@ def test_input_pipeline_prints_every_column_and_its_ratio_to_the_posts_image_dat
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     columns = result["columns"]
-    assert {"numpy_flow", "trainer_per_step", "trainer_pipeline", "tf_data_alone"} <= set(columns)
+    assert {"numpy_flow", "trainer_per_step", "trainer_as_fit", "trainer_pipeline", "tf_data_alone"} <= set(columns)
+    assert "fit runs 11 steps per call" in result["augmentation_device"]  # the post's 781-step epoch
     if _has("tf_keras") and _has("scipy"):
         assert result["ratios_against"] == "image_data_generator"
         assert columns["image_data_generator"]["ratio"] == 1.0
@@ -100,8 +101,12 @@ def test_post_trainer_runs_the_posts_train_py_and_envcheck_train_and_prints_the_
         medians = result["medians"][name]
         assert "error" not in medians, medians
         assert medians["images_per_second_epoch_2"] > 0 and medians["seconds_to_steps"] > 0
-    assert set(result["envcheck_speedup"]) == {"images_per_second_epoch_2", "seconds_to_steps", "wall_seconds"}
+    speedup = result["envcheck_speedup"]
+    assert set(speedup) == {"images_per_second_epoch_2", "seconds_to_steps", "wall_seconds", "rounds"}
+    assert len(speedup["rounds"]) == 1 and speedup["rounds"][0] > 0
     assert result["steps"] == 2
+    run = result["runs"]["envcheck"][0]
+    assert run["load_average"] >= 0 and run["steps_per_execution"] == 1 and run["precision"]
 
 
 def test_the_posts_minigooglenet_in_tf_keras_has_the_posts_parameter_count():
@@ -125,13 +130,17 @@ def test_train_throughput_runs_one_variant(tmp_path):
         "--gpus",
         "0",
         "--variants",
-        "post",
+        "fp32,auto",
         "--json",
     )
     assert done.returncode == 0, done.stderr
-    variant = json.loads(done.stdout)["variants"]["post"]
-    assert "error" not in variant, variant
-    assert variant["images_per_second"] > 0
+    variants = json.loads(done.stdout)["variants"]
+    for variant in variants.values():
+        assert "error" not in variant, variant
+        assert variant["images_per_second"] > 0 and variant["per_replica_vs_post_titan_x"] > 0
+    # The post's configuration is what it says; "auto" is what envcheck train chose on this machine.
+    assert variants["fp32"]["precision"] == "float32" and variants["fp32"]["jit"] is False
+    assert variants["fp32"]["steps_per_execution"] == 1
 
 
 @pytest.mark.parametrize(
@@ -187,10 +196,14 @@ def test_run_all_dry_run_lists_every_training_benchmark_with_the_data(tmp_path):
     commands = [line for line in done.stderr.splitlines() if line.startswith("== ")]
     names = [line.split(":", 1)[0][3:] for line in commands]
     assert names == [
-        "input_pipeline", "post_trainer", "train_throughput_1", "train_throughput_all", "validate", "validate_scaling",
+        "input_pipeline", "post_trainer", "train_throughput_1", "train_throughput_all", "validate",
+        "validate_scaling", "speed_1", "speed_all",
     ]  # fmt: skip
     assert "--gpus 1" in commands[2] and "--gpus" not in commands[3]
     assert "validate --scaling" in commands[5] and "--json" in commands[5] and "--plot" in commands[5]
+    speed = {name: line for name, line in zip(names, commands) if name.startswith("speed_")}
+    assert "--gpus 1" in speed["speed_1"] and "fp32" in speed["speed_1"] and "auto" in speed["speed_1"]
+    assert "--gpus 2" in speed["speed_all"]
     for line in commands:
         if line.startswith(("== input_pipeline:", "== post_trainer:", "== validate:")):
             assert "--data cifar.tar.gz" in line and "--json" in line
@@ -233,7 +246,21 @@ def test_summary_makes_one_table_and_marks_what_failed(tmp_path):
     (tmp_path / "validate.json").write_text(
         json.dumps({"checks": [{"name": "matmul on CPU:0", "passed": True, "summary": "max error 1e-7"}]})
     )
-    table = summary.render(summary.summary_rows(tmp_path))
+    speed = {
+        "replicas": 1,
+        "devices": ["GPU:0"],
+        "images_per_second": 1587.4,
+        "images_per_second_per_replica": 1587.4,
+        "precision": "mixed_bfloat16",
+        "jit": False,
+        "steps_per_execution": 50,
+    }
+    (tmp_path / "speed_1.json").write_text(json.dumps({"variants": {"auto": speed}}))
+    every = {**speed, "replicas": 4, "devices": ["GPU:0", "GPU:1", "GPU:2", "GPU:3"], "images_per_second": 5714.6}
+    (tmp_path / "speed_all.json").write_text(json.dumps({"variants": {"auto": every}}))
+    table = summary.render(summary.summary_rows(tmp_path) + summary.scaling_row(tmp_path))
+    assert "2.00x the post's Titan X" in table  # 1,587.4 against 793.7 images/s
+    assert "auto: 4 GPUs / 1" in table and "3.60x" in table and "post: 3.9x on 4 Titan X; 90% of linear" in table
     assert "25.0x the post's" in table and "post's ImageDataGenerator (tf_keras)" in table
     assert "1.50x images/s" in table and "1.50x as fast to the steps" in table
     assert "failed" in table and "train_throughput_1.log" in table

@@ -9,8 +9,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from envcheck.errors import UsageError
-from envcheck.train.config import JIT_WITH_CPU_REPLICAS
+from envcheck.errors import UsageError, require_modules
+from envcheck.render import json_text
+from envcheck.train.config import JIT_WITH_CPU_REPLICAS, PRESETS, TrainConfig
+from envcheck.train.speed import MIXED, PRECISION_CHOICES
+from envcheck.train.strategy import cluster_source
 from envcheck.words import plural
 
 DEFAULT_OUTPUT = "envcheck-train"
@@ -94,6 +97,38 @@ def add_data_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--val-subset", type=count_arg(1), metavar="N", help="validate on the first N test images")
 
 
+def add_speed_flags(parser: argparse.ArgumentParser) -> None:
+    """Precision, XLA and steps per call: chosen for the hardware unless given (the run's header says which)."""
+    precision = parser.add_mutually_exclusive_group()
+    precision.add_argument(
+        "--precision",
+        choices=PRECISION_CHOICES,
+        default="auto",
+        help="compute type, float32 weights either way: auto (default: bf16 on CPUs with AVX512_BF16 or AMX and on "
+        "GPUs of compute capability 8.0+, fp16 on 7.x, else fp32), fp32, bf16 (mixed bfloat16), fp16 (mixed float16)",
+    )
+    precision.add_argument(
+        "--mixed-precision",
+        action="store_const",
+        const=MIXED,
+        dest="precision",
+        help="the device's mixed precision: float16 on GPUs, bfloat16 on CPUs",
+    )
+    parser.add_argument(
+        "--jit",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="compile the training step with XLA, or not (default: where it was measured faster; off on CPUs)",
+    )
+    parser.add_argument(
+        "--steps-per-execution",
+        type=count_arg(1),
+        metavar="N",
+        help="training steps per TensorFlow call, a divisor of the steps per epoch; the NaN check and the progress "
+        "bar run once per call (default: up to 16 on a CPU, 64 on a GPU)",
+    )
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--output",
@@ -145,10 +180,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="RATE",
         help="initial (peak) learning rate (default: 5e-3, or the preset's)",
     )
-    parser.add_argument(
-        "--mixed-precision", action="store_true", help="float16 compute on GPUs (bfloat16 on CPUs), float32 weights"
-    )
-    parser.add_argument("--jit", action="store_true", help="compile the training step with XLA")
+    add_speed_flags(parser)
     parser.add_argument(
         "--seed", type=count_arg(0, MAX_SEED), default=0, metavar="N", help=f"random seed, 0 to {MAX_SEED} (default: 0)"
     )
@@ -157,13 +189,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace):
-    from envcheck.train.config import PRESETS, TrainConfig
-
     if args.data is not None and not args.data.expanduser().exists():
         raise UsageError(f"--data {args.data}: no such file or folder")
     if args.multi_worker:
-        from envcheck.train.strategy import cluster_source
-
         cluster_source()  # no TF_CONFIG and no SLURM step, or a malformed one: a usage error, before TensorFlow starts
     if args.output.exists() and not args.output.is_dir():
         raise UsageError(f"--output {args.output}: exists and is not a folder")
@@ -208,8 +236,9 @@ def config_from_args(args: argparse.Namespace):
         subset=args.subset,
         val_subset=args.val_subset,
         steps_per_epoch=args.steps_per_epoch,
-        mixed_precision=args.mixed_precision,
+        precision=args.precision,
         jit=args.jit,
+        steps_per_execution=args.steps_per_execution,
         seed=args.seed,
         progress=not args.no_progress,
         resume=args.resume,
@@ -218,11 +247,9 @@ def config_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from envcheck.errors import require_modules
-
     config = config_from_args(args)
     require_modules("envcheck train", "train", "numpy", "tensorflow", "PIL")
-    from envcheck.train.trainer import train
+    from envcheck.train.trainer import train  # numpy and the rest: once the flags and modules are checked
 
     result = train(config)
     summary = result.summary
@@ -234,8 +261,6 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.json:
-        from envcheck.render import json_text
-
         sys.stdout.write(json_text("train", summary, 0))
     else:
         print(format_summary(summary, config.output))

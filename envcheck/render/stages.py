@@ -37,6 +37,10 @@ class Stages:
             if self._status is None:
                 self._status = self.console.status(_Elapsed(self), spinner="dots")
                 self._status.start()
+            # Drawn now, not at the spinner's next tick: what comes next may hold the interpreter
+            # for seconds (TensorFlow's import loads its libraries without letting the spinner's
+            # thread run), and the user must see what is being waited for meanwhile.
+            self._status.update(spinner="dots")
         elif self.plain:
             self.console.print(f"envcheck: {doing} ...", markup=False)
 

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 import keras
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from envcheck.train.outputs import OutputFolder
 from envcheck.train.plots import plot_history
@@ -153,8 +155,6 @@ class RichProgress(keras.callbacks.Callback):
 
     def __init__(self, *, epochs: int, steps: int, console=None):
         super().__init__()
-        from rich.console import Console
-
         self.epochs = epochs
         self.steps = steps
         self.console = console or Console(stderr=True)
@@ -162,14 +162,6 @@ class RichProgress(keras.callbacks.Callback):
         self._task = None
 
     def on_train_begin(self, logs=None):
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),

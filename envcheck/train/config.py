@@ -90,8 +90,9 @@ class TrainConfig:
     subset: Optional[int] = None  # the first N training images
     val_subset: Optional[int] = None  # the first N test images
     steps_per_epoch: Optional[int] = None  # None: one pass over the training images
-    mixed_precision: bool = False
-    jit: bool = False
+    precision: str = "auto"  # auto, fp32, bf16, fp16 (envcheck.train.speed); "mixed": the device's
+    jit: Optional[bool] = None  # None: where XLA was measured faster
+    steps_per_execution: Optional[int] = None  # None: chosen per device and epoch
     seed: int = 0
     progress: bool = True  # the rich progress bar on stderr
     # What to do with a finished run already in `output`: keep it and report it (resume), or
@@ -103,7 +104,7 @@ class TrainConfig:
         """The settings a resumed run must share with the interrupted one.
 
         The device count is left out on purpose: finishing a run on fewer machines is what
-        fault tolerance is for.
+        fault tolerance is for. The precision is compared once it is known (envcheck.train.prepare).
         """
         return {
             "recipe": asdict(self.recipe),
@@ -112,7 +113,6 @@ class TrainConfig:
             "subset": self.subset,
             "val_subset": self.val_subset,
             "steps_per_epoch": self.steps_per_epoch,
-            "mixed_precision": self.mixed_precision,
             "seed": self.seed,  # the data order, and for --synthetic the images themselves
         }
 
@@ -123,6 +123,18 @@ class TrainConfig:
         for name in ("progress", "resume", "overwrite"):  # how this process runs, not what it trains
             out.pop(name)
         return out
+
+
+PRECISION_KEYS = ("policy", "precision", "mixed_precision")
+
+
+def same_settings(stored: Any, key: dict[str, Any]) -> bool:
+    """Whether a resume point's settings are this run's, the precision left to envcheck.train.prepare."""
+    if not isinstance(stored, dict):
+        return False
+    return {k: v for k, v in stored.items() if k not in PRECISION_KEYS} == {
+        k: v for k, v in key.items() if k not in PRECISION_KEYS
+    }
 
 
 def post_reference(gpus: int) -> dict[str, float]:

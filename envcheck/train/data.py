@@ -13,6 +13,7 @@ No TensorFlow here: loading and checking data must be cheap and testable on its 
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import pickle
 from collections.abc import Sequence
@@ -21,6 +22,8 @@ from typing import Optional
 
 import numpy as np
 
+from envcheck.fsutil import read_user_bytes
+from envcheck.train import image_folders
 from envcheck.train.cifar import (
     CIFAR10_CLASSES,
     HOW_TO_PROVIDE,
@@ -30,6 +33,9 @@ from envcheck.train.cifar import (
     find_test_folder,
 )
 
+BATCH_FILE = "a CIFAR-10 python batch"
+# A batch of 10,000 images is 30.7 MB; CIFAR-100's training file (50,000) is 154 MB.
+MAX_BATCH_BYTES = 256 * 1024 * 1024
 TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
 TEST_BATCH = "test_batch"
 
@@ -71,8 +77,6 @@ def load_cifar10(
     path = Path(path).expanduser()
     if not path.exists():
         raise DataError(f"--data {path}: no such file or folder; {HOW_TO_PROVIDE}")
-    from envcheck.train import image_folders
-
     given = path
     if path.is_file():
         if not image_folders.is_archive(path):
@@ -132,15 +136,19 @@ class _ArraysOnlyUnpickler(pickle.Unpickler):
 
 
 def read_python_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(images (N, 32, 32, 3) uint8, labels (N,) int64) from one CIFAR-10 python batch file."""
-    try:
-        with open(path, "rb") as handle:
-            batch = _ArraysOnlyUnpickler(handle, encoding="bytes").load()
-    except FileNotFoundError:
+    """(images (N, 32, 32, 3) uint8, labels (N,) int64) from one CIFAR-10 python batch file.
+
+    Read through the bounded reader every user file goes through: a FIFO or a device in its
+    place is refused at once, and a file past MAX_BATCH_BYTES is refused before it is read.
+    """
+    if not os.path.lexists(path):
         raise DataError(
             f"{path}: missing; a CIFAR-10 python batches folder holds {', '.join(TRAIN_BATCHES)} "
             f"and {TEST_BATCH}; {HOW_TO_PROVIDE}"
-        ) from None
+        )
+    raw = read_user_bytes(path, BATCH_FILE, DataError, max_bytes=MAX_BATCH_BYTES)
+    try:
+        batch = _ArraysOnlyUnpickler(io.BytesIO(raw), encoding="bytes").load()
     except Exception as exc:  # noqa: BLE001 - any unpickling failure means the file is corrupt
         raise DataError(f"{path}: not a readable CIFAR-10 python batch ({type(exc).__name__}: {exc})") from None
     if not isinstance(batch, dict):

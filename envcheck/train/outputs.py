@@ -28,7 +28,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
 
-from envcheck.errors import EXIT_FINDINGS, EnvcheckError
+import numpy as np
+
+from envcheck.errors import EXIT_FINDINGS, EnvcheckError, UsageError
 
 HISTORY_COLUMNS = (
     "epoch",
@@ -87,8 +89,6 @@ def check_output_folder(root: Path, flag: str = "--output") -> None:
 
     Creates nothing: it tries a file in `root`, or in the nearest folder above it that exists.
     """
-    from envcheck.errors import UsageError
-
     root = Path(root)
     existing = root
     while not existing.exists() and existing.parent != existing:
@@ -185,8 +185,6 @@ class OutputFolder:
         """Refuse before writing what cannot fit: a weights file (with the optimizer's state) needs
         about three times the parameters' bytes; h5py left to hit a full disk itself fails messily."""
         try:
-            import numpy as np
-
             need = 3 * sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in model.weights) + (1 << 20)
         except Exception:  # noqa: BLE001 - a model whose weights say no size: no estimate, no check
             return

@@ -18,6 +18,7 @@ def plot_history(rows: list[dict[str, Any]], target: Path, title: str = "MiniGoo
 def history_figure(rows: list[dict[str, Any]], title: str):
     """The post's four curves against the epoch, on two panels: loss (train, validation) on the
     left and accuracy on the right, so that a large loss never flattens the accuracy curves."""
+    # matplotlib takes most of a second to import: paid at the first epoch's end, not at start-up.
     import matplotlib.style
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure

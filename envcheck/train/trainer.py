@@ -4,20 +4,32 @@ The order matters: devices are configured before TensorFlow's runtime starts (a 
 strategy must exist before any tensor), the model and optimizer are created under the strategy's
 scope, and a resumed run restores weights and optimizer state before fit() continues at the
 epoch after the last one finished.
+
+Nothing imported at the top starts TensorFlow: the modules that import it (prepare, pipeline,
+model, callbacks, loop) are imported inside the functions that run once it has started, so that
+a bad output folder or a missing data set is said before TensorFlow's seconds of start-up.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import platform
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from envcheck import interrupts
 from envcheck.errors import EXIT_FINDINGS, EnvcheckError, UsageError
-from envcheck.train.config import TrainConfig, post_reference
+from envcheck.machine import short_device
+from envcheck.render.stages import Stages
+from envcheck.render.width import terminal_width, wrap
+from envcheck.tfquiet import quiet_tensorflow
+from envcheck.train import speed
+from envcheck.train.config import TrainConfig, post_reference, same_settings
 from envcheck.train.data import (
     CIFAR10_CLASSES,
     CifarData,
@@ -32,6 +44,8 @@ from envcheck.train.outputs import (
     describe_write_error,
     write_json_atomically,
 )
+from envcheck.train.schedule import schedule_for
+from envcheck.train.strategy import chief_of, read_tf_config
 from envcheck.words import plural
 
 SYNTHETIC_TRAIN_IMAGES = 50_000
@@ -84,14 +98,7 @@ def _writes_outputs(config: TrainConfig) -> bool:
     """Only the chief writes: the other workers of a multi-worker run need not reach --output."""
     if not config.multi_worker:
         return True
-    from envcheck.train.strategy import chief_of, read_tf_config
-
     return chief_of(read_tf_config())[0]
-
-
-def _precision_policy(plan) -> str:
-    # float16 is what GPUs accelerate; CPUs (and TPUs) have bfloat16 instead, and no float16 units.
-    return "mixed_float16" if plan.uses_gpu else "mixed_bfloat16"
 
 
 def _show_start_up_lines() -> bool:
@@ -115,8 +122,6 @@ def _output_failure(config: TrainConfig, output: OutputFolder, exc: OSError, doi
 def _release_failed_files() -> None:
     """h5py objects of a file whose write failed complain (and can crash) when freed at exit:
     free them now, quietly, while the process is in a known state."""
-    import gc
-
     hook = sys.unraisablehook
     sys.unraisablehook = lambda unraisable: None
     try:
@@ -152,32 +157,126 @@ def _previous_run(config: TrainConfig, output: OutputFolder) -> Optional[TrainRe
     )
 
 
-def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, progress_console=None) -> TrainResult:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the C++ chatter would bury the progress bar
-    # A caller with a plan (validate) has started TensorFlow itself, under its own quiet.
-    verbose = plan is not None or _show_start_up_lines()
+class OutOfMemory(EnvcheckError):
+    """An allocation failed (host memory, or a GPU's): a limit of this machine, not a bug; exit 1."""
 
-    # Resume point and data first: neither needs TensorFlow, and their errors should not wait for it.
-    writes = _writes_outputs(config)
+    exit_code = EXIT_FINDINGS
+
+
+# How TensorFlow and its allocators say that an allocation failed, when not as a MemoryError.
+_OUT_OF_MEMORY_NAMES = ("ResourceExhaustedError",)
+_OUT_OF_MEMORY_WORDS = (
+    "OOM when allocating",
+    "out of memory",
+    "Failed to allocate",
+    "bad_alloc",
+    "Cannot allocate memory",
+)
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError) or type(exc).__name__ in _OUT_OF_MEMORY_NAMES:
+        return True
+    text = str(exc)[:20_000]
+    return any(word.lower() in text.lower() for word in _OUT_OF_MEMORY_WORDS)
+
+
+def out_of_memory(config: TrainConfig, exc: BaseException) -> OutOfMemory:
+    """One line: what ran out, and the smaller batch (or subset) to try."""
+    batch = config.recipe.batch_per_replica
+    said = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+    smaller = f"--batch-per-replica {batch // 2}" if batch > 1 else "fewer images (--subset)"
+    return OutOfMemory(
+        f"out of memory ({type(exc).__name__}: {said}); this machine cannot hold a run of {batch} images per "
+        f"replica here: try {smaller}, or close what else uses the memory"
+    )
+
+
+# Below this address-space limit (ulimit -v, prlimit --as) TensorFlow's training aborts in C++
+# (pthread_create or std::bad_alloc), where no Python code can catch it: a 2-core CPU run of
+# TensorFlow 2.21 aborted under 3 GiB and trained under 4 GiB, 64 images per replica.
+ADDRESS_SPACE_FLOOR = 4 * 1024**3
+
+
+def check_address_space(config: TrainConfig, limit: Optional[int] = None) -> None:
+    """Refuse, before TensorFlow starts, an address-space limit it would abort under."""
+    if limit is None:
+        try:
+            import resource  # POSIX only
+        except ImportError:
+            return
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if limit == resource.RLIM_INFINITY:
+            return
+    if limit < 0 or limit >= ADDRESS_SPACE_FLOOR:
+        return
+    batch = config.recipe.batch_per_replica
+    raise OutOfMemory(
+        f"out of memory: the address-space limit (ulimit -v, prlimit --as) is {limit / 1024**3:.1f} GiB, below the "
+        f"{ADDRESS_SPACE_FLOOR // 1024**3} GiB TensorFlow's training needs (its threads and allocators reserve "
+        "address space beyond the memory in use, and it aborts past the limit); raise the limit to "
+        f"{ADDRESS_SPACE_FLOOR // 1024**3} GiB or more (a cgroup's memory.max caps the memory in use instead); "
+        f"a smaller batch (--batch-per-replica {max(1, batch // 2)}) lowers only the tensors' share"
+    )
+
+
+def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, progress_console=None) -> TrainResult:
+    """One run, start to finish; an allocation that fails is one line (exit 1), not a traceback."""
+    try:
+        return _train(config, data, plan, progress_console)
+    except EnvcheckError:
+        raise
+    except Exception as exc:
+        if is_out_of_memory(exc):
+            raise out_of_memory(config, exc) from None
+        raise
+
+
+def _train(config: TrainConfig, data: Optional[CifarData], plan, progress_console) -> TrainResult:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the C++ chatter would bury the progress bar
     output = OutputFolder(config.output)
-    if writes:
+    finished, state = _read_output_folder(config, output)
+    if finished is not None:
+        return finished
+    check_address_space(config)
+    onednn = speed.turn_on_onednn(
+        os.environ, platform.machine(), speed.read_cpu_flags(), tensorflow_started="tensorflow" in sys.modules
+    )
+    data, run = _start(config, data, plan, output, state, progress_console, onednn)
+    if run.plan.is_chief:
+        _print_header(config, data, run)
+    recorder, stop, seconds = _fit(config, data, run, output, progress_console)
+    if recorder.write_error is not None:
+        raise _output_failure(config, output, recorder.write_error, "the epoch's outputs") from None
+    if stop.stopped_at:
+        raise _diverged(config, run, stop.stopped_at)
+    return _finish(config, run, output, recorder.meta, seconds)
+
+
+def _read_output_folder(config: TrainConfig, output: OutputFolder):
+    """(a finished run to report, or None; the interrupted run's resume state, or None). Neither
+    needs TensorFlow, and their errors should not wait for it."""
+    if _writes_outputs(config):
         check_output_folder(config.output)
         output.remove_stale_temporaries()
         finished = _previous_run(config, output)
         if finished is not None:
-            return finished
-    resume_key = config.resume_key()
+            return finished, None
     state = output.read_resume_state()
-    if state is not None and state.get("settings") != resume_key:
+    if state is not None and not same_settings(state.get("settings"), config.resume_key()):
         raise UsageError(
             f"{config.output} holds an interrupted run with other settings; resume it with the same "
             f"flags, use --overwrite to start over, or use another --output"
         )
-    from envcheck.render.stages import Stages
-    from envcheck.tfquiet import quiet_tensorflow
+    return None, state
 
-    # On a terminal, what happens before the first step is shown as it happens (the archive,
-    # TensorFlow's start, the model), so a first run's minute of unpacking is never silence.
+
+def _start(config: TrainConfig, data, plan, output: OutputFolder, state, progress_console, onednn=None):
+    """The data, then TensorFlow, the devices and the model, each stage said on a terminal as it
+    happens (the archive, TensorFlow's start, the model), so a first run's minute of unpacking is
+    never silence."""
+    # A caller with a plan (validate) has started TensorFlow itself, under its own quiet.
+    verbose = plan is not None or _show_start_up_lines()
     with Stages(console=progress_console, enabled=None if config.progress else False) as stage:
         if data is None:
             data = load_data(config, stage)
@@ -185,144 +284,189 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
         # What TensorFlow prints while it starts and the run is set up is captured: dropped when the
         # set-up ends well or in one of our one-line errors, replayed when it fails otherwise.
         with quiet_tensorflow(verbose=verbose):
-            model, plan, steps, global_batch, epochs_done, rows = _set_up(config, data, plan, output, state, stage)
-    if plan.note and plan.is_chief:
+            # Imported here, not at the top: this is where TensorFlow starts (seconds), after the data.
+            from envcheck.train.prepare import prepare
+
+            run = prepare(config, data, plan, output, state, stage, onednn)
+    return data, run
+
+
+def _print_header(config: TrainConfig, data: CifarData, run) -> None:
+    """What this run is and how it goes fast, before the first step (stderr, as every message)."""
+    plan = run.plan
+    if plan.note:
         print(f"envcheck: note: {plan.note}", file=sys.stderr)
-    if epochs_done and plan.is_chief:
+    if run.epochs_done:
         print(
-            f"envcheck: resuming the run in {config.output} after epoch {epochs_done} of {config.recipe.epochs} "
+            f"envcheck: resuming the run in {config.output} after epoch {run.epochs_done} of {config.recipe.epochs} "
             "(--overwrite starts over)",
             file=sys.stderr,
         )
-    recipe = config.recipe
-    import keras
+    width = terminal_width(sys.stderr)
+    devices = ", ".join(short_device(d) for d in plan.devices)
+    lines = [
+        f"envcheck: training MiniGoogLeNet on {data_title(data)}: {plural(plan.replicas, 'replica')} ({devices}), "
+        f"{run.global_batch} images a step, {run.steps} steps an epoch",
+        f"  precision: {speed.describe_policy(run.speed.policy.value)} ({run.speed.policy.why})",
+        f"  XLA: {'on' if run.speed.jit.value else 'off'} ({run.speed.jit.why})",
+        f"  steps per call: {run.speed.steps_per_call.value} ({run.speed.steps_per_call.why})",
+    ]
+    if run.speed.onednn is not None:
+        lines.append(f"  oneDNN kernels: {'on' if run.speed.onednn.value else 'off'} ({run.speed.onednn.why})")
+    print("\n".join(wrap(line, width, 4) for line in lines), file=sys.stderr)
 
-    from envcheck.train import callbacks as cb
-    from envcheck.train import pipeline
-    from envcheck.train.model import network_of
-    from envcheck.train.schedule import schedule_for
 
+def _datasets(config: TrainConfig, data: CifarData, run):
+    from envcheck.train import pipeline  # TensorFlow: imported once it has started (_start)
+
+    multi_worker = run.plan.kind == "multi-worker"
     train_data = pipeline.training_dataset(
         data.x_train,
         data.y_train,
-        global_batch=global_batch,
+        global_batch=run.global_batch,
         classes=data.num_classes,
         seed=config.seed,
         repeat=config.steps_per_epoch is not None,
-        multi_worker=plan.kind == "multi-worker",
+        multi_worker=multi_worker,
     )
     val_data = pipeline.evaluation_dataset(
-        data.x_test,
-        data.y_test,
-        global_batch=global_batch,
-        classes=data.num_classes,
-        multi_worker=plan.kind == "multi-worker",
+        data.x_test, data.y_test, global_batch=run.global_batch, classes=data.num_classes, multi_worker=multi_worker
     )
+    return train_data, val_data
 
-    parameters = network_of(model).count_params()
-    meta = {
+
+def _run_meta(config: TrainConfig, data: CifarData, run) -> dict[str, Any]:
+    from envcheck.train.model import network_of  # TensorFlow: imported once it has started (_start)
+
+    return {
         "model": "MiniGoogLeNet",
-        "parameters": parameters,
+        "parameters": network_of(run.model).count_params(),
         "config": config.to_dict(),
-        "devices": plan.describe(),
+        "devices": run.plan.describe(),
         "data": data.describe(),
-        "global_batch": global_batch,
-        "steps_per_epoch": steps,
+        "global_batch": run.global_batch,
+        "steps_per_epoch": run.steps,
+        "speed": run.speed.describe(),
     }
+
+
+def _callbacks(config: TrainConfig, data: CifarData, run, output: OutputFolder, progress_console):
+    """(the callbacks for fit, the recorder, the NaN stop, the progress bar or None)."""
+    import keras  # TensorFlow, as in _datasets
+
+    from envcheck.train import callbacks as cb
+
+    plan = run.plan
     progress = None
     if plan.is_chief and config.progress:
-        progress = cb.RichProgress(epochs=recipe.epochs, steps=steps, console=progress_console)
+        progress = cb.RichProgress(epochs=config.recipe.epochs, steps=run.steps, console=progress_console)
     stop = cb.StopOnNaN()
     recorder = cb.EpochRecorder(
         output=output,
         is_chief=plan.is_chief,
-        images_per_epoch=steps * global_batch,
+        images_per_epoch=run.steps * run.global_batch,
         replicas=plan.replicas,
-        rows=rows,
-        meta=meta,
-        resume_key=resume_key,
+        rows=run.rows,
+        meta=_run_meta(config, data, run),
+        resume_key=run.resume_key(config),
         plot_title=f"MiniGoogLeNet on {data_title(data)}: {plural(plan.replicas, 'replica')} ({plan.kind})",
         on_row=progress.print_row if progress else None,
     )
-    if rows and plan.is_chief:
+    if run.rows and plan.is_chief:
         try:  # a kill between an epoch's commit and its history files: they catch up now
             recorder.write_views()
         except OSError as exc:
             raise _output_failure(config, output, exc, "the history") from None
-    schedule = schedule_for(recipe)
-    callbacks = [
-        keras.callbacks.LearningRateScheduler(lambda epoch, lr: schedule(epoch)),
-        stop,
-        recorder,
-        *([progress] if progress else []),
-    ]
+    schedule = schedule_for(config.recipe)
+    learning_rate = keras.callbacks.LearningRateScheduler(lambda epoch, lr: schedule(epoch))
+    return [learning_rate, stop, recorder, *([progress] if progress else [])], recorder, stop, progress
 
+
+def _fit(config: TrainConfig, data: CifarData, run, output: OutputFolder, progress_console):
+    """Train the epochs left (all, or those after the resume point); Ctrl-C says what is kept."""
+    train_data, val_data = _datasets(config, data, run)
+    callbacks, recorder, stop, progress = _callbacks(config, data, run, output, progress_console)
     started = time.time()
     try:
-        if epochs_done < recipe.epochs and plan.kind == "multi-worker":
-            from envcheck.train.loop import fit_distributed
-
-            fit_distributed(
-                model,
-                plan.strategy,
-                train_data,
-                val_data,
-                epochs=recipe.epochs,
-                initial_epoch=epochs_done,
-                steps_per_epoch=steps,
-                global_batch=global_batch,
-                label_smoothing=recipe.label_smoothing,
-                jit=bool(config.jit),
-                callbacks=callbacks,
-            )
-        elif epochs_done < recipe.epochs:
-            model.fit(
-                train_data,
-                validation_data=val_data,
-                epochs=recipe.epochs,
-                initial_epoch=epochs_done,
-                steps_per_epoch=steps if config.steps_per_epoch is not None else None,
-                callbacks=callbacks,
-                shuffle=False,  # the dataset shuffles itself, every epoch
-                verbose=0,
-            )
+        if run.epochs_done < config.recipe.epochs:
+            _fit_epochs(config, run, train_data, val_data, callbacks)
     except Exception:
-        from envcheck import interrupts
-
         if not interrupts.happened():
             raise
-        _say_what_an_interruption_kept(config, recorder, plan)
+        _say_what_an_interruption_kept(config, recorder, run.plan)
         raise KeyboardInterrupt from None
     except KeyboardInterrupt:
-        _say_what_an_interruption_kept(config, recorder, plan)
+        _say_what_an_interruption_kept(config, recorder, run.plan)
         raise
     finally:
         if progress is not None:
             progress.close()  # also on Ctrl-C: no half-drawn bar left on the terminal
-    if recorder.write_error is not None:
-        raise _output_failure(config, output, recorder.write_error, "the epoch's outputs") from None
-    if stop.stopped_at:
-        where = stop.stopped_at
-        raise TrainingDiverged(
-            f"training stopped: the loss became {where['loss']} at epoch {where['epoch']}, batch {where['batch']}; "
-            f"lower --lr (now {recipe.learning_rate:g})"
-            + (" or drop --mixed-precision" if config.mixed_precision else "")
-            + (f"; epochs up to {len(rows)} are kept in {config.output}" if rows else "")
-        )
+    return recorder, stop, time.time() - started
 
-    summary = build_summary(
-        meta=meta, rows=rows, plan=plan, config=config, resumed_from=epochs_done, wall_seconds=time.time() - started
+
+def _fit_epochs(config: TrainConfig, run, train_data, val_data, callbacks) -> None:
+    recipe = config.recipe
+    if run.plan.kind == "multi-worker":
+        from envcheck.train.loop import fit_distributed  # TensorFlow, as in _datasets
+
+        fit_distributed(
+            run.model,
+            run.plan.strategy,
+            train_data,
+            val_data,
+            epochs=recipe.epochs,
+            initial_epoch=run.epochs_done,
+            steps_per_epoch=run.steps,
+            global_batch=run.global_batch,
+            label_smoothing=recipe.label_smoothing,
+            jit=bool(run.speed.jit.value),
+            callbacks=callbacks,
+        )
+        return
+    run.model.fit(
+        train_data,
+        validation_data=val_data,
+        epochs=recipe.epochs,
+        initial_epoch=run.epochs_done,
+        steps_per_epoch=run.steps if config.steps_per_epoch is not None else None,
+        callbacks=callbacks,
+        shuffle=False,  # the dataset shuffles itself, every epoch
+        verbose=0,
     )
-    if plan.is_chief:
+
+
+def _diverged(config: TrainConfig, run, where: dict[str, Any]) -> TrainingDiverged:
+    calls = run.speed.steps_per_call.value
+    return TrainingDiverged(
+        f"training stopped: the loss became {where['loss']} at epoch {where['epoch']}, batch {where['batch']}"
+        + (f" (checked every {calls} steps)" if calls > 1 else "")
+        + f"; lower --lr (now {config.recipe.learning_rate:g})"
+        + (" or train in float32 (--precision fp32)" if run.speed.policy.value != "float32" else "")
+        + (f"; epochs up to {len(run.rows)} are kept in {config.output}" if run.rows else "")
+    )
+
+
+def _finish(config: TrainConfig, run, output: OutputFolder, meta: dict[str, Any], seconds: float) -> TrainResult:
+    """The summary and the model, written by the chief; the resume point goes once both are."""
+    summary = build_summary(
+        meta=meta,
+        rows=run.rows,
+        plan=run.plan,
+        speed_plan=run.speed,
+        config=config,
+        resumed_from=run.epochs_done,
+        wall_seconds=seconds,
+    )
+    if run.plan.is_chief:
         try:
-            output.check_space_for(model)
+            output.check_space_for(run.model)
             with atomic_path(output.model) as temp:
-                model.save(str(temp))
+                run.model.save(str(temp))
             write_json_atomically(output.summary, summary)
         except OSError as exc:
             raise _output_failure(config, output, exc, "the model") from None
         output.clear_resume_point()
-    return TrainResult(summary=summary, history=rows)
+    return TrainResult(summary=summary, history=run.rows)
 
 
 def _kept(epochs: int) -> str:
@@ -342,70 +486,10 @@ def _say_what_an_interruption_kept(config: TrainConfig, recorder, plan) -> None:
         print("envcheck: stopped before the first epoch ended; nothing is kept", file=sys.stderr)
 
 
-def _set_up(config: TrainConfig, data: CifarData, plan, output: OutputFolder, state, stage=None):
-    """Devices, the model and the resume point: everything before the first step (TensorFlow
-    starts here)."""
-    from envcheck.train.strategy import plan_devices
-
-    if plan is None:
-        plan = plan_devices(config.gpus, config.cpu_replicas, config.multi_worker)
-    if stage is not None:
-        stage(f"Building MiniGoogLeNet on {plan.replicas} replica{'s' if plan.replicas != 1 else ''}")
-    if config.jit and plan.kind == "cpu" and plan.replicas > 1:
-        from envcheck.train.config import JIT_WITH_CPU_REPLICAS
-
-        raise UsageError(JIT_WITH_CPU_REPLICAS)
-    import keras
-
-    from envcheck.train import pipeline
-    from envcheck.train.model import build_training_model
-
-    recipe = config.recipe
-    global_batch = recipe.batch_per_replica * plan.replicas
-    steps = pipeline.steps_per_epoch(len(data.x_train), global_batch, config.steps_per_epoch)
-    if steps < 1:
-        raise UsageError(
-            f"{len(data.x_train)} training images are fewer than one global batch of {global_batch} "
-            f"({recipe.batch_per_replica} per replica x {plan.replicas} replicas): use more images or a smaller batch"
-        )
-
-    epochs_done = state["epochs_done"] if state else 0
-    rows = output.resume_rows(state) if state else []
-
-    keras.utils.set_random_seed(config.seed)
-    keras.mixed_precision.set_global_policy(_precision_policy(plan) if config.mixed_precision else "float32")
-    mean_image = data.x_train.astype("float64").mean(axis=0)
-    with plan.strategy.scope():
-        model = build_training_model(mean_image, data.num_classes, seed=config.seed)
-        optimizer = keras.optimizers.SGD(
-            learning_rate=recipe.learning_rate,
-            momentum=recipe.momentum,
-            nesterov=recipe.nesterov,
-            weight_decay=recipe.weight_decay or None,
-        )
-        model.compile(
-            optimizer=optimizer,
-            loss=keras.losses.CategoricalCrossentropy(label_smoothing=recipe.label_smoothing),
-            metrics=["accuracy"],
-            # Keras's "auto" turns XLA off under a distribution strategy: ask for it explicitly.
-            jit_compile=bool(config.jit),
-        )
-        if state:
-            model.optimizer.build(model.trainable_variables)
-            weights = output.resume_dir / state["weights"]
-            try:
-                model.load_weights(str(weights))
-            except Exception as exc:  # noqa: BLE001 - h5py and Keras raise many kinds for a damaged file
-                said = (str(exc).strip().splitlines() or [""])[0]
-                raise UsageError(
-                    f"{weights}: the resume point cannot be read ({type(exc).__name__}: {said}); "
-                    f"delete {output.resume_dir} or use --overwrite to start over"
-                ) from None
-    return model, plan, steps, global_batch, epochs_done, rows
-
-
-def build_summary(*, meta, rows, plan, config: TrainConfig, resumed_from: int, wall_seconds: float) -> dict[str, Any]:
-    import keras
+def build_summary(
+    *, meta, rows, plan, speed_plan, config: TrainConfig, resumed_from: int, wall_seconds: float
+) -> dict[str, Any]:
+    import keras  # TensorFlow, as in _datasets
     import tensorflow as tf
 
     last = rows[-1] if rows else {}
@@ -429,8 +513,10 @@ def build_summary(*, meta, rows, plan, config: TrainConfig, resumed_from: int, w
         "images_per_second": round(images / train_seconds, 2) if train_seconds > 0 else None,
         "images_per_second_steady": round(steady_rate, 2) if steady_rate else None,
         "images_per_second_per_replica": round(steady_rate / plan.replicas, 2) if steady_rate else None,
-        "mixed_precision": keras.mixed_precision.global_policy().name if config.mixed_precision else None,
-        "jit": bool(config.jit),
+        "precision": speed_plan.policy.value,
+        "mixed_precision": speed_plan.policy.value if speed_plan.policy.value != "float32" else None,
+        "jit": bool(speed_plan.jit.value),
+        "steps_per_execution": speed_plan.steps_per_call.value,
         "tensorflow": tf.__version__,
         "keras": keras.__version__,
         "post_reference": post_reference(plan.replicas),
