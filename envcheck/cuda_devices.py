@@ -197,3 +197,12 @@ def resolve(visible: VisibleDevices, gpus: Sequence[Gpu], order: Optional[str] =
             return Resolution(visible, {}, entry.text, REPEATED, order_name, guessed)
         mapping[gpu.index] = len(mapping)
     return Resolution(visible, mapping, stopped_at, reason, order_name, guessed)
+
+
+def visible_value(keep: Sequence[int], gpus: Sequence[Gpu], order: Optional[str] = None) -> str:
+    """The ``CUDA_VISIBLE_DEVICES`` value that leaves CUDA only the GPUs ``keep`` (nvidia-smi
+    indices): their numbers in CUDA's enumeration under ``order``, in that order (``resolve`` read
+    back gives the same GPUs, numbered 0..n-1); "" when none is kept."""
+    enumerated, _guessed = cuda_order(gpus, order)
+    wanted = set(keep)
+    return ",".join(str(position) for position, g in enumerate(enumerated) if g.index in wanted)

@@ -45,11 +45,12 @@ LINK_ERROR = "error"
 LINK_SKIPPED = "skipped"
 
 # Verdict statuses.
-GPU_READY = "gpu-ready"
-CPU_ONLY = "cpu-only"
-BROKEN = "broken"
+GPU_READY = "gpu-ready"  # every GPU left visible is usable
+DEGRADED = "degraded"  # some are usable; the others are named with their first broken link
+CPU_ONLY = "cpu-only"  # no NVIDIA GPU, or the user hid them all: a finished state
+BROKEN = "broken"  # NVIDIA GPUs there and none usable, or TensorFlow cannot run at all
 NOT_INSTALLED = "not-installed"  # no TensorFlow yet: the verdict carries the plan for this machine
-VERDICT_STATUSES = (GPU_READY, CPU_ONLY, BROKEN, NOT_INSTALLED)
+VERDICT_STATUSES = (GPU_READY, DEGRADED, CPU_ONLY, BROKEN, NOT_INSTALLED)
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,10 @@ class Fix:
     text: str
     commands: tuple[Command, ...] = ()
     url: Optional[str] = None  # the download or documentation page for the exact version
+    # The TensorFlow release (major.minor) this fix is computed for: the one it installs, or the
+    # installed one whose CUDA and cuDNN it fetches; None when the fix does not depend on the
+    # release (a driver, a variable). A way forward keeps only the steps of its one target release.
+    release: Optional[str] = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"text": self.text, "commands": [c.to_dict() for c in self.commands], "url": self.url}
@@ -73,7 +78,11 @@ class Finding:
     detail: str = ""  # why, in a sentence or two
     evidence: tuple[tuple[str, str], ...] = ()  # (fact or matrix row, value) pairs
     fix: Optional[Fix] = None
-    caused_by: Optional[str] = None  # id of the finding this one is a consequence of
+    # Id of the finding this one is a consequence of. A rule sets it only where the cause's fix
+    # clears this one too; the verdict sets it for errors further down the chain (which keep their
+    # own fix when they have one).
+    caused_by: Optional[str] = None
+    gpus: tuple[str, ...] = ()  # the GPUs it is about (their bus ids); () when about the machine
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -85,6 +94,7 @@ class Finding:
             "evidence": [{"what": k, "value": v} for k, v in self.evidence],
             "fix": fix_to_dict(self.fix),
             "caused_by": self.caused_by,
+            "gpus": list(self.gpus),
         }
 
 
@@ -94,7 +104,7 @@ def fix_to_dict(fix: Optional[Fix]) -> Optional[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class Verdict:
-    status: str  # GPU_READY / CPU_ONLY / BROKEN
+    status: str  # one of VERDICT_STATUSES
     reason: str  # one line
     first_broken_link: Optional[str] = None
     finding_id: Optional[str] = None  # the finding that is the first broken link
@@ -102,10 +112,13 @@ class Verdict:
     gpu_path: tuple[Fix, ...] = ()  # how to make the GPU work, in order
     cpu_path: tuple[Fix, ...] = ()  # how to run on the CPU today
     plan: Optional[dict[str, Any]] = None  # not-installed: the plan's recommendation (release, install line, ...)
+    # A state to stay in: every visible GPU works, or there is no NVIDIA GPU (or the user hid
+    # them), or nothing is installed yet. False while a GPU that is there does not work.
+    finished: bool = False
 
     @property
     def line(self) -> str:
-        if self.status == GPU_READY:
+        if self.status in (GPU_READY, DEGRADED):
             return self.reason or f"GPU ready ({self.gpus} GPU{'s' if self.gpus != 1 else ''})"
         if self.status == CPU_ONLY:
             return f"CPU only: {self.reason}"
@@ -121,6 +134,7 @@ class Verdict:
             "first_broken_link": self.first_broken_link,
             "finding_id": self.finding_id,
             "gpus": self.gpus,
+            "finished": self.finished,
             "gpu_path": [s.to_dict() for s in self.gpu_path],
             "cpu_path": [s.to_dict() for s in self.cpu_path],
             "plan": self.plan,
@@ -157,7 +171,7 @@ class Report:
     exit_code: int = 0
     envcheck_version: str = ""
     notes: tuple[str, ...] = field(default=())  # e.g. "judged from a saved snapshot: FILE"
-    gpus: tuple[Any, ...] = ()  # one entry per NVIDIA GPU (machine.GpuView), in nvidia-smi order
+    gpus: tuple[Any, ...] = ()  # one entry per NVIDIA GPU (machine.GpuView), in nvidia-smi order, with its chain
 
     def to_dict(self) -> dict[str, Any]:
         return {

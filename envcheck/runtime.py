@@ -234,7 +234,9 @@ def _diagnosis(tf: Any = None) -> tuple[str, bool]:
     """(the reason, whether there is something to fix): a machine without an NVIDIA GPU is a
     finished state, where the CPU is the answer and the doctor has nothing to add."""
     try:
-        from envcheck.findings import CPU_ONLY, GPU_READY
+        # Start-up: a training script imports this module; the doctor (the matrix, the rules, the
+        # probes) is loaded only when no GPU is usable and its reason is needed.
+        from envcheck.findings import CPU_ONLY, DEGRADED, GPU_READY
         from envcheck.probes import ProbeOptions, collect
         from envcheck.verdict import judge
 
@@ -242,13 +244,14 @@ def _diagnosis(tf: Any = None) -> tuple[str, bool]:
         if tf is not None:
             facts = dataclasses.replace(facts, tensorflow=_tensorflow_facts(tf))
         verdict = judge(facts).verdict
-        if verdict.status == GPU_READY:
+        if verdict.status in (GPU_READY, DEGRADED):
             return (
                 "TensorFlow lists no GPU, though the quick checks found nothing wrong; run `envcheck doctor` for the full check",
                 True,
             )
-        if verdict.status == CPU_ONLY and verdict.finding_id == "EC-GPU-001":
-            return "no NVIDIA GPU on this machine", False
+        if verdict.status == CPU_ONLY and verdict.finished:
+            # A finished state: the CPU is the answer (no NVIDIA GPU, or the user hid them).
+            return verdict.reason.split(";")[0], False
         return verdict.reason, True
     except Exception as exc:  # noqa: BLE001 - a failing check must not stop the training script
         return f"TensorFlow lists no GPU (envcheck's own checks failed: {type(exc).__name__}: {exc})", True

@@ -25,7 +25,7 @@ CASES = [
 def test_matrix_and_plan_give_the_same_driver_and_install_line(cli, tf, os, cc, python):
     plan = cli("plan", "--os", os, "--tf", tf, "--compute-capability", cc, "--python", python, "--json").json()
     answer = cli("matrix", "tf", tf, "--os", os, "--json").json()
-    assert plan["driver_min"] == answer["min_driver"]
+    assert plan["driver_floor"] == answer["driver_floor"]
     assert plan["requirement"] == answer["install"]
 
 
@@ -34,7 +34,7 @@ def test_wsl_reads_the_windows_driver_table_everywhere(cli):
     need = matrix.driver_requirement("12.2", "wsl")
     assert need.os == "windows" and need.minimum == matrix.minor_compat_floor(12, "windows")
     answer = cli("matrix", "tf", "2.15", "--os", "wsl", "--json").json()
-    assert answer["min_driver"] == str(need.minimum) != str(matrix.driver_requirement("12.2", "linux").minimum)
+    assert answer["driver_floor"] == str(need.minimum) != str(matrix.driver_requirement("12.2", "linux").minimum)
 
 
 def test_doctor_gpu_path_installs_what_plan_installs(cli):

@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "words",
         "interrupts",
         "filename_fields",
+        "platform",
     ),
     ("facts",),
     ("findings", "matrix", "redact"),

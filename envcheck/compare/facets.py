@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from envcheck.facts import OK, SKIPPED
 from envcheck.findings import LINK_NAMES, LINK_TITLES
-from envcheck.machine import ABSENT, UNKNOWN, Machine, counted
+from envcheck.machine import ABSENT, GPU_VARIABLES, UNKNOWN, Machine, counted
+from envcheck.machine.libraries import all_needed
 
 PLATFORM = "platform"
 GROUPS: tuple[str, ...] = (PLATFORM, *LINK_NAMES)
@@ -220,8 +221,6 @@ def _libraries(m: Machine) -> Value:
         return {"": "not needed (CPU-only TensorFlow)"}
     build = m.tf_build
     if build is not None and build.libraries:
-        from envcheck.rules.library_state import all_needed
-
         out: Value = {}
         for n in all_needed(m):
             if n.winner is None:
@@ -263,11 +262,7 @@ def _tensorflow(m: Machine) -> Value:
 
 
 def _environment(m: Machine) -> Value:
-    shown = {
-        k: m.facts.env.variables[k]
-        for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TF_FORCE_GPU_ALLOW_GROWTH")
-        if k in m.facts.env.variables
-    }
+    shown = {k: m.facts.env.variables[k] for k in GPU_VARIABLES if k in m.facts.env.variables}
     return {k: f"{k}={v!r}" for k, v in shown.items()} or {"": "nothing that changes GPU use"}
 
 

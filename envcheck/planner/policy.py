@@ -30,7 +30,8 @@ from envcheck.planner.options import (
     gpu_option,
     gpu_options,
 )
-from envcheck.planner.target import OS_TITLES, Target
+from envcheck.planner.target import OS_TITLES, Target, TargetGpu
+from envcheck.planner.worth import newest_for, only, split_gpus
 
 if TYPE_CHECKING:  # pragma: no cover
     from envcheck.matrix import Matrix, TfBuild
@@ -52,6 +53,8 @@ def choose(matrix: "Matrix", target: Target) -> Choice:
         return _choose_pinned(matrix, target)
     if target.has_gpu is False or target.os == "macos":
         return _cpu_choice(matrix, target, _why_cpu(matrix, target))
+    everything = target
+    target, left_out = split_gpus(matrix, target)
     candidates = gpu_options(matrix, target, target.os)
     reasons: list[str] = []
     if not candidates:
@@ -67,9 +70,36 @@ def choose(matrix: "Matrix", target: Target) -> Choice:
         return _cpu_choice(matrix, target, _why_no_gpu_build(matrix, target))
     best = candidates[0]
     reasons[:0] = _why_this_release(matrix, target, best)
+    reasons.extend(_left_out_reasons(matrix, target, best, left_out))
     reasons.extend(_driver_reasons(matrix, target, best))
     alternatives = _gpu_alternatives(matrix, target, best, candidates)
-    return Choice(target, best, tuple(reasons), _warnings(matrix, target, best), tuple(alternatives))
+    if left_out:
+        alternatives[:0] = _every_gpu(matrix, everything)
+    return Choice(target, best, tuple(reasons), _warnings(matrix, target, best), tuple(alternatives), left_out)
+
+
+def _left_out_reasons(matrix: "Matrix", target: Target, best: Option, left_out: tuple[TargetGpu, ...]) -> list[str]:
+    out = []
+    for gpu in left_out:
+        newest = newest_for(matrix, only(target, gpu.compute_capability))
+        older = f"the newest release for it is {newest.tf}" if newest is not None else "no GPU release runs on it"
+        out.append(
+            f"{gpu.name} (compute capability {gpu.compute_capability}) is left out: TensorFlow {best.tf} does not "
+            f"run on it and {older}; the plan hides it from TensorFlow with CUDA_VISIBLE_DEVICES."
+        )
+    return out
+
+
+def _every_gpu(matrix: "Matrix", everything: Target) -> list[Alternative]:
+    """When the plan leaves GPUs out: the newest release that runs on all of them, if any."""
+    option = newest_for(matrix, everything)
+    if option is None:
+        return []
+    return [
+        Alternative(
+            "every-gpu", "Every GPU", f"the newest release that runs on all of them: {option.summary()}", option
+        )
+    ]
 
 
 def _bits_note(target: Target) -> str:
@@ -114,13 +144,13 @@ def _support_reasons(target: Target, option: Option) -> list[str]:
 
 
 def _driver_reasons(matrix: "Matrix", target: Target, option: Option) -> list[str]:
-    if option.kind != GPU or option.driver_min is None:
+    if option.kind != GPU or option.driver_floor is None:
         return []
     requirement = matrix.driver_requirement(option.cuda, option.os, option.support)
     where = requirement.os_title if requirement is not None else "Linux"
-    need = f"CUDA {option.cuda} needs NVIDIA driver {option.driver_min} or newer on {where}"
+    need = f"CUDA {option.cuda} needs NVIDIA driver {option.driver_floor} or newer on {where}"
     full = requirement.full if requirement is not None else None
-    if full is not None and option.driver_min < full:
+    if full is not None and option.driver_floor < full:
         major = option.build.cuda.major
         need += f" (the floor of CUDA {major}'s minor-version compatibility; the {option.cuda} toolkit itself asks for {full})"
     if option.os == "wsl":
@@ -170,7 +200,7 @@ def _keep_driver(target: Target, best: Option, candidates: list[Option]) -> list
                     "keep-driver",
                     f"Keep driver {target.driver}",
                     "no TensorFlow GPU release in the matrix runs on it; the driver must be upgraded "
-                    f"(to {best.driver_min} or newer for TensorFlow {best.tf}).",
+                    f"(to {best.driver_floor} or newer for TensorFlow {best.tf}).",
                 )
             )
     return out

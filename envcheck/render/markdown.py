@@ -51,12 +51,16 @@ def _markdown(report: Report) -> str:
     lines.append("")
     if not report.findings:
         lines.append("None.")
+    in_a_path = _fixes_in_the_paths(v)
     for f in report.findings:
         cause = f" (because of {f.caused_by})" if f.caused_by else ""
         lines.append(f"- **{f.id}** ({f.severity.value}) {f.title}{cause}")
         if f.detail:
             lines.append(f"  - {f.detail}")
-        if f.fix is not None:
+        shown_below = _step_of(f.fix, in_a_path) if f.fix is not None else None
+        if shown_below is not None:
+            lines.append(f"  - Fix: {f.fix.text} (step {shown_below} below)")
+        elif f.fix is not None:
             lines.append(f"  - Fix: {f.fix.text}")
             if f.fix.commands:
                 lines.append("")
@@ -68,7 +72,7 @@ def _markdown(report: Report) -> str:
     lines.append("")
 
     if v.status != "gpu-ready" and (v.gpu_path or v.cpu_path):
-        lines.append("### Two ways forward")
+        lines.append("### Two ways forward" if v.gpu_path and v.cpu_path else "### The way forward")
         lines.append("")
         for heading, steps in (
             ("To use the GPU, in this order:", v.gpu_path),
@@ -108,6 +112,22 @@ def _markdown(report: Report) -> str:
         lines.extend(_details("TensorFlow log lines", "\n".join(facts.tensorflow.log_lines), "text"))
     lines.extend(_details("Facts snapshot (JSON)", json.dumps(to_dict(facts), indent=2), "json"))
     return "\n".join(lines) + "\n"
+
+
+def _fixes_in_the_paths(v) -> dict[frozenset[str], str]:
+    """The command lines of each step the ways forward print -> "1 of the CPU path": a finding
+    whose fix is such a step shows its commands once, there."""
+    out: dict[frozenset[str], str] = {}
+    for name, steps in (("the GPU path", v.gpu_path), ("the CPU path", v.cpu_path)):
+        for n, step in enumerate(steps, 1):
+            if step.commands:
+                out.setdefault(frozenset(c.line for c in step.commands), f"{n} of {name}")
+    return out
+
+
+def _step_of(fix, in_a_path: dict[frozenset[str], str]):
+    lines = frozenset(c.line for c in fix.commands)
+    return in_a_path.get(lines) if lines else None
 
 
 def _details(summary: str, body: str, lang: str) -> list[str]:

@@ -35,7 +35,7 @@ def _wrap(text: str, indent: str) -> list[str]:
 def _driver_line(plan: Plan) -> str:
     o = plan.option
     have = plan.target.driver
-    text = f"{o.driver_min} or newer" if o.driver_min else "not known for this CUDA release"
+    text = f"{o.driver_floor} or newer" if o.driver_floor else "not known for this CUDA release"
     tail = {
         DRIVER_OK: f" (you have {have}: fine)",
         DRIVER_UPGRADE: f" (you have {have}: upgrade it)",

@@ -6,9 +6,10 @@ from collections.abc import Iterator
 
 from envcheck.findings import Fix, Severity
 from envcheck.machine import ABSENT, minor, parse_version
+from envcheck.rules.compute import known_capabilities
 from envcheck.rules.engine import Context, Hit, rule
 from envcheck.rules.evidence import matrix_evidence
-from envcheck.rules.gpu import NVIDIA_DRIVER_PAGE, install_driver_fix
+from envcheck.rules.gpu import CONTAINER_TOOLKIT_PAGE, NVIDIA_DRIVER_PAGE, install_driver_fix
 from envcheck.rules.installs import install_release
 
 CUDA_COMPAT_PAGE = "https://docs.nvidia.com/deploy/cuda-compatibility/"
@@ -41,6 +42,7 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
     build = ctx.tf_build
     if build is not None:
         evidence.append(matrix_evidence(ctx, build))
+    release = minor(ctx.installed_tf.version) if ctx.installed_tf else None
     if have >= runs:
         yield Hit(
             title=f"Driver {drv} is older than CUDA {minor(cuda)} asks for ({full}); it runs only through minor-version compatibility",
@@ -50,7 +52,11 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
                 "fail with CUDA_ERROR_UNSUPPORTED_PTX_VERSION, which hits new GPUs and XLA."
             ),
             evidence=tuple(evidence),
-            fix=Fix(text=f"Update the NVIDIA driver to {full} or newer when you can.", url=NVIDIA_DRIVER_PAGE),
+            fix=Fix(
+                text=f"Update the NVIDIA driver to {full} or newer when you can.",
+                url=NVIDIA_DRIVER_PAGE,
+                release=release,
+            ),
             severity=Severity.WARNING,
         )
         return
@@ -63,13 +69,7 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
     fix = install_driver_fix(ctx, "Update the NVIDIA driver")
     # A GPU whose architecture gets no driver new enough (Kepler after 470): the upgrade is no
     # fix, EC-CC-003 is the cause.
-    from envcheck.rules.compute import driver_ceiling, gpu_capabilities
-
-    stuck = any(
-        ctx.matrix.supports_driver(g.compute_capability, runs) is False
-        for g in gpu_capabilities(ctx)
-        if driver_ceiling(ctx, g.compute_capability)
-    )
+    stuck = any(ctx.matrix.supports_driver(cc, runs) is False for _gpu, cc in known_capabilities(ctx))
     commands = fix.commands
     text = fix.text
     if older is not None:
@@ -86,16 +86,14 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
             "with an older driver cuInit fails and TensorFlow lists no GPU."
         ),
         evidence=tuple(evidence),
-        fix=Fix(text=text, commands=commands, url=fix.url),
+        fix=Fix(text=text, commands=commands, url=fix.url, release=release),
         caused_by="EC-CC-003" if stuck else None,
     )
 
 
 def _runs_on_the_gpus(ctx: Context, build) -> bool:
     """The build has code (native or PTX) for every GPU whose capability is known."""
-    from envcheck.rules.compute import gpu_capabilities, support
-
-    return all(support(ctx, build, g.compute_capability) not in ("none",) for g in gpu_capabilities(ctx))
+    return all(ctx.matrix.support(build, cc) != "none" for _gpu, cc in known_capabilities(ctx))
 
 
 def _minimum(ctx: Context, cuda, default):
@@ -168,26 +166,32 @@ def driver_version_mismatch(ctx: Context) -> Iterator[Hit]:
 
 @rule("EC-DRV-003", "NVML library not found", "error", "driver")
 def nvml_library_not_found(ctx: Context) -> Iterator[Hit]:
-    """libnvidia-ml / nvml.dll ships with the driver: missing means no (user-space) driver."""
+    """libnvidia-ml / nvml.dll ships with the driver: missing means no driver, or only its kernel
+    half (a container started without the NVIDIA runtime, a partial install)."""
     facts = ctx.facts
     if facts.nvml.error_kind != "library_not_found" or ctx.gpu_presence == ABSENT:
         return
-    lib = "nvml.dll" if ctx.os == "windows" else "libnvidia-ml.so.1"
-    evidence = (("nvml", facts.nvml.error or "library not found"),)
-    if facts.driver.loaded:
-        title = f"The nvidia kernel module is loaded but its user-space library {lib} is missing"
+    lib = ctx.platform.nvml_library
+    evidence = [("nvml", facts.nvml.error or "library not found")]
+    driver = facts.driver
+    if driver.loaded or driver.module_files or driver.dkms:
+        state = "is loaded" if driver.loaded else "is installed but not loaded"
+        version = driver.version or driver.module_file_version
+        if driver.module_files:
+            evidence.append(("module files", ", ".join(driver.module_files[:3])))
+        title = f"The nvidia kernel module {state}, but the driver's user-space library {lib} is missing"
         detail = (
-            "The driver's user-space part (libnvidia-ml, libcuda) is not installed or not visible: "
-            "typical of a container started without the NVIDIA runtime or a partial driver install."
+            "The driver has two halves, the kernel module and its user-space libraries (libnvidia-ml, libcuda) "
+            "of the same version; only the module is here: a container started without the NVIDIA runtime, or "
+            "a driver install that did not finish."
         )
         fix = Fix(
             text=(
                 f"Install the driver's user-space libraries of the same version as the kernel module "
-                f"({facts.driver.version or 'see nvidia-smi'}), or start the container with --gpus all "
-                "(NVIDIA Container Toolkit)."
+                f"({version or 'see nvidia-smi'}), or start the container with --gpus all (NVIDIA Container Toolkit)."
             ),
             commands=(ctx.shell_command("ldconfig -p | grep -E 'libnvidia-ml|libcuda'"),),
-            url="https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html",
+            url=CONTAINER_TOOLKIT_PAGE,
         )
     else:
         title = f"{lib} not found: no NVIDIA driver is installed" + (
@@ -195,7 +199,7 @@ def nvml_library_not_found(ctx: Context) -> Iterator[Hit]:
         )
         detail = f"{lib} is installed with the NVIDIA driver; without it neither nvidia-smi nor CUDA can reach a GPU."
         fix = install_driver_fix(ctx, "Install the NVIDIA driver")
-    yield Hit(title=title, detail=detail, evidence=evidence, fix=fix)
+    yield Hit(title=title, detail=detail, evidence=tuple(evidence), fix=fix)
 
 
 @rule("EC-DRV-004", "NVIDIA driver installed but not loaded", "error", "driver")
@@ -265,6 +269,7 @@ def nvml_no_permission(ctx: Context) -> Iterator[Hit]:
     if not failures:
         return
     yield Hit(
+        gpus=_keys(ctx, failures),
         title=f"No permission to use the GPU ({', '.join(where for where, _ in failures)})",
         detail="The device files (/dev/nvidia*) are not accessible to this user, so CUDA cannot open the GPU.",
         evidence=tuple(failures),
@@ -289,6 +294,7 @@ def nvml_gpu_lost(ctx: Context) -> Iterator[Hit]:
     if not failures:
         return
     yield Hit(
+        gpus=_keys(ctx, failures),
         title=f"GPU lost: it stopped responding ({', '.join(where for where, _ in failures)})",
         detail=(
             "The driver reports the GPU has fallen off the bus (Xid 79): a hardware, power or "
@@ -342,3 +348,11 @@ def nvml_unknown_error(ctx: Context) -> Iterator[Hit]:
         # NVML not starting at all leaves no GPU reachable; one GPU's query failing does not.
         severity=Severity.ERROR if whole else None,
     )
+
+
+def _keys(ctx: Context, failures: list[tuple[str, str]]) -> tuple[str, ...]:
+    """The GPUs named in ``nvml_errors``' answers (all of them when NVML failed as a whole)."""
+    if any(where == "nvml" for where, _ in failures):
+        return ()
+    named = {where.split()[2] for where, _ in failures}  # "nvml gpu 2 (name)"
+    return tuple(g.key for g in ctx.gpus if str(g.index) in named)

@@ -11,8 +11,12 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from envcheck.findings import Fix
+from envcheck.machine import minor
+from envcheck.planner import Plan, option_to_dict
+from envcheck.planner.options import CPU
+from envcheck.planner.steps import requirement
 from envcheck.rules.engine import Context
-from envcheck.rules.installs import install_release, runs_here
+from envcheck.rules.installs import install_release, plan_for, runs_here
 
 
 @dataclass(frozen=True)
@@ -28,14 +32,8 @@ class Recommendation:
 
 def recommend(ctx: Context) -> Optional[Recommendation]:
     """The plan for this machine, or None when the matrix has nothing for it."""
-    from envcheck.planner import make_plan, option_to_dict
-    from envcheck.planner.options import CPU
-    from envcheck.planner.target import target_from_facts
-
-    try:
-        target = target_from_facts(ctx.facts, ctx.matrix)
-        plan = make_plan(ctx.matrix, target)
-    except Exception:  # noqa: BLE001 - a machine the planner cannot place still gets the plain verdict
+    plan = plan_for(ctx)
+    if plan is None:
         return None
     option = plan.option
     where = "on the GPU" if option.kind != CPU else "on the CPU"
@@ -52,16 +50,9 @@ def recommend(ctx: Context) -> Optional[Recommendation]:
         + f".{python_note}",
         commands=install,
         url="https://www.tensorflow.org/install/pip",
+        release=minor(option.tf),
     )
-    # The plan's other steps (the driver, CUDA and cuDNN where they are not pip wheels), in its
-    # order: the driver comes first, the environment and the check are the install above.
-    before: list[Fix] = []
-    after: list[Fix] = []
-    for step in plan.steps:
-        if step.title.startswith(_REPLACED):
-            continue
-        fix = Fix(text=step.title + (f": {step.detail}" if step.detail else ""), commands=step.lines, url=step.url)
-        (before if "driver" in step.title.lower() else after).append(fix)
+    before, after = other_steps(plan)
     summary = {**option_to_dict(option), "requirement": requirement}
     if option.kind == CPU:
         return Recommendation(reason=reason, gpu_steps=(), cpu_steps=(first, *after), summary=summary)
@@ -75,13 +66,30 @@ def recommend(ctx: Context) -> Optional[Recommendation]:
 _REPLACED = ("Install TensorFlow", "Check it", "Install Python", "Install 64-bit Python", "Check that Python")
 
 
-def _requirement(plan) -> str:
-    from envcheck.planner.steps import requirement
+def other_steps(plan: Plan) -> tuple[list[Fix], list[Fix]]:
+    """The plan's steps besides installing the release (the driver, CUDA and cuDNN where they are not
+    pip wheels, the GPUs it leaves out), as fixes: (those before the install: the driver; the rest)."""
+    before: list[Fix] = []
+    after: list[Fix] = []
+    release = minor(plan.option.tf)
+    for step in plan.steps:
+        if step.title.startswith(_REPLACED):
+            continue
+        fix = Fix(
+            text=step.title + (f": {step.detail}" if step.detail else ""),
+            commands=step.lines,
+            url=step.url,
+            release=release,
+        )
+        (before if "driver" in step.title.lower() else after).append(fix)
+    return before, after
 
+
+def _requirement(plan: Plan) -> str:
     return requirement(plan.option)
 
 
-def _cpu_alternative(ctx: Context, plan) -> tuple[Fix, ...]:
+def _cpu_alternative(ctx: Context, plan: Plan) -> tuple[Fix, ...]:
     alternative = next((a for a in plan.choice.alternatives if a.key == "cpu" and a.option is not None), None)
     if alternative is None:
         return ()

@@ -152,6 +152,12 @@ CASES: tuple[Case, ...] = (
     Case(
         "EC-GPU-003", lambda: b.no_driver_linux(b.server(), pci_driver="vfio-pci"), b.server, "vfio-pci holds the card"
     ),
+    Case(
+        "EC-GPU-004",
+        lambda: b.unbound_card(b.server(), "0x1004"),  # a GeForce GTX 780 (Kepler) beside the V100s on driver 535
+        lambda: b.unbound_card(b.no_driver_linux(b.server()), "0x1004"),
+        "a Kepler card the loaded 535 driver does not drive (no driver loaded at all: not this rule)",
+    ),
     # --- driver
     Case(
         "EC-DRV-001",
@@ -277,6 +283,15 @@ CASES: tuple[Case, ...] = (
         lambda: b.server_gpus(b.server(), ("NVIDIA GeForce RTX 3090", "8.6")),
         lambda: b.server_gpus(b.server(), ("NVIDIA GeForce RTX 2080 Ti", "7.5")),
         "Ampere card, TF 2.15 has only compute_80 PTX",
+    ),
+    Case(
+        "EC-CC-004",
+        lambda: b.change(
+            b.server_gpus(b.server(), ("NVIDIA GeForce RTX 3090", "8.6")),
+            {"nvml.driver_version": "530.30.02", "driver.version": "530.30.02"},
+        ),
+        lambda: b.server_gpus(b.server(), ("NVIDIA GeForce RTX 3090", "8.6")),
+        "compute_80 PTX only, driver 530 above CUDA 12's floor but below 12.2's own 535.54.03",
     ),
     # --- libraries
     Case("EC-LIB-001", b.setup_post, lambda: b.cuda_10_installed(b.setup_post()), "cudart64_100.dll missing"),
@@ -556,6 +571,20 @@ CASES: tuple[Case, ...] = (
         ),
         "3 of 4 GPUs listed (2 of 2 visible is fine)",
     ),
+    Case(
+        "EC-PLC-005",
+        lambda: b.failing_ops(b.server(), ("/GPU:2",), b.BUSY),
+        lambda: b.failing_ops(b.server(), ("/GPU:2",), "CUDNN_STATUS_EXECUTION_FAILED", ops=("conv2d",)),
+        "GPU 2 busy (exclusive-process); only its convolution failing is EC-PLC-003",
+    ),
+    Case(
+        "EC-PLC-005",
+        lambda: b.failing_ops(
+            b.server(), tuple(f"/GPU:{i}" for i in range(4)), "InternalError: Blas GEMM launch failed"
+        ),
+        b.server,
+        "the matmul fails on every GPU",
+    ),
     # --- environment
     Case(
         "EC-ENV-001",
@@ -602,8 +631,8 @@ CASES: tuple[Case, ...] = (
         "EC-ENV-003",
         lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES=""),
         lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0"),
-        "empty: every GPU hidden",
-        "error",
+        "empty: every GPU hidden, on purpose (CPU only, said as such)",
+        "warning",
     ),
     Case(
         "EC-ENV-003",
