@@ -172,12 +172,14 @@ class Report:
     envcheck_version: str = ""
     notes: tuple[str, ...] = field(default=())  # e.g. "judged from a saved snapshot: FILE"
     gpus: tuple[Any, ...] = ()  # one entry per NVIDIA GPU (machine.GpuView), in nvidia-smi order, with its chain
+    gpu_presence: str = ""  # "present", "absent" or "unknown": whether an NVIDIA GPU is there, as plan reads it too
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "envcheck_version": self.envcheck_version,
             "exit_code": self.exit_code,
             "verdict": self.verdict.to_dict(),
+            "gpu_presence": self.gpu_presence,
             "gpus": [g.to_dict() for g in self.gpus],
             "links": [link.to_dict() for link in self.links],
             "findings": [f.to_dict() for f in self.findings],

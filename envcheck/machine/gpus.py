@@ -175,7 +175,8 @@ def _view(m: "Machine", s: _Seen, number: Optional[int], tf_devices: dict[int, s
     product = m.matrix.gpu_by_pci_id(s.pci.device_id) if s.pci is not None and not reported else None
     cc = str(product.compute_capability) if product is not None else m.capability_of(reported, name)
     resolution = m.visibility
-    cuda_index, hidden = s.tf_position, False
+    # CUDA_VISIBLE_DEVICES="" (or -1) leaves out every GPU, driven or not: the CPU on purpose.
+    cuda_index, hidden = s.tf_position, m.hidden_on_purpose
     if s.nvml is not None and resolution is not None:
         cuda_index = None if resolution.mig else resolution.cuda_index.get(s.nvml.index)
         hidden = not resolution.mig and cuda_index is None

@@ -241,12 +241,29 @@ class Machine:
             return None
         return build.supports_python(python.version)
 
+    @cached_property
+    def missing_at_import(self) -> tuple[str, ...]:
+        """The CUDA libraries a GPU build from before TensorFlow loaded CUDA on demand links at import
+        time, and that the library probe did not find. From the release whose plain ``tensorflow``
+        package carries CUDA and runs with and without a GPU (2.1, the matrix's
+        ``gpu_in_tensorflow_package_from``), CUDA is loaded when a GPU is used; before it, the GPU
+        build does not import without them."""
+        build = self.tf_build
+        if self.is_cuda_tf is not True or build is None or self.facts.libraries.status not in (OK, MISSING):
+            return ()
+        if build.tf >= self.matrix.platform.gpu_in_tensorflow_package_from or self.tf_runs:
+            return ()
+        return tuple(n.name for n in self.needed_libraries if not n.usable and not self.mapped_into_tf(n.name))
+
     @property
     def tf_unusable(self) -> bool:
         """No TensorFlow runs in this interpreter, on any device: a 32-bit or unsupported Python, an
-        import that fails, a worker that crashes. A timeout may only be a slow first start."""
+        import that fails, a worker that crashes, a GPU build without the CUDA libraries it needs to
+        import. A timeout may only be a slow first start."""
         tf = self.facts.tensorflow
         if self.installed_tf is not None and self.python_runs_installed_tf is False:
+            return True
+        if self.missing_at_import:
             return True
         if self.facts.python.bits and self.facts.python.bits != 64:
             return True

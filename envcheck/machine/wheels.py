@@ -62,8 +62,11 @@ def read_broken_wheels(m: "Machine") -> tuple[BrokenWheel, ...]:
     facts = m.facts
     if facts.libraries.status in (SKIPPED, ERROR) or not m.platform.linux_wheels:
         return ()
+    major = m.tf_cuda.split(".")[0] if m.tf_cuda else None
     out = []
     for dist, family in installed_cuda_wheels(facts):
+        if major is not None and not dist.name.endswith(f"-cu{major}"):
+            continue  # a wheel of another CUDA major: this TensorFlow never loads it
         lib = next((x for x in facts.libraries.libraries if x.family == family), None)
         pip_copies = [c for c in (lib.copies if lib else ()) if c.origin == "pip"]
         broken = tuple(c for c in pip_copies if c.loads is False)

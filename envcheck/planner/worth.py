@@ -57,10 +57,15 @@ def _runs(matrix: "Matrix", option: Option, target: Target) -> bool:
 
 
 def keep_value(target: Target, used: tuple[TargetGpu, ...], left: tuple[TargetGpu, ...]) -> Optional[str]:
-    """The CUDA_VISIBLE_DEVICES value that keeps ``used`` (CUDA's numbers under the machine's
-    CUDA_DEVICE_ORDER); None when a GPU's nvidia-smi number is not known."""
-    every = sorted(used + left, key=lambda g: g.index if g.index is not None else -1)
-    if any(g.index is None for g in every):
+    """The CUDA_VISIBLE_DEVICES value that keeps ``used``: CUDA's numbers under the machine's
+    CUDA_DEVICE_ORDER, over the GPUs the driver lists (one it does not drive CUDA never sees). None
+    when nothing needs hiding or a listed GPU's nvidia-smi number is not known."""
+    listed = [g for g in used + left if g.index is not None]
+    if not any(g.index is not None for g in left):
         return None
-    gpus = [cuda_devices.Gpu(g.index, g.uuid, str(g.compute_capability), g.name) for g in every]
-    return cuda_devices.visible_value([g.index for g in used], gpus, target.device_order)
+    gpus = [cuda_devices.Gpu(g.index, g.uuid, str(g.compute_capability), g.name) for g in sorted(listed, key=_index)]
+    return cuda_devices.visible_value([g.index for g in used if g.index is not None], gpus, target.device_order)
+
+
+def _index(gpu: TargetGpu) -> int:
+    return gpu.index if gpu.index is not None else -1

@@ -71,7 +71,7 @@ def _markdown(report: Report) -> str:
                 lines.append(f"  - See <{f.fix.url}>")
     lines.append("")
 
-    if v.status != "gpu-ready" and (v.gpu_path or v.cpu_path):
+    if v.status not in ("gpu-ready", "degraded") and (v.gpu_path or v.cpu_path):
         lines.append("### Two ways forward" if v.gpu_path and v.cpu_path else "### The way forward")
         lines.append("")
         for heading, steps in (

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envcheck.findings import Fix, Severity
-from envcheck.machine import GpuView, minor
+from envcheck.machine import GpuView, minor, parse_version
 from envcheck.matrix.runs import NATIVE, NONE, PTX, SOURCES
 from envcheck.rules.engine import Context, Hit, rule
 from envcheck.rules.evidence import matrix_evidence
@@ -185,6 +185,9 @@ def ptx_needs_newer_driver(ctx: Context) -> Iterator[Hit]:
             continue
         if ctx.matrix.supports_driver(cc, run.driver_needed) is False:
             continue  # no driver that new exists for this card: EC-CC-003
+        floor = ctx.driver_requirement(cuda)
+        if floor is not None and floor.minimum is not None and parse_version(driver) < floor.minimum:
+            continue  # below even the floor: no CUDA code runs, EC-DRV-001 says so
         native = ctx.newest_release(gpu=True, accept=lambda b, cc=cc: ctx.matrix.support(b, cc) == NATIVE)
         text = f"Update the NVIDIA driver to {run.driver_needed} or newer: it compiles CUDA {minor(cuda)}'s PTX."
         commands: tuple = ()

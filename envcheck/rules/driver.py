@@ -70,6 +70,11 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
     # A GPU whose architecture gets no driver new enough (Kepler after 470): the upgrade is no
     # fix, EC-CC-003 is the cause.
     stuck = any(ctx.matrix.supports_driver(cc, runs) is False for _gpu, cc in known_capabilities(ctx))
+    # Where the build has no code for any GPU, a newer driver changes nothing: the move to another
+    # release (EC-CC-001) is the cause, and its plan says which driver that release needs.
+    no_code = bool(known_capabilities(ctx)) and all(
+        ctx.gpu_run(cc).code == "none" for _gpu, cc in known_capabilities(ctx)
+    )
     commands = fix.commands
     text = fix.text
     if older is not None:
@@ -87,7 +92,7 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
         ),
         evidence=tuple(evidence),
         fix=Fix(text=text, commands=commands, url=fix.url, release=release),
-        caused_by="EC-CC-003" if stuck else None,
+        caused_by="EC-CC-003" if stuck else "EC-CC-001" if no_code else None,
     )
 
 

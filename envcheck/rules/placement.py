@@ -67,6 +67,8 @@ def tf_lists_no_gpu(ctx: Context) -> Iterator[Hit]:
     tf = facts.tensorflow
     if tf.status != OK or ctx.is_cuda_tf is not True or ctx.tf_gpu_count > 0 or ctx.gpu_presence != PRESENT:
         return
+    if (ctx.gpus and not ctx.visible_gpus) or (ctx.visibility is not None and ctx.visibility.hides_all):
+        return  # CUDA_VISIBLE_DEVICES hides them all: the environment's finding says so
     why = _why_lines(ctx)
     yield Hit(
         title="TensorFlow lists no GPU" + (f": {first_sentence(log_message(why[0][1]))}" if why else ""),

@@ -266,7 +266,9 @@ def import_failed(ctx: Context) -> Iterator[Hit]:
     what = f"TensorFlow {installed.version}" if installed else "TensorFlow"
     cause = None
     library = library_named_in(error)
-    if library:
+    if ctx.missing_at_import and ctx.gpu_presence == ABSENT:
+        cause = "EC-TF-011"  # an old GPU build, whose CUDA libraries a machine without a GPU lacks
+    elif library:
         family = library_family(library)
         cause = _LIBRARY_RULES.get(family) or ("EC-LIB-008" if family in _MATH_FAMILIES else None)
     fix = dataclasses.replace(_import_fix(ctx, error, library), release=ctx.installed_release)
@@ -417,5 +419,34 @@ def macos_no_cuda(ctx: Context) -> Iterator[Hit]:
             text="Run on the CPU, or on Apple silicon try Apple's tensorflow-metal plugin; for CUDA use a Linux machine.",
             commands=(ctx.pip_command("install", "tensorflow-metal", step=False),),
             url=APPLE_METAL_PAGE,
+        ),
+    )
+
+
+@rule(
+    "EC-TF-011", "An old GPU build of TensorFlow without the CUDA libraries it needs to import", "error", "tensorflow"
+)
+def gpu_build_cannot_import(ctx: Context) -> Iterator[Hit]:
+    """GPU builds before TensorFlow 2.1 link the CUDA libraries at import: without them not even the
+    CPU runs. Said before TensorFlow is imported (--quick), on a machine without a GPU too; where
+    a GPU is there, the library findings say which file is missing."""
+    missing = ctx.missing_at_import
+    if not missing or ctx.gpu_presence != ABSENT:
+        return  # where a GPU may be, the library findings name the missing files
+    tf = ctx.installed_tf
+    platform = ctx.matrix.platform
+    listed = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    yield Hit(
+        title=f"{tf.distribution} {tf.version} is a GPU build that needs CUDA {minor(ctx.tf_cuda or '?')}'s libraries just to import ({listed} missing), and this machine has no NVIDIA GPU",
+        detail=(
+            f"Before {platform.gpu_in_tensorflow_package_from}, TensorFlow's GPU build linked the CUDA libraries when it was "
+            "imported; from then on it loads them when a GPU is used, so one package runs with and without a GPU."
+        ),
+        evidence=(("tensorflow", f"{tf.distribution} {tf.version} (CUDA {ctx.tf_cuda or '?'})"),)
+        + tuple((name, "not found") for name in missing),
+        fix=Fix(
+            text=f"Install the CPU build of TensorFlow {minor(tf.version)} instead (the CPU path below).",
+            url=TF_PIP_PAGE,
+            release=ctx.installed_release,
         ),
     )

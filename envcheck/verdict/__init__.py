@@ -50,6 +50,7 @@ def judge(
         envcheck_version=__version__,
         notes=notes,
         gpus=judgement.gpus,
+        gpu_presence=machine.gpu_presence,
     )
 
 

@@ -134,6 +134,7 @@ def _cannot_run(scene: _Scene) -> Optional[Verdict]:
         return None
     breaking = scene.first("python", "tensorflow", severity=Severity.ERROR)
     root = consequences.root_of(breaking, scene.findings) if breaking is not None else None
+    root = root or consequences.first_root(scene.findings)
     return _verdict(scene, BROKEN, root.title if root else "TensorFlow cannot run in this interpreter", root)
 
 

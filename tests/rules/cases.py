@@ -104,6 +104,15 @@ def _windows_tf(version: str) -> Facts:
     return facts
 
 
+def _gpu_build_without_cuda(distribution: str, version: str) -> Facts:
+    """A machine without a GPU, a CUDA build of ``version`` and no CUDA libraries, not imported (--quick)."""
+    wheels = tuple(d.name for d in b.no_gpu().packages.distributions if d.name.startswith("nvidia-"))
+    facts = b.with_tf(b.with_distributions(b.quick(b.no_gpu()), drop=wheels), distribution, version)
+    return b.change(
+        facts, {"python.version": "3.7.9", "tensorflow": TensorflowFacts(status=SKIPPED), "libraries.libraries": ()}
+    )
+
+
 def _mixed_models() -> Facts:
     return b.server_gpus(b.server(), ("Tesla V100-SXM2-32GB", "7.0"), ("Tesla T4", "7.5"))
 
@@ -570,6 +579,12 @@ CASES: tuple[Case, ...] = (
             CUDA_VISIBLE_DEVICES="0,1",
         ),
         "3 of 4 GPUs listed (2 of 2 visible is fine)",
+    ),
+    Case(
+        "EC-TF-011",
+        lambda: _gpu_build_without_cuda("tensorflow-gpu", "1.13.1"),
+        lambda: _gpu_build_without_cuda("tensorflow", "2.4.4"),
+        "tensorflow-gpu 1.13 links CUDA 10.0 at import; 2.4 loads CUDA only for a GPU",
     ),
     Case(
         "EC-PLC-005",
