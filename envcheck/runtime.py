@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from envcheck import cuda_devices
+from envcheck.tfquiet import quiet_tensorflow
+
 FALLBACKS = ("cpu", "error")
 _TOO_LATE_MARKERS = ("cannot be modified after being initialized", "after being initialized")
 
@@ -107,10 +110,8 @@ def configure(
     # CUDA reads this when it initialises (TF's first device query), so nvidia-smi's numbering holds
     # even when TensorFlow is already imported, as long as no device was touched yet.
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-    from envcheck.tfquiet import quiet_tensorflow
-
     with quiet_tensorflow(verbose=not quiet):
-        import tensorflow as tf
+        import tensorflow as tf  # start-up: TensorFlow itself is imported when the script configures it
 
         physical = tf.config.list_physical_devices("GPU")
     if settings.gpus == ():
@@ -218,7 +219,7 @@ def split_cpu(replicas: int) -> list:
         fallback="cpu",
         cpu_replicas=replicas,
     )
-    import tensorflow as tf
+    import tensorflow as tf  # start-up: TensorFlow itself is imported when the script asks for it
 
     _split_cpu(tf, replicas)
     return tf.config.list_logical_devices("CPU")
@@ -359,8 +360,6 @@ def _pci_order(tf: Any, physical: list) -> list:
 def _total_memory_mb(facts: Any) -> dict[int, int]:
     """Total memory per GPU as TensorFlow numbers them (CUDA's reading of CUDA_VISIBLE_DEVICES and
     CUDA_DEVICE_ORDER), in MiB."""
-    from envcheck import cuda_devices
-
     nvml_gpus = _nvml_gpus(facts)
     gpus = [
         cuda_devices.Gpu(index=g.index, uuid=g.uuid, compute_capability=g.compute_capability, name=g.name)
@@ -374,18 +373,18 @@ def _total_memory_mb(facts: Any) -> dict[int, int]:
 
 def _nvml_gpus(facts: Any) -> tuple:
     if facts is not None:
-        from envcheck.facts import Facts, load_facts
+        from envcheck.facts import Facts, load_facts  # start-up: see the note on _diagnosis
 
         snapshot = facts if isinstance(facts, Facts) else load_facts(Path(facts))
         return snapshot.nvml.gpus
-    from envcheck.probes.nvml import probe_nvml
+    from envcheck.probes.nvml import probe_nvml  # start-up: see the note on _diagnosis
 
     return probe_nvml().gpus
 
 
 def _tensorflow_facts(tf: Any):
     """What this process's TensorFlow says about itself, as the TF probe would record it."""
-    from envcheck.facts import TensorflowFacts, TfDevice
+    from envcheck.facts import TensorflowFacts, TfDevice  # start-up: see the note on _diagnosis
 
     try:
         info = dict(tf.sysconfig.get_build_info())
@@ -405,7 +404,7 @@ def _tensorflow_facts(tf: Any):
 
 
 def _tf_distribution() -> Optional[str]:
-    from importlib import metadata
+    from importlib import metadata  # start-up: see the note on _diagnosis
 
     from envcheck.matrix import load_matrix
 

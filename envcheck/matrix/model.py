@@ -7,15 +7,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
 from envcheck.errors import UsageError
+from envcheck.matrix.libraries import LibraryUse, basename, library_family, library_os
 from envcheck.platform import WHEEL_OSES, platform_named
-
-if TYPE_CHECKING:  # pragma: no cover
-    from envcheck.matrix.libraries import LibraryUse
 
 BUILD_OSES = WHEEL_OSES  # the OSes of the matrix's TensorFlow rows ("linux", "windows", "macos")
 _DOTTED = re.compile(r"^\d+(\.\d+)*$")
@@ -545,11 +542,9 @@ class Matrix:
             return None
         return self._cudnn_index.get(release[:2])
 
-    def library_use(self, name: str, os: str | None = None) -> "LibraryUse":
+    def library_use(self, name: str, os: str | None = None) -> LibraryUse:
         """Which releases load the library file ``name`` on ``os`` (by default the OS the name
         belongs to: a DLL is Windows), and the CUDA and cuDNN they were built with."""
-        from envcheck.matrix.libraries import LibraryUse, basename, library_family, library_os
-
         file = basename(name)
         os = _build_os(os) if os else library_os(file)
         windows = os == "windows"

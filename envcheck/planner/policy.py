@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Optional
 
 from envcheck.errors import NotFoundError
+from envcheck.matrix import BUILD_OSES, as_version
 from envcheck.planner.options import (
     DRIVER_INSTALL,
     DRIVER_OK,
@@ -337,74 +338,14 @@ def _newer_gpu_alternative(matrix: "Matrix", target: Target) -> Alternative:
 
 def _choose_pinned(matrix: "Matrix", target: Target) -> Choice:
     pin = target.tf_pin or ""
-    build = matrix.tf_build(pin, target.os)
-    if build is None:
-        oses = [os for os in ("linux", "windows", "macos") if matrix.tf_build(pin, os) is not None]
-        low, high = matrix.tf_range()
-        if not oses:
-            raise NotFoundError(
-                f"TensorFlow {pin} is not in the compatibility matrix (it covers {low} to {high}); "
-                "envcheck does not guess what an unknown release needs"
-            )
-        raise NotFoundError(
-            f"the matrix has no TensorFlow {pin} build for {OS_TITLES[target.os]} (only for {', '.join(oses)})"
-        )
+    build = _pinned_build(matrix, target, pin)
     reasons = [f"--tf {pin}: TensorFlow {build.tf} as asked."]
-    want_gpu = target.has_gpu is not False and target.os != "macos"
-    if not want_gpu:
+    if target.has_gpu is False or target.os == "macos":
         option = cpu_option(matrix, build, target, target.os)
         reasons = _why_cpu(matrix, target) + reasons + _python_reasons(target, option)
         return Choice(target, option, tuple(reasons), _warnings(matrix, target, option), ())
-    alternatives: list[Alternative] = []
-    option: Optional[Option] = None
-    native_windows_gpu = not (target.os == "windows" and build.tf > matrix.platform.windows_native_gpu_last)
-    if build.gpu and build.cuda is not None and native_windows_gpu:
-        candidate = gpu_option(matrix, build, target, target.os)
-        if candidate.support == "none":
-            reasons.append(
-                f"TensorFlow {build.tf} has no code for {_capability_text(target)} (it needs "
-                f"{build.min_compute_capability} or higher), so it runs on the CPU only."
-            )
-            newest = next(iter(gpu_options(matrix, target, target.os)), None)
-            if newest is not None:
-                alternatives.append(
-                    Alternative(
-                        "older-release",
-                        f"TensorFlow {newest.tf}",
-                        f"the newest release that runs on this GPU: {newest.summary()}",
-                        newest,
-                    )
-                )
-        else:
-            option = candidate
-    elif target.os == "windows":
-        last = matrix.platform.windows_native_gpu_last
-        wsl_build = matrix.tf_build(pin, "wsl")
-        reasons.append(f"TensorFlow {build.tf} has no GPU build for native Windows (the last one is {last}).")
-        if wsl_build is not None and wsl_build.gpu:
-            candidate = gpu_option(matrix, wsl_build, replace(target, python_bits=None), "wsl")
-            if candidate.support != "none":
-                option = candidate
-                reasons.append("Its Linux build runs on the GPU under WSL2, so the plan is for WSL2.")
-            else:
-                reasons.append(
-                    f"Its Linux build, which WSL2 would run, has no code for {_capability_text(target)} "
-                    f"(it needs {wsl_build.min_compute_capability} or higher)."
-                )
-        native = next(
-            iter(gpu_options(matrix, target, "windows") or gpu_options(matrix, target, "windows", python=False)), None
-        )
-        if native is not None:
-            alternatives.append(
-                Alternative(
-                    "native-windows",
-                    f"TensorFlow {native.tf} on native Windows",
-                    f"the last native-Windows GPU release: {native.summary()}",
-                    native,
-                )
-            )
-    else:
-        reasons.append(f"TensorFlow {build.tf} has no GPU build for {OS_TITLES[target.os]}.")
+    option, why, alternatives = _pinned_gpu(matrix, target, build, pin)
+    reasons += why
     if option is None:
         option = cpu_option(matrix, build, target, target.os)
         reasons.append(f"The plan is TensorFlow {build.tf} on the CPU.")
@@ -427,10 +368,83 @@ def _choose_pinned(matrix: "Matrix", target: Target) -> Choice:
     return Choice(target, option, tuple(reasons), _warnings(matrix, target, option), tuple(alternatives))
 
 
+def _pinned_build(matrix: "Matrix", target: Target, pin: str) -> "TfBuild":
+    """The matrix row of the release asked for on the target's OS, or a NotFoundError saying why."""
+    build = matrix.tf_build(pin, target.os)
+    if build is not None:
+        return build
+    oses = [os for os in BUILD_OSES if matrix.tf_build(pin, os) is not None]
+    low, high = matrix.tf_range()
+    if not oses:
+        raise NotFoundError(
+            f"TensorFlow {pin} is not in the compatibility matrix (it covers {low} to {high}); "
+            "envcheck does not guess what an unknown release needs"
+        )
+    raise NotFoundError(
+        f"the matrix has no TensorFlow {pin} build for {OS_TITLES[target.os]} (only for {', '.join(oses)})"
+    )
+
+
+def _pinned_gpu(
+    matrix: "Matrix", target: Target, build: "TfBuild", pin: str
+) -> tuple[Optional[Option], list[str], list[Alternative]]:
+    """(the GPU option for the pinned release, or None; why; alternatives): its own GPU build, its
+    Linux build under WSL2 where native Windows has none, or none at all."""
+    native_windows_gpu = not (target.os == "windows" and build.tf > matrix.platform.windows_native_gpu_last)
+    if build.gpu and build.cuda is not None and native_windows_gpu:
+        candidate = gpu_option(matrix, build, target, target.os)
+        if candidate.support != "none":
+            return candidate, [], []
+        why = [
+            f"TensorFlow {build.tf} has no code for {_capability_text(target)} (it needs "
+            f"{build.min_compute_capability} or higher), so it runs on the CPU only."
+        ]
+        newest = next(iter(gpu_options(matrix, target, target.os)), None)
+        if newest is None:
+            return None, why, []
+        summary = f"the newest release that runs on this GPU: {newest.summary()}"
+        return None, why, [Alternative("older-release", f"TensorFlow {newest.tf}", summary, newest)]
+    if target.os == "windows":
+        return _pinned_under_wsl(matrix, target, build, pin)
+    return None, [f"TensorFlow {build.tf} has no GPU build for {OS_TITLES[target.os]}."], []
+
+
+def _pinned_under_wsl(
+    matrix: "Matrix", target: Target, build: "TfBuild", pin: str
+) -> tuple[Optional[Option], list[str], list[Alternative]]:
+    """Native Windows after its last GPU release: the same release's Linux build under WSL2."""
+    last = matrix.platform.windows_native_gpu_last
+    why = [f"TensorFlow {build.tf} has no GPU build for native Windows (the last one is {last})."]
+    option = None
+    wsl_build = matrix.tf_build(pin, "wsl")
+    if wsl_build is not None and wsl_build.gpu:
+        candidate = gpu_option(matrix, wsl_build, replace(target, python_bits=None), "wsl")
+        if candidate.support != "none":
+            option = candidate
+            why.append("Its Linux build runs on the GPU under WSL2, so the plan is for WSL2.")
+        else:
+            why.append(
+                f"Its Linux build, which WSL2 would run, has no code for {_capability_text(target)} "
+                f"(it needs {wsl_build.min_compute_capability} or higher)."
+            )
+    native = next(
+        iter(gpu_options(matrix, target, "windows") or gpu_options(matrix, target, "windows", python=False)), None
+    )
+    alternatives = []
+    if native is not None:
+        alternatives.append(
+            Alternative(
+                "native-windows",
+                f"TensorFlow {native.tf} on native Windows",
+                f"the last native-Windows GPU release: {native.summary()}",
+                native,
+            )
+        )
+    return option, why, alternatives
+
+
 def _exact_release(pin: str, build: "TfBuild") -> Optional[str]:
     """The release asked for when it names more than the matrix row does (a patch or a pre-release)."""
-    from envcheck.matrix import as_version
-
     wanted = as_version(pin)
     more = wanted.release != build.tf.release or wanted.pre or wanted.post or wanted.dev
     return str(wanted) if more else None

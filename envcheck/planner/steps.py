@@ -426,6 +426,7 @@ def _windows(matrix: "Matrix", target: Target, option: Option) -> list[Optional[
 
 
 def _windows_cuda(matrix: "Matrix", option: Option) -> list[Step]:
+    """CUDA from NVIDIA's Windows installer, cuDNN copied into its folder, and the PATH entries."""
     cuda = matrix.cuda(option.cuda) if option.cuda else None
     cudnn = matrix.cudnn(option.cudnn) if option.cudnn else None
     folder = WINDOWS.cuda_home(option.cuda)
@@ -442,44 +443,8 @@ def _windows_cuda(matrix: "Matrix", option: Option) -> list[Step]:
                 POWERSHELL,
             )
         )
-    cudnn_lines = [
-        Line(
-            '$cudnn = "$HOME\\Downloads\\cudnn\\cuda"',
-            "EDIT: the folder you unzipped cuDNN into (it holds bin, include and lib)",
-            POWERSHELL,
-        ),
-        Line(
-            'Copy-Item "$cudnn\\bin\\*" "$cuda\\bin"',
-            "the cuDNN DLLs next to the CUDA ones, where TensorFlow looks (needs an administrator shell)",
-            POWERSHELL,
-        ),
-        Line('Copy-Item "$cudnn\\include\\*" "$cuda\\include"', "the headers (only compilers need them)", POWERSHELL),
-        Line(
-            'Copy-Item "$cudnn\\lib\\x64\\*" "$cuda\\lib\\x64"',
-            "the import libraries (only compilers need them)",
-            POWERSHELL,
-        ),
-    ]
-    if cudnn_dll:
-        cudnn_lines.append(
-            Line(
-                f'if (-not (Test-Path "$cuda\\bin\\{cudnn_dll}")) {{ throw "{cudnn_dll} is not in $cuda\\bin" }}',
-                f"TensorFlow {option.tf} loads {cudnn_dll}",
-                POWERSHELL,
-            )
-        )
-    path_lines = (
-        Line(
-            '$env:Path = "$cuda\\bin;$cuda\\libnvvp;$cuda\\extras\\CUPTI\\lib64;$env:Path"',
-            "this PowerShell session only: the installer adds bin and libnvvp to PATH for new windows; CUPTI serves TensorFlow's profiler",
-            POWERSHELL,
-        ),
-        Line(
-            '# [Environment]::SetEnvironmentVariable("Path", "$cuda\\extras\\CUPTI\\lib64;" + [Environment]::GetEnvironmentVariable("Path", "User"), "User")',
-            "remove the leading '# ' to add CUPTI to your user PATH for good (changes your environment)",
-            POWERSHELL,
-        ),
-    )
+    cudnn_lines = _cudnn_copy_lines(option, cudnn_dll)
+    path_lines = _windows_path_lines()
     return [
         Step(
             title=f"Install CUDA {option.cuda}",
@@ -510,6 +475,53 @@ def _windows_cuda(matrix: "Matrix", option: Option) -> list[Step]:
             lines=path_lines,
         ),
     ]
+
+
+def _cudnn_copy_lines(option: Option, cudnn_dll: Optional[str]) -> list[Command]:
+    """Copy an unzipped cuDNN into the CUDA folder ($cuda), then check the DLL TensorFlow loads is there."""
+    lines = [
+        Line(
+            '$cudnn = "$HOME\\Downloads\\cudnn\\cuda"',
+            "EDIT: the folder you unzipped cuDNN into (it holds bin, include and lib)",
+            POWERSHELL,
+        ),
+        Line(
+            'Copy-Item "$cudnn\\bin\\*" "$cuda\\bin"',
+            "the cuDNN DLLs next to the CUDA ones, where TensorFlow looks (needs an administrator shell)",
+            POWERSHELL,
+        ),
+        Line('Copy-Item "$cudnn\\include\\*" "$cuda\\include"', "the headers (only compilers need them)", POWERSHELL),
+        Line(
+            'Copy-Item "$cudnn\\lib\\x64\\*" "$cuda\\lib\\x64"',
+            "the import libraries (only compilers need them)",
+            POWERSHELL,
+        ),
+    ]
+    if cudnn_dll:
+        lines.append(
+            Line(
+                f'if (-not (Test-Path "$cuda\\bin\\{cudnn_dll}")) {{ throw "{cudnn_dll} is not in $cuda\\bin" }}',
+                f"TensorFlow {option.tf} loads {cudnn_dll}",
+                POWERSHELL,
+            )
+        )
+    return lines
+
+
+def _windows_path_lines() -> tuple[Command, ...]:
+    """The CUDA folders on PATH for this session, and (commented out) for good."""
+    return (
+        Line(
+            '$env:Path = "$cuda\\bin;$cuda\\libnvvp;$cuda\\extras\\CUPTI\\lib64;$env:Path"',
+            "this PowerShell session only: the installer adds bin and libnvvp to PATH for new windows; CUPTI serves TensorFlow's profiler",
+            POWERSHELL,
+        ),
+        Line(
+            '# [Environment]::SetEnvironmentVariable("Path", "$cuda\\extras\\CUPTI\\lib64;" + [Environment]::GetEnvironmentVariable("Path", "User"), "User")',
+            "remove the leading '# ' to add CUPTI to your user PATH for good (changes your environment)",
+            POWERSHELL,
+        ),
+    )
 
 
 # --- WSL2 ----------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ crashes becomes an internal-warning finding so one bad rule cannot hide the othe
 
 from __future__ import annotations
 
+import importlib
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -99,8 +100,6 @@ RULE_MODULES = (
 
 def load_rule_modules() -> None:
     """Import every rule module so its rules register (idempotent)."""
-    import importlib
-
     for name in RULE_MODULES:
         importlib.import_module(name)
 

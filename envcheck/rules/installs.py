@@ -11,15 +11,15 @@ from envcheck.errors import EnvcheckError
 from envcheck.findings import Fix
 from envcheck.machine import minor
 from envcheck.matrix.runs import release_runs_on_gpu
-from envcheck.planner import Plan, make_plan
-from envcheck.planner.options import GPU, cpu_option, gpu_option, python_range
-from envcheck.planner.steps import environment_steps
-from envcheck.planner.target import target_from_machine
 from envcheck.rules.engine import Context
 from envcheck.shell import Command
 
 if TYPE_CHECKING:  # pragma: no cover
     from envcheck.matrix import TfBuild
+    from envcheck.planner import Plan
+
+# Start-up: the planner is imported inside the functions below, which run only for a fix that moves
+# to another release or a machine without TensorFlow, not on every doctor run.
 
 
 def runs_here(ctx: Context, build: "TfBuild") -> bool:
@@ -49,6 +49,10 @@ def install_release(
         requirement = ctx.pip_requirement(build, exact, gpu=gpu)
         commands.append(ctx.pip_command("install", requirement, step=step))
         return tuple(commands), ""
+    from envcheck.planner.options import cpu_option, gpu_option, python_range  # start-up: see above
+    from envcheck.planner.steps import environment_steps
+    from envcheck.planner.target import target_from_machine
+
     matrix = ctx.matrix
     target = target_from_machine(ctx)
     option = gpu_option(matrix, build, target, ctx.os) if gpu else cpu_option(matrix, build, target, ctx.os)
@@ -62,9 +66,12 @@ def install_release(
     )
 
 
-def plan_for(ctx: Context, release: Optional[str] = None) -> Optional[Plan]:
+def plan_for(ctx: Context, release: Optional[str] = None) -> Optional["Plan"]:
     """What ``envcheck plan`` recommends for this machine, or its plan for ``release`` (``--tf``);
     None when the matrix has nothing for it."""
+    from envcheck.planner import make_plan  # start-up: see above
+    from envcheck.planner.target import target_from_machine
+
     try:
         target = target_from_machine(ctx)
         if release is not None:
@@ -84,7 +91,7 @@ def move_fix(ctx: Context, why: str, url: Optional[str] = None) -> Fix:
     """Install the release the plan recommends for this machine; ``why`` says what it is (the newest
     release that runs on this GPU). Its commands, and the GPUs the plan leaves out, are the plan's."""
     plan = plan_for(ctx)
-    if plan is None or plan.option.kind != GPU:
+    if plan is None or plan.option.kind != "gpu":
         return Fix(
             text="No TensorFlow release in the matrix runs on this GPU: run on the CPU or use a newer GPU.", url=url
         )

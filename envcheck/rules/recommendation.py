@@ -8,15 +8,15 @@ The planner chooses; this only turns its choice into the doctor's two ways forwa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.findings import Fix
 from envcheck.machine import minor
-from envcheck.planner import Plan, option_to_dict
-from envcheck.planner.options import CPU
-from envcheck.planner.steps import requirement
 from envcheck.rules.engine import Context
 from envcheck.rules.installs import install_release, plan_for, runs_here
+
+if TYPE_CHECKING:  # pragma: no cover
+    from envcheck.planner import Plan
 
 
 @dataclass(frozen=True)
@@ -35,10 +35,15 @@ def recommend(ctx: Context) -> Optional[Recommendation]:
     plan = plan_for(ctx)
     if plan is None:
         return None
+    # Start-up: the planner's modules are loaded only for a machine without TensorFlow (plan_for).
+    from envcheck.planner import option_to_dict
+    from envcheck.planner.options import CPU
+    from envcheck.planner.steps import requirement
+
     option = plan.option
     where = "on the GPU" if option.kind != CPU else "on the CPU"
-    requirement = _requirement(plan)
-    reason = f"TensorFlow is not installed yet; for this machine: TensorFlow {option.tf} {where} ({requirement})"
+    requirement_line = requirement(option)
+    reason = f"TensorFlow is not installed yet; for this machine: TensorFlow {option.tf} {where} ({requirement_line})"
     if option.python_change:
         reason += f", with Python {option.python}"
     install, python_note = install_release(
@@ -53,7 +58,7 @@ def recommend(ctx: Context) -> Optional[Recommendation]:
         release=minor(option.tf),
     )
     before, after = other_steps(plan)
-    summary = {**option_to_dict(option), "requirement": requirement}
+    summary = {**option_to_dict(option), "requirement": requirement_line}
     if option.kind == CPU:
         return Recommendation(reason=reason, gpu_steps=(), cpu_steps=(first, *after), summary=summary)
     return Recommendation(
@@ -66,7 +71,7 @@ def recommend(ctx: Context) -> Optional[Recommendation]:
 _REPLACED = ("Install TensorFlow", "Check it", "Install Python", "Install 64-bit Python", "Check that Python")
 
 
-def other_steps(plan: Plan) -> tuple[list[Fix], list[Fix]]:
+def other_steps(plan: "Plan") -> tuple[list[Fix], list[Fix]]:
     """The plan's steps besides installing the release (the driver, CUDA and cuDNN where they are not
     pip wheels, the GPUs it leaves out), as fixes: (those before the install: the driver; the rest)."""
     before: list[Fix] = []
@@ -85,11 +90,7 @@ def other_steps(plan: Plan) -> tuple[list[Fix], list[Fix]]:
     return before, after
 
 
-def _requirement(plan: Plan) -> str:
-    return requirement(plan.option)
-
-
-def _cpu_alternative(ctx: Context, plan: Plan) -> tuple[Fix, ...]:
+def _cpu_alternative(ctx: Context, plan: "Plan") -> tuple[Fix, ...]:
     alternative = next((a for a in plan.choice.alternatives if a.key == "cpu" and a.option is not None), None)
     if alternative is None:
         return ()
