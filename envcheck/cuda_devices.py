@@ -199,6 +199,16 @@ def resolve(visible: VisibleDevices, gpus: Sequence[Gpu], order: Optional[str] =
     return Resolution(visible, mapping, stopped_at, reason, order_name, guessed)
 
 
+def keep_settings(keep: Sequence[int], gpus: Sequence[Gpu], order: Optional[str] = None) -> list[tuple[str, str]]:
+    """The variables that leave CUDA only the GPUs ``keep`` (nvidia-smi indices), as (name, value)
+    pairs: where CUDA's own order would be a guess (GPUs of different models, CUDA_DEVICE_ORDER
+    unset), CUDA_DEVICE_ORDER=PCI_BUS_ID first, so the numbers are nvidia-smi's and stay so."""
+    _ordered, guessed = cuda_order(gpus, order)
+    if guessed:
+        return [("CUDA_DEVICE_ORDER", "PCI_BUS_ID"), ("CUDA_VISIBLE_DEVICES", visible_value(keep, gpus, "PCI_BUS_ID"))]
+    return [("CUDA_VISIBLE_DEVICES", visible_value(keep, gpus, order))]
+
+
 def visible_value(keep: Sequence[int], gpus: Sequence[Gpu], order: Optional[str] = None) -> str:
     """The ``CUDA_VISIBLE_DEVICES`` value that leaves CUDA only the GPUs ``keep`` (nvidia-smi
     indices): their numbers in CUDA's enumeration under ``order``, in that order (``resolve`` read

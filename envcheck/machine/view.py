@@ -461,13 +461,14 @@ class Machine:
         seen = self.visible_devices
         return seen.set and not seen.entries and seen.reason in (cuda_devices.EMPTY, cuda_devices.NEGATIVE)
 
-    def keep_only(self, indices: list[int]) -> Optional[Command]:
-        """The line that leaves TensorFlow only these GPUs (nvidia-smi indices), in CUDA's numbering
-        under this machine's CUDA_DEVICE_ORDER; None when CUDA's list of GPUs is not known."""
+    def keep_only(self, indices: list[int]) -> tuple[Command, ...]:
+        """The lines that leave TensorFlow only these GPUs (nvidia-smi indices), in CUDA's numbering
+        (with CUDA_DEVICE_ORDER=PCI_BUS_ID first where CUDA's own order would be a guess); () when
+        CUDA's list of GPUs is not known."""
         if not self.cuda_gpus:
-            return None
-        value = cuda_devices.visible_value(indices, self.cuda_gpus, self.facts.env_var("CUDA_DEVICE_ORDER"))
-        return self.set_variable("CUDA_VISIBLE_DEVICES", value)
+            return ()
+        settings = cuda_devices.keep_settings(indices, self.cuda_gpus, self.facts.env_var("CUDA_DEVICE_ORDER"))
+        return tuple(self.set_variable(name, value) for name, value in settings)
 
     # --- libraries and wheels --------------------------------------------------------------
     @cached_property

@@ -20,7 +20,7 @@ from envcheck.planner.options import (
     Option,
 )
 from envcheck.planner.target import Target, TargetGpu
-from envcheck.planner.worth import keep_value
+from envcheck.planner.worth import keep_settings
 from envcheck.platform import LINUX, WINDOWS, platform_named
 from envcheck.shell import BASH, POWERSHELL, Command, prepend_path, prepend_path_output, python_code, set_variable
 
@@ -81,17 +81,15 @@ def plan_steps(
 def leave_out_step(target: Target, option: Option, left_out: tuple[TargetGpu, ...]) -> Step:
     """Hide the GPUs the release does not run on, so TensorFlow starts on the others."""
     shell = shell_for(option.os)
-    value = keep_value(target, target.gpus, left_out)
     names = ", ".join(f"{g.name} (compute capability {g.compute_capability})" for g in left_out)
-    lines = ()
-    if value is not None:
-        lines = (
-            Line(
-                set_variable("CUDA_VISIBLE_DEVICES", value, shell),
-                "CUDA's numbers of the GPUs TensorFlow uses (this shell only: add it to your profile or job script)",
-                shell,
-            ),
-        )
+    why = {
+        "CUDA_DEVICE_ORDER": "number the GPUs as nvidia-smi does, so the next line means the same GPUs everywhere",
+        "CUDA_VISIBLE_DEVICES": "the GPUs TensorFlow uses (this shell only: add it to your profile or job script)",
+    }
+    lines = tuple(
+        Line(set_variable(name, value, shell), why[name], shell)
+        for name, value in keep_settings(target, target.gpus, left_out)
+    )
     return Step(
         title=f"Leave out {names}",
         detail=(

@@ -56,15 +56,15 @@ def _runs(matrix: "Matrix", option: Option, target: Target) -> bool:
     return support not in (None, "none") and reachable
 
 
-def keep_value(target: Target, used: tuple[TargetGpu, ...], left: tuple[TargetGpu, ...]) -> Optional[str]:
-    """The CUDA_VISIBLE_DEVICES value that keeps ``used``: CUDA's numbers under the machine's
-    CUDA_DEVICE_ORDER, over the GPUs the driver lists (one it does not drive CUDA never sees). None
-    when nothing needs hiding or a listed GPU's nvidia-smi number is not known."""
+def keep_settings(target: Target, used: tuple[TargetGpu, ...], left: tuple[TargetGpu, ...]) -> list[tuple[str, str]]:
+    """The variables that keep ``used`` (``cuda_devices.keep_settings``) over the GPUs the driver
+    lists (one it does not drive CUDA never sees); [] when nothing needs hiding or a listed GPU's
+    nvidia-smi number is not known."""
     listed = [g for g in used + left if g.index is not None]
     if not any(g.index is not None for g in left):
-        return None
+        return []
     gpus = [cuda_devices.Gpu(g.index, g.uuid, str(g.compute_capability), g.name) for g in sorted(listed, key=_index)]
-    return cuda_devices.visible_value([g.index for g in used if g.index is not None], gpus, target.device_order)
+    return cuda_devices.keep_settings([g.index for g in used if g.index is not None], gpus, target.device_order)
 
 
 def _index(gpu: TargetGpu) -> int:

@@ -243,9 +243,11 @@ def ways_forward(out: _Out, report: Report) -> set[str]:
     number = 0
     if verdict.gpu_path:
         out.blank()
-        title = {NOT_INSTALLED: "Next, for the GPU:", DEGRADED: "To use every GPU, in this order:"}.get(
-            verdict.status, "To use the GPU, in this order:"
-        )
+        failing = sum(1 for g in report.gpus if not g.usable and not g.hidden)
+        title = {
+            NOT_INSTALLED: "Next, for the GPU:",
+            DEGRADED: f"For the GPU{'s' if failing != 1 else ''} that fail{'s' if failing == 1 else ''}, in this order:",
+        }.get(verdict.status, "To use the GPU, in this order:")
         out.line(Text(title, style="bold" if out.color else ""))
         for step in verdict.gpu_path:
             number += 1

@@ -46,9 +46,10 @@ def leave_out_fix(ctx: Context, gpu: GpuView, others: list[GpuView], tail: str =
     return Fix(
         text=(
             f"Leave {gpu.name} out: {ctx.tf_name} runs on the other GPU{'s' if len(others) != 1 else ''} ({names}). "
-            "CUDA_VISIBLE_DEVICES keeps only those (CUDA's numbers); put it in your shell profile to keep it." + tail
+            "CUDA_VISIBLE_DEVICES keeps only those (in CUDA's numbering); put it in your shell profile to keep it."
+            + tail
         ),
-        commands=(keep,) if keep is not None else (),
+        commands=keep,
         url=CUDA_GPUS_PAGE,
         release=ctx.installed_release,
     )
@@ -199,7 +200,7 @@ def ptx_needs_newer_driver(ctx: Context) -> Iterator[Hit]:
         if others:
             keep = ctx.keep_only([g.index for g in others if g.index is not None])
             text += " Or leave it out and use the other GPUs as they are."
-            commands = commands + ((keep,) if keep is not None else ())
+            commands = commands + keep
         yield Hit(
             title=f"{gpu.label} has no native code in {ctx.tf_name}, only {run.entry} PTX, and driver {driver} cannot compile CUDA {minor(cuda)}'s PTX (needs {run.driver_needed})",
             detail=(

@@ -230,8 +230,8 @@ def _failing_gpu_fix(ctx: Context, gpus: list[GpuView], busy: bool, working: lis
         commands.append(ctx.shell_command("nvidia-smi --query-gpu=index,compute_mode --format=csv"))
     else:
         text = f"Run TensorFlow on {gpu.tf_device} alone to see the whole error, and paste it into `envcheck explain`."
-    keep = ctx.keep_only([g.index for g in working if g.index is not None]) if working else None
-    if keep is not None:
+    keep = ctx.keep_only([g.index for g in working if g.index is not None]) if working else ()
+    if keep:
         text += f" Meanwhile keep TensorFlow on the GPUs that work ({', '.join(counted(g.name for g in working))})."
-        commands.append(keep)
+        commands.extend(keep)
     return Fix(text=text, commands=tuple(commands))

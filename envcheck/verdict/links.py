@@ -153,11 +153,17 @@ def _placement(ctx: Context, facts: Facts):
         if not any(short_device(p.device).startswith("GPU") for p in tf.placement):
             return f"no GPU to test: {ops} ran on the CPU", None, False
         return f"{ops} ran on {devices}", None, True
-    return (
-        ", ".join(f"{p.op} on {short_device(p.device)}" + ("" if p.ok else " (failed)") for p in tf.placement),
-        None,
-        True,
-    )
+    ran = [p for p in tf.placement if p.ok]
+    failed = [p for p in tf.placement if not p.ok]
+    parts = []
+    if ran:
+        ops = " and ".join(dict.fromkeys(p.op for p in ran))
+        parts.append(f"{ops} ran on {', '.join(dict.fromkeys(short_device(p.device) for p in ran))}")
+    by_device: dict[str, list[str]] = {}
+    for p in failed:
+        by_device.setdefault(short_device(p.requested), []).append(p.op)
+    parts.append("failed: " + ", ".join(f"{' and '.join(ops)} on {device}" for device, ops in by_device.items()))
+    return "; ".join(parts), None, True
 
 
 def _environment(ctx: Context, facts: Facts):

@@ -62,6 +62,7 @@ def test_every_gpu_failing_is_broken_and_each_is_named(facts):
 @pytest.mark.parametrize("error", ["InternalError: Blas GEMM launch failed", b.BUSY])
 @pytest.mark.parametrize("gpu", [0, 2])
 def test_one_gpu_of_four_failing_is_degraded_and_named_by_index_name_and_bus(error, gpu):
+    """Four GPUs of one model: CUDA's order is nvidia-smi's, so CUDA_VISIBLE_DEVICES alone keeps the others."""
     report = judge(b.failing_ops(b.server(), (f"/GPU:{gpu}",), error))
     assert report.verdict.status == DEGRADED and report.exit_code == 1 and report.verdict.gpus == 3
     failing = next(x for x in report.gpus if x.index == gpu)
@@ -121,8 +122,9 @@ def test_the_plan_is_for_the_gpus_worth_using_and_hides_the_old_one(old):
     assert plan.option.kind == "gpu" and plan.option.build.tf >= MATRIX.tf_build("2.16", "linux").tf
     assert [x.name for x in plan.choice.left_out] == [MATRIX.gpu(old).name]
     leave = next(s for s in plan.steps if s.title.startswith("Leave out"))
-    # CUDA numbers the most capable GPU first: the RTX 3090 is CUDA device 0 although nvidia-smi says 1.
-    assert leave.lines[0].line == "export CUDA_VISIBLE_DEVICES=0"
+    # CUDA's own order would put the RTX 3090 first (a guess between two models): the plan numbers
+    # the GPUs as nvidia-smi does, where the RTX 3090 is 1, and keeps that one.
+    assert [x.line for x in leave.lines] == ["export CUDA_DEVICE_ORDER=PCI_BUS_ID", "export CUDA_VISIBLE_DEVICES=1"]
     assert any(a.key == "every-gpu" for a in plan.choice.alternatives) or old == "GeForce GT 710"
     # The doctor, before TensorFlow is installed, recommends the same and leaves the same GPU out.
     report = judge(facts)
@@ -137,7 +139,7 @@ def test_an_installed_release_that_runs_on_the_good_gpu_leaves_the_old_one_out(o
     )
     assert report.verdict.status == DEGRADED
     fix = by_id(report)["EC-CC-001"].fix
-    assert any(c.line == "export CUDA_VISIBLE_DEVICES=0" for c in fix.commands)
+    assert [c.line for c in fix.commands] == ["export CUDA_DEVICE_ORDER=PCI_BUS_ID", "export CUDA_VISIBLE_DEVICES=0"]
     assert not any("tensorflow" in c.line and "install" in c.line for c in fix.commands)  # no move to an old release
 
 
