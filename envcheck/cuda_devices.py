@@ -201,8 +201,15 @@ def resolve(visible: VisibleDevices, gpus: Sequence[Gpu], order: Optional[str] =
 
 def keep_settings(keep: Sequence[int], gpus: Sequence[Gpu], order: Optional[str] = None) -> list[tuple[str, str]]:
     """The variables that leave CUDA only the GPUs ``keep`` (nvidia-smi indices), as (name, value)
-    pairs: where CUDA's own order would be a guess (GPUs of different models, CUDA_DEVICE_ORDER
-    unset), CUDA_DEVICE_ORDER=PCI_BUS_ID first, so the numbers are nvidia-smi's and stay so."""
+    pairs. By UUID where every kept GPU has one: CUDA reads a UUID list whatever the device order and
+    whichever other GPUs a driver still lists. Else by number, with CUDA_DEVICE_ORDER=PCI_BUS_ID
+    first where CUDA's own order would be a guess (GPUs of different models), so the numbers are
+    nvidia-smi's and stay so."""
+    wanted = sorted((g for g in gpus if g.index in set(keep)), key=lambda g: g.index)
+    if not wanted:
+        return [("CUDA_VISIBLE_DEVICES", "")]
+    if all(g.uuid and g.uuid.startswith("GPU-") for g in wanted):
+        return [("CUDA_VISIBLE_DEVICES", ",".join(g.uuid for g in wanted if g.uuid))]
     _ordered, guessed = cuda_order(gpus, order)
     if guessed:
         return [("CUDA_DEVICE_ORDER", "PCI_BUS_ID"), ("CUDA_VISIBLE_DEVICES", visible_value(keep, gpus, "PCI_BUS_ID"))]

@@ -118,11 +118,12 @@ def test_identical_gpus_keep_pci_order_whatever_the_order():
 @given(
     capabilities=st.lists(st.sampled_from(["3.0", "6.1", "7.0", "8.6", "9.0"]), min_size=1, max_size=6),
     order=st.sampled_from([None, "PCI_BUS_ID", "FASTEST_FIRST"]),
+    uuids=st.booleans(),
     data=st.data(),
 )
-def test_the_value_that_keeps_some_gpus_is_read_back_as_exactly_those(capabilities, order, data):
+def test_the_value_that_keeps_some_gpus_is_read_back_as_exactly_those(capabilities, order, uuids, data):
     gpus = [
-        cd.Gpu(index=i, uuid=f"GPU-{i:04d}", compute_capability=cc, name=f"card {cc}")
+        cd.Gpu(index=i, uuid=f"GPU-{i:04d}-{i:08d}" if uuids else None, compute_capability=cc, name=f"card {cc}")
         for i, cc in enumerate(capabilities)
     ]
     keep = data.draw(st.lists(st.sampled_from(range(len(gpus))), unique=True))
@@ -132,4 +133,6 @@ def test_the_value_that_keeps_some_gpus_is_read_back_as_exactly_those(capabiliti
     assert set(resolution.cuda_index) == set(keep)
     assert sorted(resolution.cuda_index.values()) == list(range(len(keep)))
     if "CUDA_DEVICE_ORDER" in settings_:  # set where CUDA's own order would be a guess
-        assert cd.cuda_order(gpus, order)[1]
+        assert cd.cuda_order(gpus, order)[1] and not uuids
+    if uuids and keep:
+        assert settings_["CUDA_VISIBLE_DEVICES"].startswith("GPU-")  # by UUID: no order to depend on

@@ -74,14 +74,19 @@ def plan_steps(
     else:
         steps = _posix(matrix, target, option)
     if left_out and option.kind != CPU:
-        steps.insert(len(steps) - 1, leave_out_step(target, option, left_out))  # before the check
+        steps.insert(len(steps) - 1, leave_out_step(matrix, target, option, left_out))  # before the check
     return tuple(s for s in steps if s is not None)
 
 
-def leave_out_step(target: Target, option: Option, left_out: tuple[TargetGpu, ...]) -> Step:
+def leave_out_step(matrix: "Matrix", target: Target, option: Option, left_out: tuple[TargetGpu, ...]) -> Step:
     """Hide the GPUs the release does not run on, so TensorFlow starts on the others."""
     shell = shell_for(option.os)
     names = ", ".join(f"{g.name} (compute capability {g.compute_capability})" for g in left_out)
+    # A card whose architecture gets no driver as new as the plan's drops out of the driver's list
+    # (and CUDA's) with the upgrade: nothing to hide, and it must not shift the others' numbers.
+    floor = option.driver_floor
+    gone = tuple(g for g in left_out if floor and matrix.supports_driver(str(g.compute_capability), floor) is False)
+    left_out = tuple(g for g in left_out if g not in gone)
     why = {
         "CUDA_DEVICE_ORDER": "number the GPUs as nvidia-smi does, so the next line means the same GPUs everywhere",
         "CUDA_VISIBLE_DEVICES": "the GPUs TensorFlow uses (this shell only: add it to your profile or job script)",
@@ -90,15 +95,13 @@ def leave_out_step(target: Target, option: Option, left_out: tuple[TargetGpu, ..
         Line(set_variable(name, value, shell), why[name], shell)
         for name, value in keep_settings(target, target.gpus, left_out)
     )
-    return Step(
-        title=f"Leave out {names}",
-        detail=(
-            f"TensorFlow {option.tf} has no code for it (or no driver it can get runs it); hiding it keeps "
-            "TensorFlow to the GPUs it runs on."
-        ),
-        lines=lines,
-        side="wsl" if option.os == "wsl" else "",
+    detail = (
+        f"TensorFlow {option.tf} has no code for it (or no driver it can get runs it); hiding it keeps "
+        "TensorFlow to the GPUs it runs on."
     )
+    if gone:
+        detail += f" The driver {option.tf} needs does not drive it at all, so TensorFlow will not see it."
+    return Step(title=f"Leave out {names}", detail=detail, lines=lines, side="wsl" if option.os == "wsl" else "")
 
 
 # --- pieces every platform uses ------------------------------------------------------------------

@@ -62,7 +62,7 @@ def test_every_gpu_failing_is_broken_and_each_is_named(facts):
 @pytest.mark.parametrize("error", ["InternalError: Blas GEMM launch failed", b.BUSY])
 @pytest.mark.parametrize("gpu", [0, 2])
 def test_one_gpu_of_four_failing_is_degraded_and_named_by_index_name_and_bus(error, gpu):
-    """Four GPUs of one model: CUDA's order is nvidia-smi's, so CUDA_VISIBLE_DEVICES alone keeps the others."""
+    """The others are kept by their UUIDs, whatever CUDA's device order."""
     report = judge(b.failing_ops(b.server(), (f"/GPU:{gpu}",), error))
     assert report.verdict.status == DEGRADED and report.exit_code == 1 and report.verdict.gpus == 3
     failing = next(x for x in report.gpus if x.index == gpu)
@@ -73,7 +73,7 @@ def test_one_gpu_of_four_failing_is_degraded_and_named_by_index_name_and_bus(err
         assert "busy or unavailable" in finding.title
         assert any("compute-apps" in c.line for c in finding.fix.commands)
     keep = [c.line for c in finding.fix.commands if "CUDA_VISIBLE_DEVICES" in c.line]
-    assert keep and str(gpu) not in keep[0].split("=", 1)[1].split(",")
+    assert keep and failing.uuid not in keep[0] and all(x.uuid in keep[0] for x in report.gpus if x.usable)
 
 
 # --- 2. A GPU served only by PTX that this driver cannot JIT-compile ------------------------------
@@ -113,23 +113,41 @@ def test_ptx_only_with_a_new_enough_driver_runs_with_a_warning():
 # --- 3. An old GPU no release beside the others serves does not decide the plan -------------------
 
 
-@pytest.mark.parametrize("old", ["GeForce GTX 680", "GeForce GT 710", "Tesla K80"])
-def test_the_plan_is_for_the_gpus_worth_using_and_hides_the_old_one(old):
-    # On its last branch (470) the old card is driven too; the plan's driver for the RTX 3090 is newer.
-    spec = g.Spec("linux", "2.21", (card(old), card("GeForce RTX 3090")), "470.256.02", installed=False)
+@pytest.mark.parametrize(
+    "old, driver, hidden",
+    [
+        ("GeForce GTX 980", "550.54.14", True),  # Maxwell: driven by 550, no code in 2.21: hidden by its UUID
+        ("GeForce GTX 1050", "550.54.14", False),  # Pascal: 2.21 has sm_60, so nothing is left out
+        ("GeForce GTX 680", "470.256.02", False),  # Kepler: the 525 driver 2.21 needs does not drive it at all
+        ("Tesla K80", "470.256.02", False),
+    ],
+)
+def test_the_plan_is_for_the_gpus_worth_using_and_hides_the_old_one(old, driver, hidden):
+    spec = g.Spec("linux", "2.21", (card(old), card("GeForce RTX 3090")), driver, installed=False)
     facts = g.snapshot(spec)
     plan = make_plan(MATRIX, target_from_facts(facts, MATRIX))
-    assert plan.option.kind == "gpu" and plan.option.build.tf >= MATRIX.tf_build("2.16", "linux").tf
-    assert [x.name for x in plan.choice.left_out] == [MATRIX.gpu(old).name]
-    leave = next(s for s in plan.steps if s.title.startswith("Leave out"))
-    # CUDA's own order would put the RTX 3090 first (a guess between two models): the plan numbers
-    # the GPUs as nvidia-smi does, where the RTX 3090 is 1, and keeps that one.
-    assert [x.line for x in leave.lines] == ["export CUDA_DEVICE_ORDER=PCI_BUS_ID", "export CUDA_VISIBLE_DEVICES=1"]
-    assert any(a.key == "every-gpu" for a in plan.choice.alternatives) or old == "GeForce GT 710"
+    assert plan.option.kind == "gpu" and plan.option.tf == "2.21"
+    worth_hiding = MATRIX.support(plan.option.build, MATRIX.gpu(old).compute_capability) == "none"
+    assert [x.name for x in plan.choice.left_out] == ([MATRIX.gpu(old).name] if worth_hiding else [])
+    leave = [s for s in plan.steps if s.title.startswith("Leave out")]
+    if hidden:
+        # By UUID: CUDA reads it whatever the device order (CUDA's own would put the RTX 3090 first).
+        uuid = next(x.uuid for x in facts.nvml.gpus if "3090" in x.name)
+        assert [x.line for x in leave[0].lines] == [f"export CUDA_VISIBLE_DEVICES={uuid}"]
+    elif worth_hiding:
+        assert leave[0].lines == () and "does not drive it at all" in leave[0].detail
     # The doctor, before TensorFlow is installed, recommends the same and leaves the same GPU out.
     report = judge(facts)
     assert report.verdict.status == NOT_INSTALLED and report.verdict.plan["tensorflow"] == plan.option.tf
-    assert any("Leave out" in s.text for s in report.verdict.gpu_path)
+    assert any("Leave out" in s.text for s in report.verdict.gpu_path) == worth_hiding
+
+
+def test_every_gpu_is_an_alternative_where_one_release_serves_them_all():
+    spec = g.Spec("linux", "2.21", (card("GeForce GTX 980"), card("GeForce RTX 3090")), "550.54.14", installed=False)
+    plan = make_plan(MATRIX, target_from_facts(g.snapshot(spec), MATRIX))
+    every = next(a for a in plan.choice.alternatives if a.key == "every-gpu")
+    assert every.option is not None and every.option.build.tf < plan.option.build.tf
+    assert MATRIX.support(every.option.build, "5.2") != "none" and MATRIX.support(every.option.build, "8.6") != "none"
 
 
 @pytest.mark.parametrize("old", ["GeForce GTX 680", "Tesla K40"])
@@ -139,7 +157,8 @@ def test_an_installed_release_that_runs_on_the_good_gpu_leaves_the_old_one_out(o
     )
     assert report.verdict.status == DEGRADED
     fix = by_id(report)["EC-CC-001"].fix
-    assert [c.line for c in fix.commands] == ["export CUDA_DEVICE_ORDER=PCI_BUS_ID", "export CUDA_VISIBLE_DEVICES=0"]
+    v100 = next(x for x in report.gpus if "V100" in x.name)
+    assert [c.line for c in fix.commands] == [f"export CUDA_VISIBLE_DEVICES={v100.uuid}"]
     assert not any("tensorflow" in c.line and "install" in c.line for c in fix.commands)  # no move to an old release
 
 
