@@ -47,6 +47,11 @@ class Platform:
         """TensorFlow's Linux wheels install here (Linux and WSL2): the ones with CUDA as pip wheels."""
         return self.wheels_os == "linux"
 
+    @property
+    def windows_libraries(self) -> bool:
+        """The loader takes DLLs, by name and without case (native Windows); elsewhere sonames."""
+        return self.wheels_os == "windows"
+
     def cuda_home(self, version: object) -> Optional[str]:
         """The folder NVIDIA's installer gives CUDA ``version`` (major.minor) here."""
         if self.cuda_root is None:

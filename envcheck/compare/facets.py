@@ -23,6 +23,7 @@ from envcheck.facts import OK, SKIPPED
 from envcheck.findings import LINK_NAMES, LINK_TITLES
 from envcheck.machine import ABSENT, GPU_VARIABLES, UNKNOWN, Machine, counted
 from envcheck.machine.libraries import all_needed
+from envcheck.platform import LINUX, PLATFORMS
 
 PLATFORM = "platform"
 GROUPS: tuple[str, ...] = (PLATFORM, *LINK_NAMES)
@@ -49,7 +50,7 @@ def variable_link(name: str, os_name: str) -> str:
     """The link an environment variable changes. PATH is where Windows looks for DLLs, and where
     a shell finds ``python`` everywhere else."""
     if name == "PATH":
-        return "libraries" if os_name == "windows" else "python"
+        return "libraries" if PLATFORMS.get(os_name, LINUX).loader_title == "PATH" else "python"
     if name.startswith("CUDA_PATH"):
         return "libraries"
     return _VARIABLE_LINKS.get(name, "environment")

@@ -128,7 +128,7 @@ def library_in_import_error(m: "Machine") -> Optional[str]:
 
 def other_versions(m: "Machine", family: str, name: str) -> list[LibraryCopy]:
     """Copies of the same library under another version's file name (cudart64_90.dll for _100)."""
-    windows = m.build_os == "windows"
+    windows = m.platform.windows_libraries
     out = []
     for lib in m.facts.libraries.libraries:
         if lib.family != family:
@@ -174,7 +174,7 @@ def toolkit_fits(m: "Machine", version: object, cuda: object) -> bool:
 
 def toolkit_of(m: "Machine", copy: LibraryCopy):
     """The CUDA toolkit whose folder holds ``copy``, if the probe recorded one."""
-    windows = m.build_os == "windows"
+    windows = m.platform.windows_libraries
     where = copy.directory.lower() if windows else copy.directory
     for toolkit in m.facts.libraries.toolkits:
         root = (toolkit.path.lower() if windows else toolkit.path).rstrip("\\/")

@@ -497,7 +497,7 @@ class Machine:
 
     def copies_named(self, wanted: str) -> list[LibraryCopy]:
         """Every copy the library probe found that answers to ``wanted``, in search order."""
-        windows = self.build_os == "windows"
+        windows = self.platform.windows_libraries
         out = []
         for lib in self.facts.libraries.libraries:
             for copy in lib.copies:
@@ -509,7 +509,7 @@ class Machine:
         """The copy the loader takes for ``wanted``: the probe's per-name winner, else the first copy
         on the loader's path."""
         copies = self.copies_named(wanted)
-        windows = self.build_os == "windows"
+        windows = self.platform.windows_libraries
         for lib in self.facts.libraries.libraries:
             for name, path in lib.winners.items():
                 if same_library(name, wanted, windows) or same_library(wanted, name, windows):
@@ -520,7 +520,7 @@ class Machine:
         return reachable[0] if reachable else None
 
     def mapped_into_tf(self, wanted: str) -> Optional[str]:
-        windows = self.build_os == "windows"
+        windows = self.platform.windows_libraries
         return next((p for p in self.facts.tensorflow.mapped_libraries if same_library(p, wanted, windows)), None)
 
     # --- commands for this machine ---------------------------------------------------------

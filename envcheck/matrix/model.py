@@ -404,6 +404,19 @@ class Matrix:
         os = _build_os(os)
         return [b for b in self._tf if b.os == os]
 
+    def has_gpu_build(self, build: TfBuild, os: str) -> bool:
+        """The release's row is a GPU build that installs on ``os``: native Windows stops at
+        windows_native_gpu_last (later releases reach the GPU through WSL2), macOS has none."""
+        if not build.gpu or build.cuda is None:
+            return False
+        if os == "windows" and build.tf > self.platform.windows_native_gpu_last:
+            return False
+        return not (os == "macos" and not self.platform.macos_gpu)
+
+    def gpu_builds(self, os: str) -> list[TfBuild]:
+        """The GPU builds that install on ``os``, oldest first."""
+        return [b for b in self.tf_releases(os) if self.has_gpu_build(b, os)]
+
     def tf_range(self) -> tuple[Version, Version]:
         return self._tf[0].tf, self._tf[-1].tf
 

@@ -196,13 +196,9 @@ def release_rows(matrix: "Matrix", os: str) -> list["TfBuild"]:
 
 def gpu_options(matrix: "Matrix", target: Target, os: str, *, python: bool = True) -> list[Option]:
     """GPU options on ``os`` that fit the GPU (and the Python when ``python``), newest first."""
-    if os == "macos" and not matrix.platform.macos_gpu:
-        return []
     out = []
     for build in release_rows(matrix, os):
-        if not build.gpu or build.cuda is None:
-            continue
-        if os == "windows" and build.tf > matrix.platform.windows_native_gpu_last:
+        if not matrix.has_gpu_build(build, os):
             continue
         if not gpu_fit(matrix, build, target, os)[2]:
             continue  # no code for a GPU, or a driver its architecture never gets (Kepler stops at 470)

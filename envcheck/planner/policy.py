@@ -272,9 +272,7 @@ def _why_cpu(matrix: "Matrix", target: Target) -> list[str]:
 
 
 def _why_no_gpu_build(matrix: "Matrix", target: Target) -> list[str]:
-    builds = [b for b in matrix.tf_releases(target.os) if b.gpu and b.cuda is not None]
-    if target.os == "windows":
-        builds = [b for b in builds if b.tf <= matrix.platform.windows_native_gpu_last]
+    builds = matrix.gpu_builds(target.os)
     if not builds:
         return [f"The matrix has no TensorFlow GPU build for {OS_TITLES[target.os]}, so the plan is for the CPU."]
     lowest = min((b.min_compute_capability for b in builds if b.min_compute_capability), default=None)
@@ -319,9 +317,7 @@ def _cpu_choice(matrix: "Matrix", target: Target, reasons: list[str]) -> Choice:
 
 
 def _newer_gpu_alternative(matrix: "Matrix", target: Target) -> Alternative:
-    builds = [b for b in matrix.tf_releases(target.os) if b.gpu and b.min_compute_capability]
-    if target.os == "windows":
-        builds = [b for b in builds if b.tf <= matrix.platform.windows_native_gpu_last]
+    builds = [b for b in matrix.gpu_builds(target.os) if b.min_compute_capability]
     if not builds:
         return Alternative("newer-gpu", "A supported GPU", "the matrix has no GPU build for this OS.")
     newest = builds[-1]
@@ -390,8 +386,7 @@ def _pinned_gpu(
 ) -> tuple[Optional[Option], list[str], list[Alternative]]:
     """(the GPU option for the pinned release, or None; why; alternatives): its own GPU build, its
     Linux build under WSL2 where native Windows has none, or none at all."""
-    native_windows_gpu = not (target.os == "windows" and build.tf > matrix.platform.windows_native_gpu_last)
-    if build.gpu and build.cuda is not None and native_windows_gpu:
+    if matrix.has_gpu_build(build, target.os):
         candidate = gpu_option(matrix, build, target, target.os)
         if candidate.support != "none":
             return candidate, [], []

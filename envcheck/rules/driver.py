@@ -161,7 +161,7 @@ def driver_version_mismatch(ctx: Context) -> Iterator[Hit]:
                             "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"
                         ),
                     )
-                    if ctx.os == "linux"
+                    if ctx.platform.driver_os == "linux"  # a Linux kernel module; WSL2's driver is Windows'
                     else ()
                 ),
             ),
@@ -200,7 +200,7 @@ def nvml_library_not_found(ctx: Context) -> Iterator[Hit]:
         )
     else:
         title = f"{lib} not found: no NVIDIA driver is installed" + (
-            " (or there is no NVIDIA GPU)" if ctx.os != "linux" else ""
+            " (or there is no NVIDIA GPU)" if ctx.platform.driver_os != "linux" else ""
         )
         detail = f"{lib} is installed with the NVIDIA driver; without it neither nvidia-smi nor CUDA can reach a GPU."
         fix = install_driver_fix(ctx, "Install the NVIDIA driver")
@@ -232,7 +232,7 @@ def nvml_driver_not_loaded(ctx: Context) -> Iterator[Hit]:
     if driver.dkms:
         evidence.append(("dkms", ", ".join(driver.dkms[:4])))
     built_elsewhere = [d for d in driver.dkms if driver.kernel_release and not d.endswith("/" + driver.kernel_release)]
-    if ctx.os == "windows":
+    if ctx.platform.windows_driver:  # WSL2's kernel driver is the Windows one too
         fix = install_driver_fix(ctx, "Reinstall the NVIDIA driver (Device Manager shows the card with an error)")
         detail = "NVML answered NVML_ERROR_DRIVER_NOT_LOADED: the user-space libraries are there, the kernel driver is not running."
     elif not driver.module_files and built_elsewhere:
@@ -287,7 +287,7 @@ def nvml_no_permission(ctx: Context) -> Iterator[Hit]:
                 ctx.shell_command("ls -l /dev/nvidia*"),
                 ctx.shell_command('sudo usermod -aG video,render "$USER"'),
             )
-            if ctx.os != "windows"
+            if ctx.platform.driver_os == "linux"  # /dev/nvidia* exist where the Linux driver runs
             else (),
         ),
     )
