@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Optional
 
 from envcheck.findings import Fix, Severity
 from envcheck.machine import ABSENT, minor, parse_version
@@ -11,6 +12,9 @@ from envcheck.rules.engine import Context, Hit, rule
 from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.gpu import CONTAINER_TOOLKIT_PAGE, NVIDIA_DRIVER_PAGE, install_driver_fix
 from envcheck.rules.installs import install_release
+
+if TYPE_CHECKING:
+    from envcheck.matrix.model import DriverRequirement
 
 CUDA_COMPAT_PAGE = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 
@@ -30,35 +34,10 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
     runs, full = need.minimum, need.full
     if have >= (full or runs):
         return
-    evidence = [("driver version", str(drv))]
-    if ctx.facts.nvml.cuda_driver_version:
-        evidence.append(("highest CUDA the driver supports", ctx.facts.nvml.cuda_driver_version))
-    evidence.append(
-        (
-            f"matrix: CUDA {minor(cuda)} minimum driver ({need.os_title})",
-            f"{full}" + (f", minor-version-compatibility floor {runs}" if runs != full else ""),
-        )
-    )
-    build = ctx.tf_build
-    if build is not None:
-        evidence.append(matrix_evidence(ctx, build))
+    evidence = _too_old_evidence(ctx, cuda, need)
     release = minor(ctx.installed_tf.version) if ctx.installed_tf else None
     if have >= runs:
-        yield Hit(
-            title=f"Driver {drv} is older than CUDA {minor(cuda)} asks for ({full}); it runs only through minor-version compatibility",
-            detail=(
-                f"TensorFlow was built with CUDA {cuda}. Driver {drv} runs it (it is above the CUDA "
-                f"{cuda.split('.')[0]}.x floor {runs}), but kernels that must be JIT-compiled from newer PTX "
-                "fail with CUDA_ERROR_UNSUPPORTED_PTX_VERSION, which hits new GPUs and XLA."
-            ),
-            evidence=tuple(evidence),
-            fix=Fix(
-                text=f"Update the NVIDIA driver to {full} or newer when you can.",
-                url=NVIDIA_DRIVER_PAGE,
-                release=release,
-            ),
-            severity=Severity.WARNING,
-        )
+        yield _minor_compat_only(ctx, cuda, need, evidence, release)
         return
     python = ctx.facts.python.version or None
     older = ctx.newest_release(
@@ -93,6 +72,43 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
         evidence=tuple(evidence),
         fix=Fix(text=text, commands=commands, url=fix.url, release=release),
         caused_by="EC-CC-003" if stuck else "EC-CC-001" if no_code else None,
+    )
+
+
+def _too_old_evidence(ctx: Context, cuda: str, need: "DriverRequirement") -> list[tuple[str, str]]:
+    """The driver, what it supports, what the matrix asks of it, and the build's row."""
+    runs, full = need.minimum, need.full
+    evidence = [("driver version", str(ctx.driver_version))]
+    if ctx.facts.nvml.cuda_driver_version:
+        evidence.append(("highest CUDA the driver supports", ctx.facts.nvml.cuda_driver_version))
+    evidence.append(
+        (
+            f"matrix: CUDA {minor(cuda)} minimum driver ({need.os_title})",
+            f"{full}" + (f", minor-version-compatibility floor {runs}" if runs != full else ""),
+        )
+    )
+    if ctx.tf_build is not None:
+        evidence.append(matrix_evidence(ctx, ctx.tf_build))
+    return evidence
+
+
+def _minor_compat_only(
+    ctx: Context, cuda: str, need: "DriverRequirement", evidence: list[tuple[str, str]], release: Optional[str]
+) -> Hit:
+    """A driver between the major's floor and the release's own minimum: it runs, with reduced features."""
+    drv, runs, full = ctx.driver_version, need.minimum, need.full
+    return Hit(
+        title=f"Driver {drv} is older than CUDA {minor(cuda)} asks for ({full}); it runs only through minor-version compatibility",
+        detail=(
+            f"TensorFlow was built with CUDA {cuda}. Driver {drv} runs it (it is above the CUDA "
+            f"{cuda.split('.')[0]}.x floor {runs}), but kernels that must be JIT-compiled from newer PTX "
+            "fail with CUDA_ERROR_UNSUPPORTED_PTX_VERSION, which hits new GPUs and XLA."
+        ),
+        evidence=tuple(evidence),
+        fix=Fix(
+            text=f"Update the NVIDIA driver to {full} or newer when you can.", url=NVIDIA_DRIVER_PAGE, release=release
+        ),
+        severity=Severity.WARNING,
     )
 
 
