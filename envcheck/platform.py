@@ -139,6 +139,7 @@ MACOS = Platform(
 PLATFORMS: dict[str, Platform] = {p.name: p for p in (LINUX, WINDOWS, WSL, MACOS)}
 OSES = tuple(PLATFORMS)  # "linux", "windows", "wsl", "macos"
 WHEEL_OSES = tuple(dict.fromkeys(p.wheels_os for p in PLATFORMS.values()))  # the matrix's row OSes
+DRIVER_OSES = tuple(dict.fromkeys(p.driver_os for p in PLATFORMS.values() if p.driver_os))  # NVIDIA's driver tables
 
 
 def platform_named(name: str) -> Platform:
@@ -149,4 +150,15 @@ def platform_named(name: str) -> Platform:
     return found
 
 
-__all__ = ["LINUX", "MACOS", "OSES", "PLATFORMS", "WHEEL_OSES", "WINDOWS", "WSL", "Platform", "platform_named"]
+__all__ = [
+    "DRIVER_OSES",
+    "LINUX",
+    "MACOS",
+    "OSES",
+    "PLATFORMS",
+    "WHEEL_OSES",
+    "WINDOWS",
+    "WSL",
+    "Platform",
+    "platform_named",
+]

@@ -8,7 +8,7 @@ from typing import Any
 from envcheck.errors import NotFoundError, UsageError
 from envcheck.matrix import BUILD_OSES, Matrix, TfBuild, as_version, load_matrix, unknown_gpu_message
 from envcheck.matrix.runs import NATIVE, NONE, PTX, release_runs_on_gpu
-from envcheck.platform import OSES, platform_named
+from envcheck.platform import DRIVER_OSES, OSES, platform_named
 from envcheck.render import emit, json_text
 from envcheck.render.matrix import render_cuda, render_gpu, render_tf
 
@@ -114,7 +114,7 @@ def cuda_answer(matrix: Matrix, version: str) -> dict[str, Any]:
             f"CUDA {version} is not in the matrix{hint}; it covers CUDA {known[0].version} to {known[-1].version}"
         )
     major = matrix.cuda_major(release.version.release[0])
-    floors = {os: matrix.driver_requirement(release.version, os) for os in ("linux", "windows")}
+    floors = {os: matrix.driver_requirement(release.version, os) for os in DRIVER_OSES}
     return {
         "cuda": str(release.version),
         "min_driver": {"linux": _str(release.min_driver_linux), "windows": _str(release.min_driver_windows)},

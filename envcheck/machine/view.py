@@ -462,9 +462,9 @@ class Machine:
         return seen.set and not seen.entries and seen.reason in (cuda_devices.EMPTY, cuda_devices.NEGATIVE)
 
     def keep_only(self, indices: list[int]) -> tuple[Command, ...]:
-        """The lines that leave TensorFlow only these GPUs (nvidia-smi indices), in CUDA's numbering
-        (with CUDA_DEVICE_ORDER=PCI_BUS_ID first where CUDA's own order would be a guess); () when
-        CUDA's list of GPUs is not known."""
+        """The lines that leave TensorFlow only these GPUs (nvidia-smi indices): by UUID where NVML
+        gave them, else in CUDA's numbering (``cuda_devices.keep_settings``); () when CUDA's list of
+        GPUs is not known."""
         if not self.cuda_gpus:
             return ()
         settings = cuda_devices.keep_settings(indices, self.cuda_gpus, self.facts.env_var("CUDA_DEVICE_ORDER"))

@@ -106,7 +106,10 @@ def _conda_fix(ctx: Context, build, cuda: object, files: str, link) -> Optional[
         ),
         commands=(
             ctx.shell_command(f"conda install -c conda-forge cudatoolkit={minor(cuda)} cudnn={cudnn}"),
-            Command(shell.prepend_path_under("LD_LIBRARY_PATH", "CONDA_PREFIX", "lib", shell.BASH), shell=shell.BASH),
+            Command(
+                shell.prepend_path_under(ctx.platform.loader_variable, "CONDA_PREFIX", "lib", ctx.platform.shell),
+                shell=ctx.platform.shell,
+            ),
         ),
         url=link,
         release=ctx.installed_release,
