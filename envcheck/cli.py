@@ -85,8 +85,10 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
 
 EXIT_CODES = """\
 exit status:
-  0  GPU ready, CPU only where there is no NVIDIA GPU, not installed yet, or only warnings
-  1  a finding at the --fail-on level (default: error), or no usable GPU with --require-gpu
+  0  GPU ready, CPU only where there is no NVIDIA GPU (or all are hidden on purpose), not
+     installed yet, or only warnings
+  1  degraded or broken (a GPU that is there and does not work), a finding at the --fail-on level
+     (default: error), or no usable GPU with --require-gpu
   2  bad usage or bad input (one line on stderr)
   3  an internal error: rerun with --traceback and report it
 """

@@ -197,3 +197,29 @@ def resolve(visible: VisibleDevices, gpus: Sequence[Gpu], order: Optional[str] =
             return Resolution(visible, {}, entry.text, REPEATED, order_name, guessed)
         mapping[gpu.index] = len(mapping)
     return Resolution(visible, mapping, stopped_at, reason, order_name, guessed)
+
+
+def keep_settings(keep: Sequence[int], gpus: Sequence[Gpu], order: Optional[str] = None) -> list[tuple[str, str]]:
+    """The variables that leave CUDA only the GPUs ``keep`` (nvidia-smi indices), as (name, value)
+    pairs. By UUID where every kept GPU has one: CUDA reads a UUID list whatever the device order and
+    whichever other GPUs a driver still lists. Else by number, with CUDA_DEVICE_ORDER=PCI_BUS_ID
+    first where CUDA's own order would be a guess (GPUs of different models), so the numbers are
+    nvidia-smi's and stay so."""
+    wanted = sorted((g for g in gpus if g.index in set(keep)), key=lambda g: g.index)
+    if not wanted:
+        return [("CUDA_VISIBLE_DEVICES", "")]
+    if all(g.uuid and g.uuid.startswith("GPU-") for g in wanted):
+        return [("CUDA_VISIBLE_DEVICES", ",".join(g.uuid for g in wanted if g.uuid))]
+    _ordered, guessed = cuda_order(gpus, order)
+    if guessed:
+        return [("CUDA_DEVICE_ORDER", "PCI_BUS_ID"), ("CUDA_VISIBLE_DEVICES", visible_value(keep, gpus, "PCI_BUS_ID"))]
+    return [("CUDA_VISIBLE_DEVICES", visible_value(keep, gpus, order))]
+
+
+def visible_value(keep: Sequence[int], gpus: Sequence[Gpu], order: Optional[str] = None) -> str:
+    """The ``CUDA_VISIBLE_DEVICES`` value that leaves CUDA only the GPUs ``keep`` (nvidia-smi
+    indices): their numbers in CUDA's enumeration under ``order``, in that order (``resolve`` read
+    back gives the same GPUs, numbered 0..n-1); "" when none is kept."""
+    enumerated, _guessed = cuda_order(gpus, order)
+    wanted = set(keep)
+    return ",".join(str(position) for position, g in enumerate(enumerated) if g.index in wanted)

@@ -21,6 +21,7 @@ from typing import Any, Optional, Union
 
 from envcheck.errors import FactsError
 from envcheck.fsutil import FACTS_FILE, read_user_text
+from envcheck.platform import OSES
 
 # 2: the JSON report around the facts moved to the common envelope (fix pages are ``url``); the
 # facts themselves only gained fields with defaults, so version 1 snapshots read as they are.
@@ -630,12 +631,8 @@ def load_facts(path: str | Path) -> Facts:
         raise FactsError(f"{path}: {exc}") from None
     except RecursionError:
         raise FactsError(f"{path}: JSON nested too deeply") from None
-    if facts.platform.os not in _SNAPSHOT_OSES:
+    if facts.platform.os and facts.platform.os not in OSES:
         raise FactsError(
-            f"{path}: facts.platform.os: unknown OS {facts.platform.os!r} (expected one of: linux, windows, macos, wsl)"
+            f"{path}: facts.platform.os: unknown OS {facts.platform.os!r} (expected one of: {', '.join(OSES)})"
         )
     return facts
-
-
-# What the probes write into platform.os ("" when the platform probe did not run).
-_SNAPSHOT_OSES = ("", "linux", "windows", "macos", "wsl")

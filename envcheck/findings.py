@@ -48,11 +48,12 @@ LINK_ERROR = "error"
 LINK_SKIPPED = "skipped"
 
 # Verdict statuses.
-GPU_READY = "gpu-ready"
-CPU_ONLY = "cpu-only"
-BROKEN = "broken"
+GPU_READY = "gpu-ready"  # every GPU left visible is usable
+DEGRADED = "degraded"  # some are usable; the others are named with their first broken link
+CPU_ONLY = "cpu-only"  # no NVIDIA GPU, or the user hid them all: a finished state
+BROKEN = "broken"  # NVIDIA GPUs there and none usable, or TensorFlow cannot run at all
 NOT_INSTALLED = "not-installed"  # no TensorFlow yet: the verdict carries the plan for this machine
-VERDICT_STATUSES = (GPU_READY, CPU_ONLY, BROKEN, NOT_INSTALLED)
+VERDICT_STATUSES = (GPU_READY, DEGRADED, CPU_ONLY, BROKEN, NOT_INSTALLED)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,10 @@ class Fix:
     text: str
     commands: tuple[Command, ...] = ()
     url: Optional[str] = None  # the download or documentation page for the exact version
+    # The TensorFlow release (major.minor) this fix is computed for: the one it installs, or the
+    # installed one whose CUDA and cuDNN it fetches; None when the fix does not depend on the
+    # release (a driver, a variable). A way forward keeps only the steps of its one target release.
+    release: Optional[str] = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"text": self.text, "commands": [c.to_dict() for c in self.commands], "url": self.url}
@@ -76,7 +81,11 @@ class Finding:
     detail: str = ""  # why, in a sentence or two
     evidence: tuple[tuple[str, str], ...] = ()  # (fact or matrix row, value) pairs
     fix: Optional[Fix] = None
-    caused_by: Optional[str] = None  # id of the finding this one is a consequence of
+    # Id of the finding this one is a consequence of. A rule sets it only where the cause's fix
+    # clears this one too; the verdict sets it for errors further down the chain (which keep their
+    # own fix when they have one).
+    caused_by: Optional[str] = None
+    gpus: tuple[str, ...] = ()  # the GPUs it is about (their bus ids); () when about the machine
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +97,7 @@ class Finding:
             "evidence": [{"what": k, "value": v} for k, v in self.evidence],
             "fix": fix_to_dict(self.fix),
             "caused_by": self.caused_by,
+            "gpus": list(self.gpus),
         }
 
 
@@ -97,7 +107,7 @@ def fix_to_dict(fix: Optional[Fix]) -> Optional[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class Verdict:
-    status: str  # GPU_READY / CPU_ONLY / BROKEN
+    status: str  # one of VERDICT_STATUSES
     reason: str  # one line
     first_broken_link: Optional[str] = None
     finding_id: Optional[str] = None  # the finding that is the first broken link
@@ -105,10 +115,13 @@ class Verdict:
     gpu_path: tuple[Fix, ...] = ()  # how to make the GPU work, in order
     cpu_path: tuple[Fix, ...] = ()  # how to run on the CPU today
     plan: Optional[dict[str, Any]] = None  # not-installed: the plan's recommendation (release, install line, ...)
+    # A state to stay in: every visible GPU works, or there is no NVIDIA GPU (or the user hid
+    # them), or nothing is installed yet. False while a GPU that is there does not work.
+    finished: bool = False
 
     @property
     def line(self) -> str:
-        if self.status == GPU_READY:
+        if self.status in (GPU_READY, DEGRADED):
             return self.reason or f"GPU ready ({self.gpus} GPU{'s' if self.gpus != 1 else ''})"
         if self.status == CPU_ONLY:
             return f"CPU only: {self.reason}"
@@ -124,6 +137,7 @@ class Verdict:
             "first_broken_link": self.first_broken_link,
             "finding_id": self.finding_id,
             "gpus": self.gpus,
+            "finished": self.finished,
             "gpu_path": [s.to_dict() for s in self.gpu_path],
             "cpu_path": [s.to_dict() for s in self.cpu_path],
             "plan": self.plan,
@@ -160,13 +174,15 @@ class Report:
     exit_code: int = 0
     envcheck_version: str = ""
     notes: tuple[str, ...] = field(default=())  # e.g. "judged from a saved snapshot: FILE"
-    gpus: tuple[Any, ...] = ()  # one entry per NVIDIA GPU (machine.GpuView), in nvidia-smi order
+    gpus: tuple[Any, ...] = ()  # one entry per NVIDIA GPU (machine.GpuView), in nvidia-smi order, with its chain
+    gpu_presence: str = ""  # "present", "absent" or "unknown": whether an NVIDIA GPU is there, as plan reads it too
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "envcheck_version": self.envcheck_version,
             "exit_code": self.exit_code,
             "verdict": self.verdict.to_dict(),
+            "gpu_presence": self.gpu_presence,
             "gpus": [g.to_dict() for g in self.gpus],
             "links": [link.to_dict() for link in self.links],
             "findings": [f.to_dict() for f in self.findings],

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from envcheck import cuda_devices
+from envcheck.tfquiet import quiet_tensorflow
+
 FALLBACKS = ("cpu", "error")
 _TOO_LATE_MARKERS = ("cannot be modified after being initialized", "after being initialized")
 
@@ -107,10 +110,8 @@ def configure(
     # CUDA reads this when it initialises (TF's first device query), so nvidia-smi's numbering holds
     # even when TensorFlow is already imported, as long as no device was touched yet.
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-    from envcheck.tfquiet import quiet_tensorflow
-
     with quiet_tensorflow(verbose=not quiet):
-        import tensorflow as tf
+        import tensorflow as tf  # start-up: TensorFlow itself is imported when the script configures it
 
         physical = tf.config.list_physical_devices("GPU")
     if settings.gpus == ():
@@ -218,7 +219,7 @@ def split_cpu(replicas: int) -> list:
         fallback="cpu",
         cpu_replicas=replicas,
     )
-    import tensorflow as tf
+    import tensorflow as tf  # start-up: TensorFlow itself is imported when the script asks for it
 
     _split_cpu(tf, replicas)
     return tf.config.list_logical_devices("CPU")
@@ -234,7 +235,9 @@ def _diagnosis(tf: Any = None) -> tuple[str, bool]:
     """(the reason, whether there is something to fix): a machine without an NVIDIA GPU is a
     finished state, where the CPU is the answer and the doctor has nothing to add."""
     try:
-        from envcheck.findings import CPU_ONLY, GPU_READY
+        # Start-up: a training script imports this module; the doctor (the matrix, the rules, the
+        # probes) is loaded only when no GPU is usable and its reason is needed.
+        from envcheck.findings import CPU_ONLY, DEGRADED, GPU_READY
         from envcheck.probes import ProbeOptions, collect
         from envcheck.verdict import judge
 
@@ -242,13 +245,14 @@ def _diagnosis(tf: Any = None) -> tuple[str, bool]:
         if tf is not None:
             facts = dataclasses.replace(facts, tensorflow=_tensorflow_facts(tf))
         verdict = judge(facts).verdict
-        if verdict.status == GPU_READY:
+        if verdict.status in (GPU_READY, DEGRADED):
             return (
                 "TensorFlow lists no GPU, though the quick checks found nothing wrong; run `envcheck doctor` for the full check",
                 True,
             )
-        if verdict.status == CPU_ONLY and verdict.finding_id == "EC-GPU-001":
-            return "no NVIDIA GPU on this machine", False
+        if verdict.status == CPU_ONLY and verdict.finished:
+            # A finished state: the CPU is the answer (no NVIDIA GPU, or the user hid them).
+            return verdict.reason.split(";")[0], False
         return verdict.reason, True
     except Exception as exc:  # noqa: BLE001 - a failing check must not stop the training script
         return f"TensorFlow lists no GPU (envcheck's own checks failed: {type(exc).__name__}: {exc})", True
@@ -356,8 +360,6 @@ def _pci_order(tf: Any, physical: list) -> list:
 def _total_memory_mb(facts: Any) -> dict[int, int]:
     """Total memory per GPU as TensorFlow numbers them (CUDA's reading of CUDA_VISIBLE_DEVICES and
     CUDA_DEVICE_ORDER), in MiB."""
-    from envcheck import cuda_devices
-
     nvml_gpus = _nvml_gpus(facts)
     gpus = [
         cuda_devices.Gpu(index=g.index, uuid=g.uuid, compute_capability=g.compute_capability, name=g.name)
@@ -371,18 +373,18 @@ def _total_memory_mb(facts: Any) -> dict[int, int]:
 
 def _nvml_gpus(facts: Any) -> tuple:
     if facts is not None:
-        from envcheck.facts import Facts, load_facts
+        from envcheck.facts import Facts, load_facts  # start-up: see the note on _diagnosis
 
         snapshot = facts if isinstance(facts, Facts) else load_facts(Path(facts))
         return snapshot.nvml.gpus
-    from envcheck.probes.nvml import probe_nvml
+    from envcheck.probes.nvml import probe_nvml  # start-up: see the note on _diagnosis
 
     return probe_nvml().gpus
 
 
 def _tensorflow_facts(tf: Any):
     """What this process's TensorFlow says about itself, as the TF probe would record it."""
-    from envcheck.facts import TensorflowFacts, TfDevice
+    from envcheck.facts import TensorflowFacts, TfDevice  # start-up: see the note on _diagnosis
 
     try:
         info = dict(tf.sysconfig.get_build_info())
@@ -402,7 +404,7 @@ def _tensorflow_facts(tf: Any):
 
 
 def _tf_distribution() -> Optional[str]:
-    from importlib import metadata
+    from importlib import metadata  # start-up: see the note on _diagnosis
 
     from envcheck.matrix import load_matrix
 

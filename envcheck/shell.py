@@ -113,6 +113,23 @@ def set_variable(name: str, value: str, shell: str) -> str:
     return f"export {name}={quote(value, BASH)}"
 
 
+def with_variable(name: str, value: str, command: str, shell: str) -> str:
+    """``command`` run with one variable set: for that command only in bash (``NAME=value cmd``),
+    for the session in PowerShell, which has no such prefix."""
+    if shell == POWERSHELL:
+        return f"{set_variable(name, value, shell)}; {command}"
+    return f"{name}={quote(value, BASH)} {command}"
+
+
+def unset_variable(name: str, shell: str) -> str:
+    """The line that removes an environment variable from this shell session."""
+    if shell == POWERSHELL:
+        return f"Remove-Item Env:{name}"
+    if shell == CMD:
+        return f'set "{name}="'
+    return f"unset {name}"
+
+
 def prepend_path(variable: str, directory: str, shell: str) -> str:
     """Put ``directory`` first on a search-path variable (PATH, LD_LIBRARY_PATH) for this session,
     keeping what it held: the folder stays one literal word whatever characters it has."""
@@ -121,6 +138,25 @@ def prepend_path(variable: str, directory: str, shell: str) -> str:
     if shell == CMD:
         return f'set "{variable}={directory};%{variable}%"'
     return f"export {variable}={quote(directory, BASH)}${{{variable}:+:${variable}}}"
+
+
+def prepend_path_under(variable: str, base: str, tail: str, shell: str) -> str:
+    """Put ``$base/tail`` first on a search-path variable, ``base`` an environment variable the
+    shell expands (CONDA_PREFIX): ``export LD_LIBRARY_PATH="$CONDA_PREFIX/lib${LD_LIBRARY_PATH:+:...}"``."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", base) or not _SAFE.fullmatch(tail):
+        raise ValueError(f"not a variable and a plain folder name: {base!r}, {tail!r}")
+    if shell == POWERSHELL:
+        return f'$env:{variable} = "$env:{base}\\{tail};" + $env:{variable}'
+    return f'export {variable}="${base}/{tail}${{{variable}:+:${variable}}}"'
+
+
+def prepend_path_output(variable: str, command: str, shell: str) -> str:
+    """Put the folders ``command`` prints first on a search-path variable. ``command`` is a line
+    envcheck builds from its own constants (a python -c that lists the pip wheels' folders); the
+    shell runs it, and its output stays one word."""
+    if shell == POWERSHELL:
+        return f"$env:{variable} = ({command}) + ';' + $env:{variable}"
+    return f'export {variable}="$({command})${{{variable}:+:${variable}}}"'
 
 
 def quote_always(word: str, shell: str) -> str:

@@ -47,7 +47,8 @@ def test_help_lists_every_command(capsys):
         (("doctor", "--no-such-flag"), "doctor: unrecognized argument: --no-such-flag"),
         (("frobnicate",), "unknown command 'frobnicate'"),
         (("doctor", "--fail-on", "sometimes"), "--fail-on: unknown choice 'sometimes'"),
-        (("doctor", "--tf-timeout", "-3"), "must be positive"),
+        (("doctor", "--tf-timeout", "-3"), "must be a positive number"),
+        (("doctor", "--timeout", "inf"), "must be a positive number"),
         (("doctor", "--no-redact"), "--no-redact only applies to --markdown"),
     ],
 )

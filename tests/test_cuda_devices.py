@@ -4,6 +4,9 @@ pins down, plus the machine-dependent cases: ranges, UUID prefixes, device order
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from envcheck import cuda_devices as cd
 
@@ -109,3 +112,27 @@ def test_pci_bus_id_order_is_nvidia_smis():
 def test_identical_gpus_keep_pci_order_whatever_the_order():
     r = cd.resolve(cd.read_visible_devices(None), EIGHT)
     assert r.cuda_index == {i: i for i in range(8)} and not r.order_guessed
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    capabilities=st.lists(st.sampled_from(["3.0", "6.1", "7.0", "8.6", "9.0"]), min_size=1, max_size=6),
+    order=st.sampled_from([None, "PCI_BUS_ID", "FASTEST_FIRST"]),
+    uuids=st.booleans(),
+    data=st.data(),
+)
+def test_the_value_that_keeps_some_gpus_is_read_back_as_exactly_those(capabilities, order, uuids, data):
+    gpus = [
+        cd.Gpu(index=i, uuid=f"GPU-{i:04d}-{i:08d}" if uuids else None, compute_capability=cc, name=f"card {cc}")
+        for i, cc in enumerate(capabilities)
+    ]
+    keep = data.draw(st.lists(st.sampled_from(range(len(gpus))), unique=True))
+    settings_ = dict(cd.keep_settings(keep, gpus, order))
+    effective_order = settings_.get("CUDA_DEVICE_ORDER", order)
+    resolution = cd.resolve(cd.read_visible_devices(settings_["CUDA_VISIBLE_DEVICES"]), gpus, effective_order)
+    assert set(resolution.cuda_index) == set(keep)
+    assert sorted(resolution.cuda_index.values()) == list(range(len(keep)))
+    if "CUDA_DEVICE_ORDER" in settings_:  # set where CUDA's own order would be a guess
+        assert cd.cuda_order(gpus, order)[1] and not uuids
+    if uuids and keep:
+        assert settings_["CUDA_VISIBLE_DEVICES"].startswith("GPU-")  # by UUID: no order to depend on

@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "interrupts",
         "filename_fields",
         "scaling_baseline",
+        "platform",
     ),
     ("facts",),
     ("findings", "matrix", "redact"),

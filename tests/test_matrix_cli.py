@@ -187,7 +187,7 @@ def test_gpu_laptop_part_that_has_no_desktop_twin(capsys):
     "name, says",
     [
         ("RTX 6000", "(nearest: RTX 6000 Ada Generation [Ada Lovelace, 8.9], Quadro RTX 6000 [Turing, 7.5]"),
-        ("RTX 2050", "GeForce RTX 2060 [Turing, 7.5]"),
+        ("RTX 2065", "GeForce RTX 2060 [Turing, 7.5]"),
         ("Voodoo 3", "no GPU named 'Voodoo 3' in the matrix; look its compute capability up with `nvidia-smi"),
     ],
 )

@@ -49,7 +49,7 @@ def test_setup_post_case(cli, matrix):
     assert (data["kind"], data["os"], data["tensorflow"], data["python"]) == ("gpu", "windows", "2.10", "3.7")
     assert (data["cuda"], data["cudnn"]) == ("11.2", "8.1")
     # CUDA 11.x runs on any driver from 452.39 on Windows; 417.35 is older.
-    assert (data["driver_min"], data["driver_status"]) == ("452.39", "upgrade")
+    assert (data["driver_floor"], data["driver_status"]) == ("452.39", "upgrade")
     assert data["requirement"] == "tensorflow==2.10.*"
     keep = alternative(data, "keep-driver")["plan"]
     # With the driver as it is only a CUDA 10.0 release runs (10.0 needs 411.31 on Windows, 10.1 needs 418.96).
@@ -114,7 +114,7 @@ def test_wsl2_plan_has_both_sides_and_windows_driver_numbers(cli, matrix):
     data = plan_json(cli, "--os", "wsl", "--python", "3.12", "--gpu", "GeForce RTX 3080", "--driver", "531.41")
     assert data["kind"] == "gpu" and data["os"] == "wsl"
     major = Version(data["cuda"]).major
-    assert data["driver_min"] == str(matrix.minor_compat_floor(major, "windows"))
+    assert data["driver_floor"] == str(matrix.minor_compat_floor(major, "windows"))
     assert {s["side"] for s in data["steps"]} == {"windows", "wsl"}
 
 
@@ -169,7 +169,12 @@ def test_plan_from_a_saved_snapshot_with_nvml_gpus(cli, tmp_path, matrix):
     data = plan_json(cli, "--facts", path)
     newest = newest_gpu_build(matrix, "linux", "3.10", "8.6")
     assert (data["tensorflow"], data["python"], data["driver_status"]) == (str(newest.tf), "3.10", "ok")
-    assert data["target"]["origins"] == {"os": "snapshot", "python": "snapshot", "gpu": "NVML", "driver": "NVML"}
+    assert data["target"]["origins"] == {
+        "os": "snapshot",
+        "python": "snapshot",
+        "gpu": "snapshot",
+        "driver": "snapshot",
+    }
 
 
 def test_plan_from_a_snapshot_without_gpu_is_for_the_cpu(cli, tmp_path):
@@ -178,14 +183,14 @@ def test_plan_from_a_snapshot_without_gpu_is_for_the_cpu(cli, tmp_path):
 
 
 def test_unknown_gpu_names_the_nearest_products_and_the_flag_to_give(cli):
-    result = cli("plan", "--os", "linux", "--gpu", "RTX 2050")
+    result = cli("plan", "--os", "linux", "--gpu", "RTX 2065")
     assert result.code == 1 and result.out == "" and result.err.count("\n") == 1
-    assert "unknown GPU: no GPU named 'RTX 2050'" in result.err
-    assert "GeForce RTX 3050 [Ampere, 8.6]" in result.err
+    assert "unknown GPU: no GPU named 'RTX 2065'" in result.err
+    assert "GeForce RTX 2060 [Turing, 7.5]" in result.err
     assert "give --compute-capability X.Y instead" in result.err
     # Given with its compute capability, a name the matrix does not know is just its label.
-    data = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", "RTX 2050", "--compute-capability", "8.6")
-    assert (data["target"]["gpus"], data["target"]["compute_capability"]) == (["RTX 2050"], "8.6")
+    data = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", "RTX 2065", "--compute-capability", "8.6")
+    assert (data["target"]["gpus"], data["target"]["compute_capability"]) == (["RTX 2065"], "8.6")
 
 
 def test_laptop_gpu_names_plan_like_the_product(cli):
@@ -358,6 +363,6 @@ def test_a_kepler_card_is_planned_within_its_last_driver_branch(cli):
 
     data = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", "Tesla K40")
     assert data["tensorflow"] == "2.14"  # the newest with code for 3.5; CUDA 12's 525+ drivers never reach Kepler
-    assert load_matrix().supports_driver("3.5", data["driver_min"]) is True
+    assert load_matrix().supports_driver("3.5", data["driver_floor"]) is True
     newer = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", "RTX 3090")
     assert newer["tensorflow"] != "2.14" and not any("branch, so the plan" in r for r in newer["reasons"])

@@ -171,9 +171,9 @@ def test_setup_post_case_recommends_the_last_native_windows_release_and_a_driver
     choice = choose(matrix, machine(matrix, os="windows", python="3.7", gpu="GeForce GTX 1060", driver="417.35"))
     o = choice.option
     assert (o.kind, o.os, o.tf, o.python, o.cuda, o.cudnn) == (GPU, "windows", "2.10", "3.7", "11.2", "8.1")
-    assert str(o.driver_min) == "452.39" and o.driver_status == DRIVER_UPGRADE
+    assert str(o.driver_floor) == "452.39" and o.driver_status == DRIVER_UPGRADE
     keep = alternative(choice, "keep-driver").option
-    assert (keep.tf, keep.cuda, str(keep.driver_min), keep.driver_status) == ("1.15", "10.0", "411.31", DRIVER_OK)
+    assert (keep.tf, keep.cuda, str(keep.driver_floor), keep.driver_status) == ("1.15", "10.0", "411.31", DRIVER_OK)
     assert alternative(choice, "wsl2").option.tf == "2.16"
     assert alternative(choice, "cpu").option.kind == CPU
     assert any("2.10" in r and "native Windows" in r for r in choice.reasons)
@@ -196,7 +196,7 @@ def test_linux_new_card_gets_the_newest_release_with_the_cuda_extra(matrix):
     plan = make_plan(matrix, machine(matrix, os="linux", python="3.11", gpu="RTX 4090", driver="550.54.14"))
     o = plan.option
     assert (o.tf, o.cuda_extra, o.support, o.driver_status) == ("2.16", "and-cuda", "native", DRIVER_OK)
-    assert str(o.driver_min) == "525.60.13"  # CUDA 12's minor-version floor, not 12.3's own 545.23.06
+    assert str(o.driver_floor) == "525.60.13"  # CUDA 12's minor-version floor, not 12.3's own 545.23.06
     lines = [l.line for s in plan.steps for l in s.lines]
     assert any('"tensorflow[and-cuda]==2.16.*"' in l for l in lines)
     assert not any("LD_LIBRARY_PATH" in l for l in lines)
@@ -213,7 +213,7 @@ def test_an_older_python_gets_its_newest_release_and_a_newer_python_alternative(
 def test_ptx_only_card_needs_the_toolkits_own_driver_minimum(matrix):
     # H100 (9.0) runs 2.16 only through compute_90 PTX; JIT needs the full CUDA 12.3 driver.
     ptx = choose(matrix, machine(matrix, os="linux", python="3.11", gpu="H100", driver="535.104.05")).option
-    assert ptx.support == "ptx" and str(ptx.driver_min) == "545.23.06" and ptx.driver_status == DRIVER_UPGRADE
+    assert ptx.support == "ptx" and str(ptx.driver_floor) == "545.23.06" and ptx.driver_status == DRIVER_UPGRADE
     native = choose(matrix, machine(matrix, os="linux", python="3.11", gpu="RTX 4090", driver="535.104.05")).option
     assert native.support == "native" and native.driver_status == DRIVER_OK
     assert any("PTX" in r for r in choose(matrix, machine(matrix, os="linux", python="3.11", gpu="H100")).reasons)
@@ -232,8 +232,8 @@ def test_wsl_compares_the_windows_driver_with_windows_minimums(matrix):
     # 526.98 passes the Linux floor of CUDA 12 (525.60.13) but not the Windows one (527.41).
     wsl = choose(matrix, machine(matrix, os="wsl", python="3.11", gpu="RTX 4090", driver="526.98")).option
     linux = choose(matrix, machine(matrix, os="linux", python="3.11", gpu="RTX 4090", driver="526.98")).option
-    assert (wsl.tf, str(wsl.driver_min), wsl.driver_status) == ("2.16", "527.41", DRIVER_UPGRADE)
-    assert (linux.tf, str(linux.driver_min), linux.driver_status) == ("2.16", "525.60.13", DRIVER_OK)
+    assert (wsl.tf, str(wsl.driver_floor), wsl.driver_status) == ("2.16", "527.41", DRIVER_UPGRADE)
+    assert (linux.tf, str(linux.driver_floor), linux.driver_status) == ("2.16", "525.60.13", DRIVER_OK)
 
 
 def test_kepler_card_gets_the_newest_release_that_still_carries_its_code(matrix):
@@ -444,9 +444,9 @@ def test_json_has_the_documented_keys(matrix):
             make_plan(matrix, machine(matrix, os="windows", python="3.7", gpu="GeForce GTX 1060", driver="417.35"))
         )
     )
-    for key in ("tensorflow", "python", "cuda", "cudnn", "driver_min", "steps", "alternatives", "reasons"):
+    for key in ("tensorflow", "python", "cuda", "cudnn", "driver_floor", "steps", "alternatives", "reasons"):
         assert key in data
-    assert (data["tensorflow"], data["cuda"], data["cudnn"], data["driver_min"]) == ("2.10", "11.2", "8.1", "452.39")
+    assert (data["tensorflow"], data["cuda"], data["cudnn"], data["driver_floor"]) == ("2.10", "11.2", "8.1", "452.39")
     keep = next(a for a in data["alternatives"] if a["key"] == "keep-driver")
     assert keep["plan"]["cuda"] == "10.0" and keep["plan"]["requirement"] == "tensorflow-gpu==1.15.*"
 

@@ -77,13 +77,13 @@ def test_plans_keep_their_promises(flags):
         if target.compute_capability is not None:
             assert MATRIX.support(o.build, target.compute_capability) == o.support != "none"
         if o.driver_status == DRIVER_OK:
-            assert target.driver is not None and target.driver >= o.driver_min
+            assert target.driver is not None and target.driver >= o.driver_floor
         if o.driver_status == DRIVER_UPGRADE:
-            assert target.driver < o.driver_min
+            assert target.driver < o.driver_floor
         if target.tf_pin is None and not o.python_change:
             assert _newer_fitting_gpu_build(o, target) is None
     else:
-        assert o.kind == CPU and o.cuda is None and o.driver_min is None
+        assert o.kind == CPU and o.cuda is None and o.driver_floor is None
         if target.tf_pin is None and target.has_gpu is not False and target.os != "macos":
             # The CPU was chosen only because no GPU build runs on this card.
             assert target.compute_capability is not None

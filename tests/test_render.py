@@ -20,8 +20,8 @@ from envcheck.findings import (
     Severity,
     Verdict,
 )
+from envcheck.render import SCHEMA_VERSION, markdown, terminal
 from envcheck.render import json as json_render
-from envcheck.render import markdown, terminal
 
 HOME = "/home/alice"
 UUID = "GPU-12345678-abcd-ef01-2345-6789abcdef01"
@@ -284,7 +284,7 @@ def test_every_json_document_has_the_same_envelope(cli, argv):
     result = cli(*(fixture if a == "FIXTURE" else a for a in argv))
     data = json.loads(result.out)
     assert list(data)[:4] == ["schema_version", "envcheck_version", "command", "exit_code"]
-    assert data["schema_version"] == 2 and data["envcheck_version"] == __version__
+    assert data["schema_version"] == SCHEMA_VERSION and data["envcheck_version"] == __version__
     assert data["command"] == argv[0] and data["exit_code"] == result.code
 
 

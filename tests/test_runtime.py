@@ -241,7 +241,7 @@ def test_a_memory_limit_must_be_a_finite_whole_mib(limit, words):
 
 @pytest.mark.slow
 def test_configure_keeps_tensorflows_start_up_noise_out_unless_asked(tmp_path):
-    """TensorFlow's oneDNN and cuInit lines go to the terminal unless captured; quiet is the default."""
+    """TensorFlow's start-up lines (CPU features, cuInit) go to the terminal unless captured; quiet is the default."""
     import subprocess
     import sys as _sys
 
@@ -256,5 +256,8 @@ def test_configure_keeps_tensorflows_start_up_noise_out_unless_asked(tmp_path):
         [_sys.executable, "-c", code.format(quiet=False)], capture_output=True, text=True, env=env, timeout=300
     )
     assert quiet.returncode == 0 and "configured" in quiet.stdout
-    assert "oneDNN" not in quiet.stderr and "cpu_feature_guard" not in quiet.stderr
-    assert "oneDNN" in loud.stderr  # the same start, not captured
+    for line in ("oneDNN", "cpu_feature_guard", "cuInit"):
+        assert line not in quiet.stderr
+    # the same start, not captured: TensorFlow's C++ log reaches the terminal (oneDNN's line only
+    # where its custom operations are on by default, so the CPU-feature and cuInit lines are the check)
+    assert "cpu_feature_guard" in loud.stderr or "cuInit" in loud.stderr

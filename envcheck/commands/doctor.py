@@ -5,9 +5,24 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import select
 import stat
+import time
 
+from envcheck.commands.arguments import positive_float
+from envcheck.errors import UsageError
+from envcheck.facts import load_facts, to_json
+from envcheck.filename_fields import expand
+from envcheck.fsutil import atomic_write_text
+from envcheck.matrix import load_matrix
 from envcheck.probes.limits import DOCTOR_TIMEOUT, TF_TIMEOUT
+from envcheck.render import emit
+from envcheck.rules.engine import RULES, load_rule_modules
+from envcheck.verdict import judge
+
+# Start-up: the probes (not needed to judge a --facts snapshot), the renderers of one format each
+# (rich's, not needed for --json) and --apply are imported where they are used, so a run pays only
+# for what it does.
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -26,14 +41,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="skip everything that imports TensorFlow")
     p.add_argument(
         "--tf-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=TF_TIMEOUT,
         metavar="SECONDS",
         help=f"TensorFlow worker timeout ({TF_TIMEOUT:g})",
     )
     p.add_argument(
         "--timeout",
-        type=_positive_float,
+        type=positive_float,
         default=DOCTOR_TIMEOUT,
         metavar="SECONDS",
         help=f"stop every probe after this long in all ({DOCTOR_TIMEOUT:g}); what ran out of time is reported",
@@ -57,36 +72,20 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--yes", action="store_true", help="with --apply: do not ask for confirmation")
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return value
-
-
 def _split_ids(text: str) -> tuple[str, ...]:
     return tuple(part.strip().upper() for part in text.split(",") if part.strip())
 
 
 def build_report(args: argparse.Namespace):
     """Facts from the snapshot or the probes, judged against the matrix."""
-    from envcheck.verdict import judge
-
     notes: tuple[str, ...] = ()
     if args.facts:
         if args.python:
-            from envcheck.errors import UsageError
-
             raise UsageError("--facts and --python cannot be used together (a snapshot is already probed)")
-        from envcheck.facts import load_facts
-
         facts = load_facts(args.facts)
         notes = (f"judged from a saved snapshot: {args.facts}",)
     else:
-        from envcheck.probes import ProbeOptions, collect
+        from envcheck.probes import ProbeOptions, collect  # start-up: see the module's note
         from envcheck.render.live import live_progress
 
         show = not (getattr(args, "json", False) or getattr(args, "markdown", False))
@@ -102,8 +101,6 @@ def build_report(args: argparse.Namespace):
             )
     matrix_loader = None
     if args.matrix:
-        from envcheck.matrix import load_matrix
-
         matrix = load_matrix(args.matrix)  # validate now: a bad --matrix is exit 2 before any judging
         matrix_loader = lambda: matrix  # noqa: E731
     return judge(
@@ -119,8 +116,6 @@ def build_report(args: argparse.Namespace):
 
 def _check_usage(args: argparse.Namespace) -> None:
     """Flag conflicts and empty values: exit 2 before anything is probed."""
-    from envcheck.errors import UsageError
-
     if args.no_redact and not args.markdown:
         raise UsageError("--no-redact only applies to --markdown")
     if args.yes and not args.apply:
@@ -139,8 +134,6 @@ def _check_usage(args: argparse.Namespace) -> None:
 
 def _check_ids(flag: str, prefixes: tuple[str, ...]) -> None:
     """Every --select/--ignore prefix must name at least one rule: a typo must not pass silently."""
-    from envcheck.errors import UsageError
-    from envcheck.rules.engine import RULES, load_rule_modules
 
     if not prefixes:
         return
@@ -157,27 +150,23 @@ def run(args: argparse.Namespace) -> int:
     _check_usage(args)
     save_to = None
     if args.save_facts:
-        from envcheck.filename_fields import expand
-
         save_to = expand(args.save_facts, os.environ)  # a bad %-field is exit 2 before anything is probed
     report = build_report(args)
     if save_to:
         _write_facts(save_to, report.facts)
     if args.apply:
-        from envcheck.commands.apply import apply_path
+        from envcheck.commands.apply import apply_path  # start-up: see the module's note
 
         return apply_path(args, report, rejudge=build_report)
     if args.json:
-        from envcheck.render.json import render
+        from envcheck.render.json import render  # start-up: see the module's note
     elif args.markdown:
-        from envcheck.render.markdown import render as render_md
+        from envcheck.render.markdown import render as render_md  # start-up: see the module's note
 
         def render(r, verbose=False):
             return render_md(r, redact=not args.no_redact)
     else:
-        from envcheck.render.terminal import render
-    from envcheck.render import emit
-
+        from envcheck.render.terminal import render  # start-up: see the module's note
     emit(render(report, verbose=args.verbose), is_json=args.json)
     return report.exit_code
 
@@ -186,10 +175,6 @@ def _write_facts(path: str, facts) -> None:
     """Write the snapshot to ``path``: a new file gets the usual permissions (0666 less the umask),
     an existing one keeps its own, a write-protected one is refused. A device or a pipe
     (/dev/stdout, a FIFO) is written into, never replaced, and never waited on for long."""
-    from envcheck.errors import UsageError
-    from envcheck.facts import to_json
-    from envcheck.fsutil import atomic_write_text
-
     text = to_json(facts) + "\n"
     try:
         try:
@@ -228,11 +213,6 @@ SAVE_FACTS_WAIT = 30.0  # seconds a pipe may take to get a reader, and its reade
 def _write_into(path: str, data: bytes) -> None:
     """Write into a device or a pipe without ever blocking on it: a FIFO that nobody opens for
     reading, or whose reader stops reading, is given up on after SAVE_FACTS_WAIT seconds."""
-    import select
-    import time
-
-    from envcheck.errors import UsageError
-
     if not hasattr(os, "O_NONBLOCK"):  # Windows: no FIFOs to wait on
         with open(path, "wb") as fh:
             fh.write(data)

@@ -7,7 +7,10 @@ from typing import Any
 
 from envcheck.errors import NotFoundError, UsageError
 from envcheck.matrix import BUILD_OSES, Matrix, TfBuild, as_version, load_matrix, unknown_gpu_message
-from envcheck.shell import BASH, quote
+from envcheck.matrix.runs import NATIVE, NONE, PTX, release_runs_on_gpu
+from envcheck.platform import DRIVER_OSES, OSES, platform_named
+from envcheck.render import emit, json_text
+from envcheck.render.matrix import render_cuda, render_gpu, render_tf
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -18,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     tf.add_argument("version", metavar="VERSION", help="a TensorFlow release, e.g. 2.15 or 1.13.1")
     tf.add_argument(
         "--os",
-        choices=("linux", "windows", "macos", "wsl"),
+        choices=OSES,
         default="linux",
         help="the platform (default: linux; wsl means the Linux build)",
     )
@@ -46,16 +49,14 @@ def run(args: argparse.Namespace) -> int:
     matrix = load_matrix(path) if path else load_matrix()
     if args.query == "tf":
         answer = tf_answer(matrix, args.version, args.os)
-        text = _tf_text(answer)
+        text = render_tf(answer)
     elif args.query == "cuda":
         answer = cuda_answer(matrix, args.version)
-        text = _cuda_text(answer)
+        text = render_cuda(answer)
     else:
         answer = gpu_answer(matrix, " ".join(args.name))
-        text = _gpu_text(answer, {os: [str(b.tf) for b in matrix.tf_releases(os)] for os in BUILD_OSES})
-    from envcheck.render import emit, json_text
-
-    emit(json_text("matrix", {"query": args.query, **answer}, 0) if args.json else _fit(text) + "\n", is_json=args.json)
+        text = render_gpu(answer, listed_releases(matrix))
+    emit(json_text("matrix", {"query": args.query, **answer}, 0) if args.json else text, is_json=args.json)
     return 0
 
 
@@ -72,7 +73,7 @@ def tf_answer(matrix: Matrix, version: str, os: str) -> dict[str, Any]:
             oses = [o for o in BUILD_OSES if matrix.tf_build(wanted, o) is not None]
             if oses:
                 raise NotFoundError(
-                    f"TensorFlow {version} has no {_build_os(os)} build in the matrix (it has: {', '.join(oses)})"
+                    f"TensorFlow {version} has no {platform_named(os).wheels_os} build in the matrix (it has: {', '.join(oses)})"
                 )
         raise NotFoundError(f"TensorFlow {version} is not in the matrix (it covers TensorFlow {first} to {last})")
     return {
@@ -92,7 +93,7 @@ def tf_answer(matrix: Matrix, version: str, os: str) -> dict[str, Any]:
         "pip_cuda": None
         if build.pip_cuda is None
         else {"extra": build.pip_cuda.extra, "packages": dict(build.pip_cuda.packages)},
-        "min_driver": _min_driver(matrix, build, os),
+        "driver_floor": _driver_floor(matrix, build, os),
         "driver": _driver(matrix, build, os),
         "install": matrix.pip_requirement(build, os) if build.gpu else matrix.pip_requirement(build, os, gpu=False),
         "notes": list(build.notes),
@@ -113,9 +114,11 @@ def cuda_answer(matrix: Matrix, version: str) -> dict[str, Any]:
             f"CUDA {version} is not in the matrix{hint}; it covers CUDA {known[0].version} to {known[-1].version}"
         )
     major = matrix.cuda_major(release.version.release[0])
+    floors = {os: matrix.driver_requirement(release.version, os) for os in DRIVER_OSES}
     return {
         "cuda": str(release.version),
         "min_driver": {"linux": _str(release.min_driver_linux), "windows": _str(release.min_driver_windows)},
+        "driver_floor": {os: _str(need.minimum) if need is not None else None for os, need in floors.items()},
         "minor_compat_floor": {
             "linux": _str(major.minor_compat_floor_linux if major else None),
             "windows": _str(major.minor_compat_floor_windows if major else None),
@@ -140,14 +143,10 @@ def gpu_answer(matrix: Matrix, name: str) -> dict[str, Any]:
                 "`nvidia-smi --query-gpu=name,compute_cap --format=csv` or at https://developer.nvidia.com/cuda-gpus",
             )
         )
-    support: dict[str, dict[str, list[str]]] = {"native": {}, "ptx": {}}
-    for build in matrix.tf_releases():
-        kind = matrix.support(build, gpu.compute_capability)
-        if build.is_patch_row:
-            # A patch row (2.15.0) sits inside its minor's row (2.15): list it only where it differs.
-            minor = matrix.tf_build(".".join(str(p) for p in build.tf.release[:2]), build.os)
-            if minor is not None and matrix.support(minor, gpu.compute_capability) == kind:
-                continue
+    support: dict[str, dict[str, list[str]]] = {NATIVE: {}, PTX: {}, "beyond_last_driver": {}}
+    for build in listed_rows(matrix):
+        run = release_runs_on_gpu(matrix, build, gpu.compute_capability, build.os)
+        kind = run.code if run.runs is not False else ("beyond_last_driver" if run.code != NONE else NONE)
         if kind in support:
             support[kind].setdefault(build.os, []).append(str(build.tf))
     return {
@@ -156,8 +155,9 @@ def gpu_answer(matrix: Matrix, name: str) -> dict[str, Any]:
         "architecture": gpu.architecture,
         "last_driver_branch": matrix.last_driver_branch(gpu.architecture),
         "pci_ids": list(gpu.pci_ids),
-        "native": support["native"],
-        "ptx": support["ptx"],
+        "native": support[NATIVE],
+        "ptx": support[PTX],
+        "beyond_last_driver": support["beyond_last_driver"],
         "notes": list(gpu.notes),
         "sources": list(gpu.sources),
     }
@@ -178,17 +178,34 @@ def _minor_of(version):
     return as_version(".".join(str(p) for p in release))
 
 
-def _build_os(os: str) -> str:
-    return "linux" if os == "wsl" else os
+def listed_rows(matrix: Matrix) -> list[TfBuild]:
+    """The rows ``matrix gpu`` lists: every minor release, and a patch row (2.15.0) only where it
+    answers differently from its minor's row for some GPU code list (it sits inside it otherwise)."""
+    out = []
+    for build in matrix.tf_releases():
+        minor_row = (
+            matrix.tf_build(".".join(str(p) for p in build.tf.release[:2]), build.os) if build.is_patch_row else None
+        )
+        if minor_row is not None and minor_row.compute_capabilities == build.compute_capabilities:
+            continue
+        out.append(build)
+    return out
+
+
+def listed_releases(matrix: Matrix) -> dict[str, list[str]]:
+    """Per OS, the releases ``matrix gpu`` can list, in the matrix's order: a run of consecutive
+    ones prints as one range (a patch row it skips does not break the run)."""
+    rows = listed_rows(matrix)
+    return {os: [str(b.tf) for b in rows if b.os == os] for os in BUILD_OSES}
 
 
 def _str(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _min_driver(matrix: Matrix, build: TfBuild, os: str) -> str | None:
+def _driver_floor(matrix: Matrix, build: TfBuild, os: str) -> str | None:
     """The oldest driver that runs the build on ``os`` (under WSL2 the Windows driver), as
-    ``envcheck plan`` gives it."""
+    ``envcheck plan`` gives it (its ``driver_floor``)."""
     need = matrix.driver_requirement(build.cuda, os) if build.cuda is not None else None
     return _str(need.minimum) if need is not None else None
 
@@ -199,159 +216,7 @@ def _driver(matrix: Matrix, build: TfBuild, os: str) -> dict[str, Any] | None:
         return None
     return {
         "os": need.os,
-        "minimum": _str(need.minimum),
-        "cuda_release_minimum": _str(need.full),
+        "floor": _str(need.minimum),
+        "min_driver": _str(need.full),
         "minor_version_compatibility": need.minor_compat,
     }
-
-
-# --------------------------------------------------------------------------------------------
-# Text output
-
-
-# Lines that are a command to copy stay whole whatever the width.
-_UNWRAPPED = ("install ", "source: ")
-
-
-def _fit(text: str) -> str:
-    """Each line wrapped to the terminal, continuations under the value (``key  value`` lines) or
-    under the text after the label (``note: ...``)."""
-    import re
-
-    from envcheck.render.width import terminal_width, wrap
-
-    width = terminal_width()
-    out = []
-    for line in text.splitlines():
-        if line.startswith(_UNWRAPPED):
-            out.append(line)
-            continue
-        key = re.match(r"(\S[^:]*?  +|[a-z]+: |  )", line)
-        label = key.group(1) if key else ""
-        if " " not in line[len(label) :].strip():
-            out.append(line)  # one word after the label (a URL): nothing to wrap at
-            continue
-        out.append(wrap(line, width, len(label) + 2 if label == "  " else len(label) or 2))
-    return "\n".join(out)
-
-
-def _lines(pairs: list[tuple[str, object]]) -> str:
-    width = max(len(k) for k, _ in pairs)
-    out = []
-    for key, value in pairs:
-        if value in (None, [], {}, ""):
-            continue
-        if isinstance(value, list):
-            value = ", ".join(str(v) for v in value)
-        out.append(f"{key.ljust(width)}  {value}")
-    return "\n".join(out)
-
-
-def _tf_text(a: dict[str, Any]) -> str:
-    where = "WSL2 (the Linux build)" if a.get("platform") == "wsl" else a["os"]
-    head = f"TensorFlow {a['tf']} on {where}: " + (
-        f"GPU build (CUDA {a['cuda']}, cuDNN {a['cudnn']})"
-        if a["gpu"]
-        else "CPU only (no CUDA build for this platform)"
-    )
-    pip_cuda = None
-    if a["pip_cuda"]:
-        pip_cuda = f"the [{a['pip_cuda']['extra']}] extra pulls {len(a['pip_cuda']['packages'])} packages: nvidia-* CUDA libraries"
-    body = _lines(
-        [
-            ("package", a["distribution"]),
-            ("install", "pip install " + quote(a["install"], BASH)),
-            ("python", a["python"]),
-            ("cuda", a["cuda"]),
-            ("cudnn", a["cudnn"]),
-            ("min driver", _driver_text(a["driver"], a.get("platform"))),
-            ("built for", a["compute_capabilities"]),
-            ("min compute", a["min_compute_capability"]),
-            ("loads", a["libraries"]),
-            ("pip CUDA", pip_cuda),
-            ("compiler", a["compiler"]),
-            ("build tool", a["build_tool"]),
-        ]
-    )
-    return "\n".join([head, body, *_notes(a), *_history(a), *_sources(a)])
-
-
-def _driver_text(driver: dict[str, Any] | None, platform: str | None) -> str | None:
-    if driver is None:
-        return None
-    where = (
-        "the Windows driver (WSL2 runs on it)"
-        if platform == "wsl"
-        else "Windows"
-        if driver["os"] == "windows"
-        else "Linux"
-    )
-    text = f"{driver['minimum']} on {where}"
-    if driver["minor_version_compatibility"]:
-        text += (
-            f" (CUDA's minor-version compatibility floor; {driver['cuda_release_minimum']} for GPUs that run "
-            "the build only through PTX)"
-        )
-    return text
-
-
-def _cuda_text(a: dict[str, Any]) -> str:
-    floor = a["minor_compat_floor"]
-    body = _lines(
-        [
-            (
-                "min driver",
-                f"Linux {a['min_driver']['linux'] or 'unknown'}, Windows {a['min_driver']['windows'] or 'unknown'}",
-            ),
-            (
-                "minor compat",
-                f"Linux {floor['linux'] or 'unknown'}, Windows {floor['windows'] or 'unknown'}"
-                if floor["linux"] or floor["windows"]
-                else None,
-            ),
-            ("builds for", a["supported_architectures"]),
-            ("download", a["download_url"]),
-        ]
-    )
-    return "\n".join([f"CUDA {a['cuda']}", body, *_notes(a), *_sources(a)])
-
-
-def _gpu_text(a: dict[str, Any], releases_by_os: dict[str, list[str]]) -> str:
-    lines = [f"{a['name']}: compute capability {a['compute_capability']} ({a['architecture']})"]
-    if a.get("last_driver_branch"):
-        lines.append(
-            f"  last driver branch: {a['last_driver_branch']} (drivers after it do not support {a['architecture']} GPUs)"
-        )
-    for kind, label in (("native", "native code"), ("ptx", "PTX only (JIT-compiled at startup)")):
-        for os, releases in a[kind].items():
-            lines.append(f"  {label} on {os}: TensorFlow {_runs(releases, releases_by_os[os])}")
-    if not a["native"] and not a["ptx"]:
-        lines.append("  no TensorFlow release in the matrix has GPU code for it")
-    return "\n".join(lines + _notes(a) + _sources(a))
-
-
-def _runs(chosen: list[str], ordered: list[str]) -> str:
-    """'1.13-2.10, 2.15' from the chosen releases, contiguous in the matrix's own order."""
-    picked = set(chosen)
-    runs: list[list[str]] = []
-    previous_picked = False
-    for release in ordered:
-        if release in picked:
-            if previous_picked:
-                runs[-1].append(release)
-            else:
-                runs.append([release])
-        previous_picked = release in picked
-    return ", ".join(run[0] if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
-
-
-def _notes(a: dict[str, Any]) -> list[str]:
-    return [f"note: {n}" for n in a.get("notes", [])]
-
-
-def _history(a: dict[str, Any]) -> list[str]:
-    return [f"corrected: {c['field']} was once given as {c['was']}: {c['note']}" for c in a.get("history", [])]
-
-
-def _sources(a: dict[str, Any]) -> list[str]:
-    return [f"source: {s}" for s in a["sources"]]

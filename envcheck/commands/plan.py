@@ -8,10 +8,17 @@ this one, nothing of this machine is used.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 
 from envcheck.errors import UsageError
+from envcheck.facts import load_facts
+from envcheck.matrix import load_matrix
+from envcheck.planner import apply_overrides, make_plan
+from envcheck.planner.target import retarget, target_from_facts
+from envcheck.platform import OSES, platform_named
+from envcheck.render.plan import render_json, render_script, render_text
 
 FORMATS = ("text", "json", "bash", "powershell")
 
@@ -24,9 +31,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "the matrix does not cover the question (an unknown GPU or release), 2 on bad input."
     )
     machine = p.add_argument_group("the machine to plan for (default: this one)")
-    machine.add_argument(
-        "--os", choices=("linux", "windows", "wsl", "macos"), help="operating system (wsl: Windows with WSL2)"
-    )
+    machine.add_argument("--os", choices=OSES, help="operating system (wsl: Windows with WSL2)")
     machine.add_argument("--python", metavar="3.X", help="Python version to use, e.g. 3.11")
     gpu = machine.add_mutually_exclusive_group()
     gpu.add_argument("--gpu", metavar="NAME", help='GPU product name, e.g. "GeForce GTX 1060"')
@@ -55,22 +60,18 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def _base_target(args: argparse.Namespace, matrix):
     """This machine (or the snapshot's) as a target; None when ``--os`` makes it another machine."""
-    from envcheck.planner.target import retarget, target_from_facts
-
     if args.facts:
-        from envcheck.facts import load_facts
-
         base = target_from_facts(load_facts(args.facts), matrix, snapshot=True)
     else:
         if args.os is not None:
-            import os
+            from envcheck.probes.system import probe_platform  # start-up: the probes only for this machine
 
-            from envcheck.probes.system import probe_platform
-
-            here = probe_platform(os.environ).os or "linux"
-            if args.os != here and {args.os, here} != {"windows", "wsl"}:
-                return None  # another machine: probing this one would only cost time
-        from envcheck.probes import ProbeOptions, collect
+            here = platform_named(probe_platform(os.environ).os or "linux")
+            if args.os != here.name and not (here.windows_driver and platform_named(args.os).windows_driver):
+                return (
+                    None  # another machine (native Windows and WSL2 share one): probing this one would only cost time
+                )
+        from envcheck.probes import ProbeOptions, collect  # start-up: the probes only for this machine
 
         base = target_from_facts(collect(ProbeOptions(quick=True)), matrix)
     return base if args.os is None else retarget(base, args.os)
@@ -90,10 +91,6 @@ def _check_numbers(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envcheck.matrix import load_matrix
-    from envcheck.planner import apply_overrides, make_plan
-    from envcheck.render.plan import render_json, render_script, render_text
-
     fmt = "json" if args.json else args.format
     matrix = load_matrix(args.matrix) if args.matrix else load_matrix()
     if args.compute_capability and args.cpu:

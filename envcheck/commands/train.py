@@ -9,6 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from envcheck.commands.arguments import positive_float
 from envcheck.errors import UsageError, require_modules
 from envcheck.render import json_text
 from envcheck.train.config import JIT_WITH_CPU_REPLICAS, PRESETS, TrainConfig
@@ -53,16 +54,6 @@ def path_arg(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("needs a path, got an empty string")
     return Path(text)
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
 
 
 def add_device_flags(parser: argparse.ArgumentParser) -> None:
@@ -176,7 +167,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--lr",
-        type=_positive_float,
+        type=positive_float,
         metavar="RATE",
         help="initial (peak) learning rate (default: 5e-3, or the preset's)",
     )

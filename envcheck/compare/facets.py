@@ -21,8 +21,9 @@ from dataclasses import dataclass
 
 from envcheck.facts import OK, SKIPPED
 from envcheck.findings import LINK_NAMES, LINK_TITLES
-from envcheck.machine import ABSENT, UNKNOWN, Machine, counted
-from envcheck.rules import speed_facts as speed
+from envcheck.machine import ABSENT, GPU_VARIABLES, UNKNOWN, Machine, counted, speed
+from envcheck.machine.libraries import all_needed
+from envcheck.platform import LINUX, PLATFORMS
 
 PLATFORM = "platform"
 GROUPS: tuple[str, ...] = (PLATFORM, *LINK_NAMES)
@@ -51,7 +52,7 @@ def variable_link(name: str, os_name: str) -> str:
     if name.startswith("NCCL_"):
         return "multigpu"
     if name == "PATH":
-        return "libraries" if os_name == "windows" else "python"
+        return "libraries" if PLATFORMS.get(os_name, LINUX).loader_title == "PATH" else "python"
     if name.startswith("CUDA_PATH"):
         return "libraries"
     return _VARIABLE_LINKS.get(name, "environment")
@@ -229,8 +230,6 @@ def _libraries(m: Machine) -> Value:
         return {"": "not needed (CPU-only TensorFlow)"}
     build = m.tf_build
     if build is not None and build.libraries:
-        from envcheck.rules.library_state import all_needed
-
         out: Value = {}
         for n in all_needed(m):
             if n.winner is None:
@@ -272,11 +271,7 @@ def _tensorflow(m: Machine) -> Value:
 
 
 def _environment(m: Machine) -> Value:
-    shown = {
-        k: m.facts.env.variables[k]
-        for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TF_FORCE_GPU_ALLOW_GROWTH")
-        if k in m.facts.env.variables
-    }
+    shown = {k: m.facts.env.variables[k] for k in GPU_VARIABLES if k in m.facts.env.variables}
     return {k: f"{k}={v!r}" for k, v in shown.items()} or {"": "nothing that changes GPU use"}
 
 

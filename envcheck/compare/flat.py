@@ -17,6 +17,7 @@ from typing import Any
 
 from envcheck.compare.facets import is_noise
 from envcheck.facts import Facts, to_dict
+from envcheck.platform import LINUX, PLATFORMS
 from envcheck.redact import redactor
 
 FlatValue = str | tuple[str, ...]
@@ -60,7 +61,7 @@ def flatten(facts: Facts) -> dict[str, FlatValue]:
     redact = redactor(facts)
     out: dict[str, FlatValue] = {}
     data = to_dict(facts)
-    separator = ";" if facts.platform.os == "windows" else ":"
+    separator = PLATFORMS.get(facts.platform.os or "", LINUX).path_separator
     for name, value in data.items():
         _walk(name, value, out, redact, separator)
     return {path: value for path, value in out.items() if not is_noise(path)}

@@ -199,7 +199,7 @@ def _where_the_files_are(ctx: MachineContext) -> dict[str, Optional[str]]:
     m = ctx.machine
     if m is None:
         return {}
-    from envcheck.rules.library_state import libraries_apply, missing, needed
+    from envcheck.machine.libraries import libraries_apply, missing, needed
 
     if not libraries_apply(m):
         return {}

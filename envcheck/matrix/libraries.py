@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,18 +38,7 @@ FAMILY_TITLES = {
 }
 
 
-# Where NVIDIA's installers put a CUDA toolkit: one folder per release.
-WINDOWS_CUDA_DIR = r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA"
-
-
-def cuda_home(version: object, os: str) -> str:
-    """The folder NVIDIA's installer gives CUDA ``version`` (major.minor) on ``os``."""
-    release = ".".join(str(version).split(".")[:2])
-    if os == "windows":
-        return f"{WINDOWS_CUDA_DIR}\\v{release}"
-    return f"/usr/local/cuda-{release}"
-
-
+@lru_cache(maxsize=8192)  # every rule asks about the same few hundred paths
 def basename(path: str) -> str:
     """The file name of a Windows or POSIX path."""
     return re.split(r"[\\/]", path)[-1]
@@ -92,6 +82,7 @@ def name_version(filename: str) -> str:
     return ""
 
 
+@lru_cache(maxsize=16384)
 def same_library(candidate: str, wanted: str, windows: bool) -> bool:
     """Whether a file name answers the loader's request for ``wanted`` (a DLL name or a soname):
     Windows compares names without case; on Linux ``libcudart.so.12.4.127`` answers ``libcudart.so.12``."""

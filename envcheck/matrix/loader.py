@@ -18,6 +18,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from envcheck.errors import MatrixError
+from envcheck.fsutil import MATRIX_FILE, read_user_text
 from envcheck.matrix.model import (
     BUILD_OSES,
     DISTRIBUTION_CUDA,
@@ -630,10 +631,59 @@ def _check_shape(text: str, filename: str) -> None:
             depth -= 1
 
 
+_TOP_KEYS = (
+    "schema",
+    "sources",
+    "platform",
+    "distributions",
+    "tensorflow",
+    "cuda",
+    "cuda_majors",
+    "cudnn",
+    "architectures",
+    "gpus",
+)
+
+
 def parse_matrix(text: str, path: Path) -> Matrix:
     """Validate the YAML text of a matrix file; ``path`` is only used for messages and ``Matrix.path``."""
     bundled = path == default_matrix_path()
     r = _Reader(path.name if bundled else str(path))
+    top = r.mapping(_compose(r, text, bundled), "(top level)", _TOP_KEYS)
+    schema = r.integer(top["schema"], "schema")
+    if schema != SCHEMA_VERSION:
+        raise r.fail(
+            top["schema"],
+            "schema",
+            f"expected {SCHEMA_VERSION} (this envcheck reads matrix schema {SCHEMA_VERSION}), got {schema}",
+        )
+    r.source_keys = _read_sources(r, top["sources"])
+    distributions = _rows(
+        r, top, "distributions", _read_distribution, lambda d: d.name, lambda d: f"distribution {d.name}"
+    )
+    if not distributions:
+        raise r.fail(top["distributions"], "distributions", "expected at least one distribution")
+    cuda = _rows(r, top, "cuda", _read_cuda, lambda c: c.version.release, lambda c: f"CUDA {c.version}")
+    majors = _rows(r, top, "cuda_majors", _read_cuda_major, lambda m: m.major, lambda m: f"CUDA major {m.major}")
+    cudnn = _rows(r, top, "cudnn", _read_cudnn, lambda c: c.version.release, lambda c: f"cuDNN {c.version}")
+    builds = _read_builds(r, top, {c.version.release[:2]: c for c in cuda}, {c.version.release[:2]: c for c in cudnn})
+    architectures = _read_architectures(r, top)
+    return Matrix(
+        path=path,
+        tf_builds=builds,
+        cuda_releases=cuda,
+        cuda_majors=majors,
+        cudnn_releases=cudnn,
+        gpus=_read_gpus(r, top, architectures),
+        platform=_read_platform(r, top["platform"]),
+        sources=r.source_keys,
+        distributions=distributions,
+        architectures=architectures.values(),
+    )
+
+
+def _compose(r: _Reader, text: str, bundled: bool) -> Node:
+    """The YAML's node tree; every YAML error is one line naming the file (and the line)."""
     try:
         if not bundled:
             _check_shape(text, r.filename)
@@ -648,42 +698,11 @@ def parse_matrix(text: str, path: Path) -> Matrix:
         raise MatrixError(f"{r.filename}: not valid YAML: {exc}") from None
     if root is None:
         raise MatrixError(f"{r.filename}: the file is empty")
-    top = r.mapping(
-        root,
-        "(top level)",
-        (
-            "schema",
-            "sources",
-            "platform",
-            "distributions",
-            "tensorflow",
-            "cuda",
-            "cuda_majors",
-            "cudnn",
-            "architectures",
-            "gpus",
-        ),
-    )
-    schema = r.integer(top["schema"], "schema")
-    if schema != SCHEMA_VERSION:
-        raise r.fail(
-            top["schema"],
-            "schema",
-            f"expected {SCHEMA_VERSION} (this envcheck reads matrix schema {SCHEMA_VERSION}), got {schema}",
-        )
-    r.source_keys = _read_sources(r, top["sources"])
+    return root
 
-    distributions = _rows(
-        r, top, "distributions", _read_distribution, lambda d: d.name, lambda d: f"distribution {d.name}"
-    )
-    if not distributions:
-        raise r.fail(top["distributions"], "distributions", "expected at least one distribution")
-    cuda = _rows(r, top, "cuda", _read_cuda, lambda c: c.version.release, lambda c: f"CUDA {c.version}")
-    majors = _rows(r, top, "cuda_majors", _read_cuda_major, lambda m: m.major, lambda m: f"CUDA major {m.major}")
-    cudnn = _rows(r, top, "cudnn", _read_cudnn, lambda c: c.version.release, lambda c: f"cuDNN {c.version}")
-    cuda_index = {c.version.release[:2]: c for c in cuda}
-    cudnn_index = {c.version.release[:2]: c for c in cudnn}
 
+def _read_builds(r: _Reader, top: dict[str, Node], cuda_index: dict, cudnn_index: dict) -> list[TfBuild]:
+    """Every TensorFlow release's rows, one per OS; a release and OS are given once."""
     builds: list[TfBuild] = []
     seen_builds: dict[tuple, int] = {}
     for i, item in enumerate(r.sequence(top["tensorflow"], "tensorflow", "TensorFlow releases")):
@@ -699,29 +718,18 @@ def parse_matrix(text: str, path: Path) -> Matrix:
             builds.append(build)
     if not builds:
         raise r.fail(top["tensorflow"], "tensorflow", "expected at least one TensorFlow release")
+    return builds
 
-    architectures = _read_architectures(r, top)
+
+def _read_gpus(r: _Reader, top: dict[str, Node], architectures: dict[str, Architecture]) -> list[GpuProduct]:
+    """Every GPU product; a name (as it is matched) and a PCI device id are given once."""
     gpus: list[GpuProduct] = []
     seen_names: dict[str, int] = {}
     seen_pci: dict[str, tuple[str, int]] = {}
     for i, group in enumerate(r.sequence(top["gpus"], "gpus", "GPU groups")):
         for gpu, item in _read_gpu_group(r, group, f"gpus[{i}]", architectures):
-            own: set[str] = set()
+            _check_names(r, gpu, item, f"gpus[{i}]", seen_names)
             line = item.start_mark.line + 1
-            for name in (gpu.name, *gpu.aliases):
-                key = normalize_gpu_name(name)
-                if not key:
-                    raise r.fail(item, f"gpus[{i}]", f"{name!r} leaves nothing to match once vendor words are removed")
-                if key in own:
-                    continue
-                own.add(key)
-                if key in seen_names:
-                    raise r.fail(
-                        item,
-                        f"gpus[{i}]",
-                        f"duplicate row: GPU name {name!r} is already given on line {seen_names[key]}",
-                    )
-                seen_names[key] = line
             for device_id in gpu.pci_ids:
                 if device_id in seen_pci:
                     other, other_line = seen_pci[device_id]
@@ -733,19 +741,21 @@ def parse_matrix(text: str, path: Path) -> Matrix:
                     )
                 seen_pci[device_id] = (gpu.name, line)
             gpus.append(gpu)
+    return gpus
 
-    return Matrix(
-        path=path,
-        tf_builds=builds,
-        cuda_releases=cuda,
-        cuda_majors=majors,
-        cudnn_releases=cudnn,
-        gpus=gpus,
-        platform=_read_platform(r, top["platform"]),
-        sources=r.source_keys,
-        distributions=distributions,
-        architectures=architectures.values(),
-    )
+
+def _check_names(r: _Reader, gpu: GpuProduct, item: Node, where: str, seen: dict[str, int]) -> None:
+    own: set[str] = set()
+    for name in (gpu.name, *gpu.aliases):
+        key = normalize_gpu_name(name)
+        if not key:
+            raise r.fail(item, where, f"{name!r} leaves nothing to match once vendor words are removed")
+        if key in own:
+            continue
+        own.add(key)
+        if key in seen:
+            raise r.fail(item, where, f"duplicate row: GPU name {name!r} is already given on line {seen[key]}")
+        seen[key] = item.start_mark.line + 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -781,8 +791,6 @@ def load_matrix(path: str | Path | None = None) -> Matrix:
 def _read(path: str | Path) -> str:
     """The matrix file's text through the bounded reader: a regular file (or '-') of at most
     16 MiB; a FIFO or a device is refused before anything is read."""
-    from envcheck.fsutil import MATRIX_FILE, read_user_text
-
     return read_user_text(
         path,
         MATRIX_FILE,

@@ -7,16 +7,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
 from envcheck.errors import UsageError
+from envcheck.matrix.libraries import LibraryUse, basename, library_family, library_os
+from envcheck.platform import WHEEL_OSES, platform_named
 
-if TYPE_CHECKING:  # pragma: no cover
-    from envcheck.matrix.libraries import LibraryUse
-
-BUILD_OSES = ("linux", "windows", "macos")
+BUILD_OSES = WHEEL_OSES  # the OSes of the matrix's TensorFlow rows ("linux", "windows", "macos")
 _DOTTED = re.compile(r"^\d+(\.\d+)*$")
 _LONG_NUMBER = re.compile(r"\d{10}")
 _ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)$")
@@ -204,7 +202,7 @@ class DriverRequirement:
 
     @property
     def os_title(self) -> str:
-        return "Windows" if self.os == "windows" else "Linux"
+        return platform_named(self.os).short_title
 
 
 @dataclass(frozen=True)
@@ -306,6 +304,29 @@ _GPU_SUFFIXES = {
 _FORM_FACTOR = re.compile(r"\d+(gb|gib|g)|sxm\d*|hbm\d*e?|pcie\d*")
 
 
+# The letters of NVIDIA's product lines before a model number: "GTX 1080 Ti", "RTX 3090", "GT 710".
+_SERIES = re.compile(r"^(gtx|rtx|gts|gt|mx)(?=\d)")
+
+
+def _model_numbers(index: dict[tuple[str, bool], GpuProduct]) -> dict[tuple[str, bool], GpuProduct]:
+    """Each product under its model number without the line's letters ("1080ti"), where exactly
+    one product has that number: "1080 Ti" is the GTX 1080 Ti, while "450" (GTS 450 and MX450)
+    stays ambiguous and is not indexed."""
+    found: dict[tuple[str, bool], set[str]] = {}
+    products: dict[str, GpuProduct] = {}
+    for (key, laptop), gpu in index.items():
+        short = _SERIES.sub("", key)
+        if short != key and short:
+            found.setdefault((short, laptop), set()).add(gpu.name)
+            products[gpu.name] = gpu
+    taken = {key for key, _laptop in index}
+    return {
+        (short, laptop): products[next(iter(names))]
+        for (short, laptop), names in found.items()
+        if len(names) == 1 and short not in taken
+    }
+
+
 def parse_pci_device_id(device_id: str) -> str | None:
     """ "0x1C03", "1c03", "10de:1c03" -> "1c03"; None for anything else (another vendor, not an id)."""
     text = str(device_id).strip().lower()
@@ -366,6 +387,7 @@ class Matrix:
                 self._gpu_index.setdefault(gpu_name_key(name), gpu)
             for device_id in gpu.pci_ids:
                 self._pci_index[device_id] = gpu
+        self._model_index = _model_numbers(self._gpu_index)
         self._architectures = list(architectures)
         self._architecture_index: dict[str, Architecture] = {}
         self._capability_index: dict[tuple[int, ...], Architecture] = {}
@@ -381,6 +403,19 @@ class Matrix:
             return list(self._tf)
         os = _build_os(os)
         return [b for b in self._tf if b.os == os]
+
+    def has_gpu_build(self, build: TfBuild, os: str) -> bool:
+        """The release's row is a GPU build that installs on ``os``: native Windows stops at
+        windows_native_gpu_last (later releases reach the GPU through WSL2), macOS has none."""
+        if not build.gpu or build.cuda is None:
+            return False
+        if os == "windows" and build.tf > self.platform.windows_native_gpu_last:
+            return False
+        return not (os == "macos" and not self.platform.macos_gpu)
+
+    def gpu_builds(self, os: str) -> list[TfBuild]:
+        """The GPU builds that install on ``os``, oldest first."""
+        return [b for b in self.tf_releases(os) if self.has_gpu_build(b, os)]
 
     def tf_range(self) -> tuple[Version, Version]:
         return self._tf[0].tf, self._tf[-1].tf
@@ -419,9 +454,18 @@ class Matrix:
     def tf_distribution_names(self) -> tuple[str, ...]:
         return tuple(d.name for d in self.distributions)
 
+    def gpu_distribution(self, installed: str, build: TfBuild) -> str:
+        """The distribution that installs the GPU build of the release ``installed`` is of: the
+        nightly with a CUDA build for a nightly (tf-nightly-cpu -> tf-nightly), else the release's
+        own (tensorflow-gpu up to 2.0, tensorflow after)."""
+        dist = self.tf_distribution(installed)
+        if dist is not None and dist.nightly:
+            return next((d.name for d in self.distributions if d.nightly and d.cuda == "release"), installed)
+        return build.distribution or "tensorflow"
+
     def cuda_extra(self, build: TfBuild, os: str) -> str | None:
         """The pip extra that installs this build's CUDA libraries as wheels, on the OSes that have it."""
-        if os not in ("linux", "wsl") or not build.gpu or build.tf < self.platform.and_cuda_first:
+        if not platform_named(os).linux_wheels or not build.gpu or build.tf < self.platform.and_cuda_first:
             return None
         return build.pip_cuda.extra if build.pip_cuda is not None else "and-cuda"
 
@@ -431,7 +475,7 @@ class Matrix:
         without a GPU; ``tensorflow`` everywhere else (CPU-only there anyway, or the only build)."""
         first = self.platform.tensorflow_cpu_first.get("linux")
         x86 = machine is None or machine.lower() in ("x86_64", "amd64")
-        if os in ("linux", "wsl") and x86 and first is not None and build.tf.release[:2] >= first.release[:2]:
+        if platform_named(os).linux_wheels and x86 and first is not None and build.tf.release[:2] >= first.release[:2]:
             return "tensorflow-cpu"
         return "tensorflow"
 
@@ -447,21 +491,10 @@ class Matrix:
 
     def support(self, build: TfBuild, compute_capability: str | Version) -> str:
         """How a build runs on a GPU: "native" (a cubin it can load), "ptx" (JIT from PTX), "none".
-
-        A cubin for sm_XY loads on devices of the same major with minor >= Y; PTX for compute_XY
-        JIT-compiles for any device of capability >= X.Y."""
+        Whether the driver can JIT that PTX is the one question's part (``matrix.runs``)."""
         if not build.gpu:
             return "none"
-        cc = as_version(compute_capability)
-        major, minor = (cc.release + (0,))[:2]
-        result = "none"
-        for entry in build.compute_capabilities:
-            kind, arch_major, arch_minor = _parse_arch(entry)
-            if kind == "sm" and arch_major == major and arch_minor <= minor:
-                return "native"
-            if kind == "compute" and (arch_major, arch_minor) <= (major, minor):
-                result = "ptx"
-        return result
+        return code_for(build.compute_capabilities, compute_capability)[0]
 
     # CUDA / cuDNN -------------------------------------------------------------------------
     def cuda_releases(self) -> list[CudaRelease]:
@@ -474,10 +507,12 @@ class Matrix:
         return self._cuda_index.get(release[:2])
 
     def min_driver(self, cuda_version: str | Version, os: str) -> Version | None:
+        """What the CUDA release itself asks of the driver on ``os``'s driver (WSL2: the Windows one)."""
         release = self.cuda(cuda_version)
-        if release is None:
+        table = platform_named(os).driver_os
+        if release is None or table is None:
             return None
-        return release.min_driver_windows if _build_os(os) == "windows" else release.min_driver_linux
+        return release.min_driver_windows if table == "windows" else release.min_driver_linux
 
     def driver_requirement(self, cuda: str | Version, os: str, support: str | None = None) -> DriverRequirement | None:
         """The driver code built with ``cuda`` needs on ``os``. Under WSL2 the driver is the
@@ -485,14 +520,11 @@ class Matrix:
         11 on, a driver at the major's minor-version-compatibility floor runs every minor release
         of that major, except for PTX that must be JIT-compiled (``support="ptx"``): that needs the
         release's own minimum. None when the matrix does not know the release."""
-        table = driver_os(os)
+        table = platform_named(os).driver_os
         wanted = as_version(cuda)
         if table is None or len(wanted.release) < 1:
             return None
-        release = self.cuda(wanted) if len(wanted.release) >= 2 else None
-        full = None
-        if release is not None:
-            full = release.min_driver_windows if table == "windows" else release.min_driver_linux
+        full = self.min_driver(wanted, table) if len(wanted.release) >= 2 else None
         floor = self.minor_compat_floor(wanted.release[0], table)
         minimum = full
         if floor is not None and support != "ptx" and (full is None or floor < full):
@@ -506,10 +538,13 @@ class Matrix:
         return self._cuda_majors.get(as_version(str(major)).release[0])
 
     def minor_compat_floor(self, cuda_major: int | str, os: str) -> Version | None:
+        """The oldest driver that runs every minor release of ``cuda_major`` on ``os``'s driver
+        (WSL2: the Windows one); None before CUDA 11 and on macOS."""
         entry = self.cuda_major(cuda_major)
-        if entry is None:
+        table = platform_named(os).driver_os
+        if entry is None or table is None:
             return None
-        return entry.minor_compat_floor_windows if _build_os(os) == "windows" else entry.minor_compat_floor_linux
+        return entry.minor_compat_floor_windows if table == "windows" else entry.minor_compat_floor_linux
 
     def cudnn_releases(self) -> list[CudnnRelease]:
         return list(self._cudnn)
@@ -520,11 +555,9 @@ class Matrix:
             return None
         return self._cudnn_index.get(release[:2])
 
-    def library_use(self, name: str, os: str | None = None) -> "LibraryUse":
+    def library_use(self, name: str, os: str | None = None) -> LibraryUse:
         """Which releases load the library file ``name`` on ``os`` (by default the OS the name
         belongs to: a DLL is Windows), and the CUDA and cuDNN they were built with."""
-        from envcheck.matrix.libraries import LibraryUse, basename, library_family, library_os
-
         file = basename(name)
         os = _build_os(os) if os else library_os(file)
         windows = os == "windows"
@@ -553,7 +586,10 @@ class Matrix:
         key, laptop = gpu_name_key(name)
         if not key:
             return None
-        return self._gpu_index.get((key, laptop)) or self._gpu_index.get((key, not laptop))
+        found = self._gpu_index.get((key, laptop)) or self._gpu_index.get((key, not laptop))
+        if found is None:  # "1080 Ti" for the GeForce GTX 1080 Ti: a model number only one series has
+            found = self._model_index.get((key, laptop)) or self._model_index.get((key, not laptop))
+        return found
 
     def gpu_by_pci_id(self, device_id: str) -> GpuProduct | None:
         """The product with this PCI device id ("0x1C03", "1c03", "10de:1c03"); None when the
@@ -628,26 +664,39 @@ def requirement_text(distribution: str, extra: str | None, build: TfBuild, exact
 
 def driver_os(os: str) -> str | None:
     """Whose driver numbering applies: WSL2 runs on the Windows driver; macOS has none."""
-    os = os.lower()
-    if os in ("windows", "wsl"):
-        return "windows"
-    if os == "linux":
-        return "linux"
-    if os == "macos":
-        return None
-    raise UsageError(f"unknown OS {os!r} (expected one of: linux, windows, macos, wsl)")
+    return platform_named(os).driver_os
 
 
 def _build_os(os: str) -> str:
-    os = os.lower()
-    if os == "wsl":
-        return "linux"
-    if os not in BUILD_OSES:
-        raise UsageError(f"unknown OS {os!r} (expected one of: linux, windows, macos, wsl)")
-    return os
+    """The OS whose TensorFlow rows apply: WSL2 runs the Linux wheels."""
+    return platform_named(os).wheels_os
 
 
-def _parse_arch(entry: str) -> tuple[str, int, int]:
-    match = _ARCH.match(entry)
-    assert match is not None, entry  # validated on load
-    return match.group(1), int(match.group(2)), int(match.group(3))
+# A build's entry as TensorFlow reports it: "sm_86", "compute_90", and the architecture-specific
+# cubins of CUDA 12 ("sm_90a"), which run on that one capability only.
+_BUILD_ENTRY = re.compile(r"^(sm|compute)_(\d+)(\d)(a?)$")
+
+
+def code_for(archs: tuple[str, ...], compute_capability: str | Version) -> tuple[str, str | None]:
+    """("native" / "ptx" / "none", the entry that serves it) for a build's ``sm_XY``/``compute_XY``
+    list on a GPU: a cubin for sm_XY loads on the same major with minor >= Y (NVIDIA's binary
+    compatibility); PTX for compute_XY JIT-compiles for any capability >= X.Y (PTX compatibility),
+    and the highest such PTX is what the driver compiles. Entries of another form are ignored."""
+    cc = as_version(compute_capability)
+    major, minor = (cc.release + (0,))[:2]
+    ptx: str | None = None
+    for entry in archs:
+        match = _BUILD_ENTRY.match(entry.strip().lower())
+        if match is None:
+            continue
+        kind, arch_major, arch_minor, specific = (
+            match.group(1),
+            int(match.group(2)),
+            int(match.group(3)),
+            match.group(4),
+        )
+        if kind == "sm" and arch_major == major and (arch_minor == minor if specific else arch_minor <= minor):
+            return "native", entry
+        if kind == "compute" and not specific and (arch_major, arch_minor) <= (major, minor):
+            ptx = entry
+    return ("ptx", ptx) if ptx else ("none", None)

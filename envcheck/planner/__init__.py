@@ -69,13 +69,17 @@ class Plan:
                 {"key": a.key, "title": a.title, "text": a.text, "plan": option_to_dict(a.option) if a.option else None}
                 for a in self.choice.alternatives
             ],
+            "left_out": [
+                {"name": g.name, "compute_capability": str(g.compute_capability), "index": g.index}
+                for g in self.choice.left_out
+            ],
             "policy": POLICY,
         }
 
 
 def make_plan(matrix: "Matrix", target: Target) -> Plan:
     choice = choose(matrix, target)
-    return Plan(choice=choice, steps=plan_steps(matrix, target, choice.option))
+    return Plan(choice=choice, steps=plan_steps(matrix, choice.target, choice.option, choice.left_out))
 
 
 def option_to_dict(o: Option) -> dict[str, Any]:
@@ -89,7 +93,7 @@ def option_to_dict(o: Option) -> dict[str, Any]:
         "python_change": o.python_change,
         "cuda": o.cuda,
         "cudnn": o.cudnn,
-        "driver_min": str(o.driver_min) if o.driver_min else None,
+        "driver_floor": str(o.driver_floor) if o.driver_floor else None,
         "driver_status": o.driver_status,
         "gpu_support": o.support if o.kind == GPU else None,
     }

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Optional
 
 from packaging.version import Version
 
-from envcheck.planner.target import OS_TITLES, Target
+from envcheck.matrix.runs import NATIVE, NONE, PTX, release_runs_on_gpu
+from envcheck.planner.target import OS_TITLES, Target, TargetGpu
 
 if TYPE_CHECKING:  # pragma: no cover
     from envcheck.matrix import Matrix, TfBuild
@@ -35,7 +36,7 @@ class Option:
     python: str
     python_change: bool  # the machine's Python cannot run this build
     support: Optional[str] = None  # "native" or "ptx" on the target GPU; None when not known
-    driver_min: Optional[Version] = None
+    driver_floor: Optional[Version] = None
     driver_status: str = DRIVER_NONE
     cuda_extra: Optional[str] = None  # the pip extra that brings CUDA and cuDNN as wheels ("and-cuda")
     # The exact release asked for with --tf when it is more precise than the matrix row ("2.14.0"
@@ -67,8 +68,8 @@ class Option:
             parts.append(f"CUDA {self.cuda}")
         if self.cudnn:
             parts.append(f"cuDNN {self.cudnn}")
-        if self.driver_min:
-            parts.append(f"driver >= {self.driver_min}")
+        if self.driver_floor:
+            parts.append(f"driver >= {self.driver_floor}")
         return ", ".join(parts)
 
 
@@ -82,11 +83,12 @@ class Alternative:
 
 @dataclass(frozen=True)
 class Choice:
-    target: Target
+    target: Target  # the GPUs the plan is for (those worth using) when some are left out
     option: Option
     reasons: tuple[str, ...]
     warnings: tuple[str, ...]
     alternatives: tuple[Alternative, ...]
+    left_out: tuple[TargetGpu, ...] = ()  # GPUs the chosen release does not run on: hidden from it
 
 
 # --- small helpers -------------------------------------------------------------------------------
@@ -112,6 +114,24 @@ def driver_floor(matrix: "Matrix", build: "TfBuild", os: str, support: Optional[
     return need.minimum if need is not None else None
 
 
+def gpu_fit(
+    matrix: "Matrix", build: "TfBuild", target: Target, os: str
+) -> tuple[Optional[str], Optional[Version], bool]:
+    """(how the build runs on the target's GPUs: "native", "ptx" or "none"; the driver it needs;
+    whether every GPU can get that driver), by the one question asked for each of their
+    capabilities. Support None and the release's floor when no capability is known."""
+    if not build.gpu or build.cuda is None:
+        return NONE, None, False
+    answers = [release_runs_on_gpu(matrix, build, cc, os) for cc in target.capabilities]
+    if not answers:
+        return None, driver_floor(matrix, build, os, None), True
+    codes = {a.code for a in answers}
+    support = NONE if NONE in codes else PTX if PTX in codes else NATIVE
+    needs = [a.driver_needed for a in answers if a.driver_needed is not None]
+    floor = max(needs) if needs else driver_floor(matrix, build, os, support)
+    return support, floor, all(a.runs is not False for a in answers)
+
+
 def _pick_python(build: "TfBuild", wanted: Optional[str], bits: Optional[int]) -> tuple[str, bool]:
     """The Python to use with ``build``: the machine's when the build supports it, else its newest."""
     if wanted and build.supports_python(wanted) and bits in (None, 64):
@@ -122,25 +142,15 @@ def _pick_python(build: "TfBuild", wanted: Optional[str], bits: Optional[int]) -
 
 def _driver_status(target: Target, floor: Optional[Version]) -> str:
     if target.driver is None:
-        local = target.origin("gpu") in ("NVML", "PCI bus")
-        return DRIVER_INSTALL if local and target.has_gpu else DRIVER_UNKNOWN
+        seen = target.gpu_source in ("NVML", "PCI bus")  # a GPU was read from a machine, no driver answered
+        return DRIVER_INSTALL if seen and target.has_gpu else DRIVER_UNKNOWN
     if floor is None:
         return DRIVER_UNKNOWN
     return DRIVER_OK if target.driver >= floor else DRIVER_UPGRADE
 
 
-def _gpu_support(matrix: "Matrix", build: "TfBuild", target: Target) -> Optional[str]:
-    """ "native"/"ptx"/"none" for the target's GPU; None when its capability is not known."""
-    if not build.gpu or build.cuda is None:
-        return "none"
-    if target.compute_capability is None:
-        return None
-    return matrix.support(build, target.compute_capability)
-
-
 def gpu_option(matrix: "Matrix", build: "TfBuild", target: Target, os: str, python: Optional[str] = None) -> Option:
-    support = _gpu_support(matrix, build, target)
-    floor = driver_floor(matrix, build, os, support)
+    support, floor, _reachable = gpu_fit(matrix, build, target, os)
     chosen, change = _pick_python(build, target.python if python is None else python, target.python_bits)
     return Option(
         kind=GPU,
@@ -149,7 +159,7 @@ def gpu_option(matrix: "Matrix", build: "TfBuild", target: Target, os: str, pyth
         python=chosen,
         python_change=change,
         support=support,
-        driver_min=floor,
+        driver_floor=floor,
         driver_status=_driver_status(target, floor),
         cuda_extra=matrix.cuda_extra(build, os),
     )
@@ -186,23 +196,13 @@ def release_rows(matrix: "Matrix", os: str) -> list["TfBuild"]:
 
 def gpu_options(matrix: "Matrix", target: Target, os: str, *, python: bool = True) -> list[Option]:
     """GPU options on ``os`` that fit the GPU (and the Python when ``python``), newest first."""
-    if os == "macos" and not matrix.platform.macos_gpu:
-        return []
     out = []
     for build in release_rows(matrix, os):
-        if not build.gpu or build.cuda is None:
+        if not matrix.has_gpu_build(build, os):
             continue
-        if os == "windows" and build.tf > matrix.platform.windows_native_gpu_last:
-            continue
+        if not gpu_fit(matrix, build, target, os)[2]:
+            continue  # no code for a GPU, or a driver its architecture never gets (Kepler stops at 470)
         option = gpu_option(matrix, build, target, os)
-        if option.support == "none":
-            continue
-        if (
-            target.compute_capability is not None
-            and option.driver_min is not None
-            and matrix.supports_driver(target.compute_capability, option.driver_min) is False
-        ):
-            continue  # the card's architecture gets no driver that new (Kepler stops at 470)
         if python and option.python_change:
             continue
         out.append(option)

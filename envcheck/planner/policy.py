@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Optional
 
 from envcheck.errors import NotFoundError
+from envcheck.matrix import BUILD_OSES, as_version
 from envcheck.planner.options import (
     DRIVER_INSTALL,
     DRIVER_OK,
@@ -30,7 +31,8 @@ from envcheck.planner.options import (
     gpu_option,
     gpu_options,
 )
-from envcheck.planner.target import OS_TITLES, Target
+from envcheck.planner.target import OS_TITLES, Target, TargetGpu
+from envcheck.planner.worth import newest_for, only, split_gpus
 
 if TYPE_CHECKING:  # pragma: no cover
     from envcheck.matrix import Matrix, TfBuild
@@ -52,6 +54,8 @@ def choose(matrix: "Matrix", target: Target) -> Choice:
         return _choose_pinned(matrix, target)
     if target.has_gpu is False or target.os == "macos":
         return _cpu_choice(matrix, target, _why_cpu(matrix, target))
+    everything = target
+    target, left_out = split_gpus(matrix, target)
     candidates = gpu_options(matrix, target, target.os)
     reasons: list[str] = []
     if not candidates:
@@ -67,9 +71,36 @@ def choose(matrix: "Matrix", target: Target) -> Choice:
         return _cpu_choice(matrix, target, _why_no_gpu_build(matrix, target))
     best = candidates[0]
     reasons[:0] = _why_this_release(matrix, target, best)
+    reasons.extend(_left_out_reasons(matrix, target, best, left_out))
     reasons.extend(_driver_reasons(matrix, target, best))
     alternatives = _gpu_alternatives(matrix, target, best, candidates)
-    return Choice(target, best, tuple(reasons), _warnings(matrix, target, best), tuple(alternatives))
+    if left_out:
+        alternatives[:0] = _every_gpu(matrix, everything)
+    return Choice(target, best, tuple(reasons), _warnings(matrix, target, best), tuple(alternatives), left_out)
+
+
+def _left_out_reasons(matrix: "Matrix", target: Target, best: Option, left_out: tuple[TargetGpu, ...]) -> list[str]:
+    out = []
+    for gpu in left_out:
+        newest = newest_for(matrix, only(target, gpu.compute_capability))
+        older = f"the newest release for it is {newest.tf}" if newest is not None else "no GPU release runs on it"
+        out.append(
+            f"{gpu.name} (compute capability {gpu.compute_capability}) is left out: TensorFlow {best.tf} does not "
+            f"run on it and {older}; the plan hides it from TensorFlow with CUDA_VISIBLE_DEVICES."
+        )
+    return out
+
+
+def _every_gpu(matrix: "Matrix", everything: Target) -> list[Alternative]:
+    """When the plan leaves GPUs out: the newest release that runs on all of them, if any."""
+    option = newest_for(matrix, everything)
+    if option is None:
+        return []
+    return [
+        Alternative(
+            "every-gpu", "Every GPU", f"the newest release that runs on all of them: {option.summary()}", option
+        )
+    ]
 
 
 def _bits_note(target: Target) -> str:
@@ -114,13 +145,13 @@ def _support_reasons(target: Target, option: Option) -> list[str]:
 
 
 def _driver_reasons(matrix: "Matrix", target: Target, option: Option) -> list[str]:
-    if option.kind != GPU or option.driver_min is None:
+    if option.kind != GPU or option.driver_floor is None:
         return []
     requirement = matrix.driver_requirement(option.cuda, option.os, option.support)
     where = requirement.os_title if requirement is not None else "Linux"
-    need = f"CUDA {option.cuda} needs NVIDIA driver {option.driver_min} or newer on {where}"
+    need = f"CUDA {option.cuda} needs NVIDIA driver {option.driver_floor} or newer on {where}"
     full = requirement.full if requirement is not None else None
-    if full is not None and option.driver_min < full:
+    if full is not None and option.driver_floor < full:
         major = option.build.cuda.major
         need += f" (the floor of CUDA {major}'s minor-version compatibility; the {option.cuda} toolkit itself asks for {full})"
     if option.os == "wsl":
@@ -170,7 +201,7 @@ def _keep_driver(target: Target, best: Option, candidates: list[Option]) -> list
                     "keep-driver",
                     f"Keep driver {target.driver}",
                     "no TensorFlow GPU release in the matrix runs on it; the driver must be upgraded "
-                    f"(to {best.driver_min} or newer for TensorFlow {best.tf}).",
+                    f"(to {best.driver_floor} or newer for TensorFlow {best.tf}).",
                 )
             )
     return out
@@ -241,9 +272,7 @@ def _why_cpu(matrix: "Matrix", target: Target) -> list[str]:
 
 
 def _why_no_gpu_build(matrix: "Matrix", target: Target) -> list[str]:
-    builds = [b for b in matrix.tf_releases(target.os) if b.gpu and b.cuda is not None]
-    if target.os == "windows":
-        builds = [b for b in builds if b.tf <= matrix.platform.windows_native_gpu_last]
+    builds = matrix.gpu_builds(target.os)
     if not builds:
         return [f"The matrix has no TensorFlow GPU build for {OS_TITLES[target.os]}, so the plan is for the CPU."]
     lowest = min((b.min_compute_capability for b in builds if b.min_compute_capability), default=None)
@@ -288,9 +317,7 @@ def _cpu_choice(matrix: "Matrix", target: Target, reasons: list[str]) -> Choice:
 
 
 def _newer_gpu_alternative(matrix: "Matrix", target: Target) -> Alternative:
-    builds = [b for b in matrix.tf_releases(target.os) if b.gpu and b.min_compute_capability]
-    if target.os == "windows":
-        builds = [b for b in builds if b.tf <= matrix.platform.windows_native_gpu_last]
+    builds = [b for b in matrix.gpu_builds(target.os) if b.min_compute_capability]
     if not builds:
         return Alternative("newer-gpu", "A supported GPU", "the matrix has no GPU build for this OS.")
     newest = builds[-1]
@@ -307,74 +334,14 @@ def _newer_gpu_alternative(matrix: "Matrix", target: Target) -> Alternative:
 
 def _choose_pinned(matrix: "Matrix", target: Target) -> Choice:
     pin = target.tf_pin or ""
-    build = matrix.tf_build(pin, target.os)
-    if build is None:
-        oses = [os for os in ("linux", "windows", "macos") if matrix.tf_build(pin, os) is not None]
-        low, high = matrix.tf_range()
-        if not oses:
-            raise NotFoundError(
-                f"TensorFlow {pin} is not in the compatibility matrix (it covers {low} to {high}); "
-                "envcheck does not guess what an unknown release needs"
-            )
-        raise NotFoundError(
-            f"the matrix has no TensorFlow {pin} build for {OS_TITLES[target.os]} (only for {', '.join(oses)})"
-        )
+    build = _pinned_build(matrix, target, pin)
     reasons = [f"--tf {pin}: TensorFlow {build.tf} as asked."]
-    want_gpu = target.has_gpu is not False and target.os != "macos"
-    if not want_gpu:
+    if target.has_gpu is False or target.os == "macos":
         option = cpu_option(matrix, build, target, target.os)
         reasons = _why_cpu(matrix, target) + reasons + _python_reasons(target, option)
         return Choice(target, option, tuple(reasons), _warnings(matrix, target, option), ())
-    alternatives: list[Alternative] = []
-    option: Optional[Option] = None
-    native_windows_gpu = not (target.os == "windows" and build.tf > matrix.platform.windows_native_gpu_last)
-    if build.gpu and build.cuda is not None and native_windows_gpu:
-        candidate = gpu_option(matrix, build, target, target.os)
-        if candidate.support == "none":
-            reasons.append(
-                f"TensorFlow {build.tf} has no code for {_capability_text(target)} (it needs "
-                f"{build.min_compute_capability} or higher), so it runs on the CPU only."
-            )
-            newest = next(iter(gpu_options(matrix, target, target.os)), None)
-            if newest is not None:
-                alternatives.append(
-                    Alternative(
-                        "older-release",
-                        f"TensorFlow {newest.tf}",
-                        f"the newest release that runs on this GPU: {newest.summary()}",
-                        newest,
-                    )
-                )
-        else:
-            option = candidate
-    elif target.os == "windows":
-        last = matrix.platform.windows_native_gpu_last
-        wsl_build = matrix.tf_build(pin, "wsl")
-        reasons.append(f"TensorFlow {build.tf} has no GPU build for native Windows (the last one is {last}).")
-        if wsl_build is not None and wsl_build.gpu:
-            candidate = gpu_option(matrix, wsl_build, replace(target, python_bits=None), "wsl")
-            if candidate.support != "none":
-                option = candidate
-                reasons.append("Its Linux build runs on the GPU under WSL2, so the plan is for WSL2.")
-            else:
-                reasons.append(
-                    f"Its Linux build, which WSL2 would run, has no code for {_capability_text(target)} "
-                    f"(it needs {wsl_build.min_compute_capability} or higher)."
-                )
-        native = next(
-            iter(gpu_options(matrix, target, "windows") or gpu_options(matrix, target, "windows", python=False)), None
-        )
-        if native is not None:
-            alternatives.append(
-                Alternative(
-                    "native-windows",
-                    f"TensorFlow {native.tf} on native Windows",
-                    f"the last native-Windows GPU release: {native.summary()}",
-                    native,
-                )
-            )
-    else:
-        reasons.append(f"TensorFlow {build.tf} has no GPU build for {OS_TITLES[target.os]}.")
+    option, why, alternatives = _pinned_gpu(matrix, target, build, pin)
+    reasons += why
     if option is None:
         option = cpu_option(matrix, build, target, target.os)
         reasons.append(f"The plan is TensorFlow {build.tf} on the CPU.")
@@ -397,10 +364,82 @@ def _choose_pinned(matrix: "Matrix", target: Target) -> Choice:
     return Choice(target, option, tuple(reasons), _warnings(matrix, target, option), tuple(alternatives))
 
 
+def _pinned_build(matrix: "Matrix", target: Target, pin: str) -> "TfBuild":
+    """The matrix row of the release asked for on the target's OS, or a NotFoundError saying why."""
+    build = matrix.tf_build(pin, target.os)
+    if build is not None:
+        return build
+    oses = [os for os in BUILD_OSES if matrix.tf_build(pin, os) is not None]
+    low, high = matrix.tf_range()
+    if not oses:
+        raise NotFoundError(
+            f"TensorFlow {pin} is not in the compatibility matrix (it covers {low} to {high}); "
+            "envcheck does not guess what an unknown release needs"
+        )
+    raise NotFoundError(
+        f"the matrix has no TensorFlow {pin} build for {OS_TITLES[target.os]} (only for {', '.join(oses)})"
+    )
+
+
+def _pinned_gpu(
+    matrix: "Matrix", target: Target, build: "TfBuild", pin: str
+) -> tuple[Optional[Option], list[str], list[Alternative]]:
+    """(the GPU option for the pinned release, or None; why; alternatives): its own GPU build, its
+    Linux build under WSL2 where native Windows has none, or none at all."""
+    if matrix.has_gpu_build(build, target.os):
+        candidate = gpu_option(matrix, build, target, target.os)
+        if candidate.support != "none":
+            return candidate, [], []
+        why = [
+            f"TensorFlow {build.tf} has no code for {_capability_text(target)} (it needs "
+            f"{build.min_compute_capability} or higher), so it runs on the CPU only."
+        ]
+        newest = next(iter(gpu_options(matrix, target, target.os)), None)
+        if newest is None:
+            return None, why, []
+        summary = f"the newest release that runs on this GPU: {newest.summary()}"
+        return None, why, [Alternative("older-release", f"TensorFlow {newest.tf}", summary, newest)]
+    if target.os == "windows":
+        return _pinned_under_wsl(matrix, target, build, pin)
+    return None, [f"TensorFlow {build.tf} has no GPU build for {OS_TITLES[target.os]}."], []
+
+
+def _pinned_under_wsl(
+    matrix: "Matrix", target: Target, build: "TfBuild", pin: str
+) -> tuple[Optional[Option], list[str], list[Alternative]]:
+    """Native Windows after its last GPU release: the same release's Linux build under WSL2."""
+    last = matrix.platform.windows_native_gpu_last
+    why = [f"TensorFlow {build.tf} has no GPU build for native Windows (the last one is {last})."]
+    option = None
+    wsl_build = matrix.tf_build(pin, "wsl")
+    if wsl_build is not None and wsl_build.gpu:
+        candidate = gpu_option(matrix, wsl_build, replace(target, python_bits=None), "wsl")
+        if candidate.support != "none":
+            option = candidate
+            why.append("Its Linux build runs on the GPU under WSL2, so the plan is for WSL2.")
+        else:
+            why.append(
+                f"Its Linux build, which WSL2 would run, has no code for {_capability_text(target)} "
+                f"(it needs {wsl_build.min_compute_capability} or higher)."
+            )
+    native = next(
+        iter(gpu_options(matrix, target, "windows") or gpu_options(matrix, target, "windows", python=False)), None
+    )
+    alternatives = []
+    if native is not None:
+        alternatives.append(
+            Alternative(
+                "native-windows",
+                f"TensorFlow {native.tf} on native Windows",
+                f"the last native-Windows GPU release: {native.summary()}",
+                native,
+            )
+        )
+    return option, why, alternatives
+
+
 def _exact_release(pin: str, build: "TfBuild") -> Optional[str]:
     """The release asked for when it names more than the matrix row does (a patch or a pre-release)."""
-    from envcheck.matrix import as_version
-
     wanted = as_version(pin)
     more = wanted.release != build.tf.release or wanted.pre or wanted.post or wanted.dev
     return str(wanted) if more else None

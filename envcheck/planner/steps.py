@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from envcheck.matrix import requirement_text
-from envcheck.matrix.libraries import WINDOWS_CUDA_DIR
 from envcheck.planner.options import (
     CPU,
     DRIVER_INSTALL,
@@ -20,8 +19,10 @@ from envcheck.planner.options import (
     DRIVER_UPGRADE,
     Option,
 )
-from envcheck.planner.target import Target
-from envcheck.shell import BASH, POWERSHELL, Command
+from envcheck.planner.target import Target, TargetGpu
+from envcheck.planner.worth import keep_settings
+from envcheck.platform import LINUX, WINDOWS, platform_named
+from envcheck.shell import BASH, POWERSHELL, Command, prepend_path, prepend_path_output, python_code, set_variable
 
 if TYPE_CHECKING:  # pragma: no cover
     from envcheck.matrix import Matrix
@@ -60,27 +61,57 @@ class Step:
 
 
 def shell_for(os: str) -> str:
-    return POWERSHELL if os == "windows" else BASH
+    return platform_named(os).shell
 
 
-def plan_steps(matrix: "Matrix", target: Target, option: Option) -> tuple[Step, ...]:
+def plan_steps(
+    matrix: "Matrix", target: Target, option: Option, left_out: tuple[TargetGpu, ...] = ()
+) -> tuple[Step, ...]:
     if option.os == "windows":
         steps = _windows(matrix, target, option)
     elif option.os == "wsl":
         steps = _wsl(matrix, target, option)
     else:
         steps = _posix(matrix, target, option)
+    if left_out and option.kind != CPU:
+        steps.insert(len(steps) - 1, leave_out_step(matrix, target, option, left_out))  # before the check
     return tuple(s for s in steps if s is not None)
+
+
+def leave_out_step(matrix: "Matrix", target: Target, option: Option, left_out: tuple[TargetGpu, ...]) -> Step:
+    """Hide the GPUs the release does not run on, so TensorFlow starts on the others."""
+    shell = shell_for(option.os)
+    names = ", ".join(f"{g.name} (compute capability {g.compute_capability})" for g in left_out)
+    # A card whose architecture gets no driver as new as the plan's drops out of the driver's list
+    # (and CUDA's) with the upgrade: nothing to hide, and it must not shift the others' numbers.
+    floor = option.driver_floor
+    gone = tuple(g for g in left_out if floor and matrix.supports_driver(str(g.compute_capability), floor) is False)
+    left_out = tuple(g for g in left_out if g not in gone)
+    why = {
+        "CUDA_DEVICE_ORDER": "number the GPUs as nvidia-smi does, so the next line means the same GPUs everywhere",
+        "CUDA_VISIBLE_DEVICES": "the GPUs TensorFlow uses (this shell only: add it to your profile or job script)",
+    }
+    lines = tuple(
+        Line(set_variable(name, value, shell), why[name], shell)
+        for name, value in keep_settings(target, target.gpus, left_out)
+    )
+    detail = (
+        f"TensorFlow {option.tf} has no code for it (or no driver it can get runs it); hiding it keeps "
+        "TensorFlow to the GPUs it runs on."
+    )
+    if gone:
+        detail += f" The driver {option.tf} needs does not drive it at all, so TensorFlow will not see it."
+    return Step(title=f"Leave out {names}", detail=detail, lines=lines, side="wsl" if option.os == "wsl" else "")
 
 
 # --- pieces every platform uses ------------------------------------------------------------------
 
 
 def _driver_step(target: Target, option: Option, shell: str, side: str = "") -> Optional[Step]:
-    if option.kind == CPU or option.driver_status == DRIVER_OK or option.driver_min is None:
+    if option.kind == CPU or option.driver_status == DRIVER_OK or option.driver_floor is None:
         return None
-    need = option.driver_min
-    windows_driver = option.os in ("windows", "wsl")
+    need = option.driver_floor
+    windows_driver = platform_named(option.os).windows_driver
     title = {
         DRIVER_UPGRADE: f"Upgrade the NVIDIA driver from {target.driver} to {need} or newer",
         DRIVER_INSTALL: f"Install the NVIDIA driver, {need} or newer",
@@ -157,7 +188,7 @@ def _python_step(target: Target, option: Option, shell: str, side: str = "") -> 
 def environment_steps(matrix: "Matrix", target: Target, option: Option) -> tuple[Step, ...]:
     """The Python the option needs and a virtual environment with the release in it: what any
     fix that moves to another release must do when this interpreter cannot run that release."""
-    shell = POWERSHELL if option.os == "windows" else BASH
+    shell = shell_for(option.os)
     steps = [_python_step(target, option, shell), _install_step(matrix, option, shell)]
     return tuple(s for s in steps if s is not None)
 
@@ -319,7 +350,7 @@ def _wheel_library_path(option: Option, side: str) -> Step:
         detail=f"TensorFlow {option.tf} loads CUDA from the loader path only; put the export in tf-env/bin/activate to keep it.",
         lines=(
             Line(
-                f'export LD_LIBRARY_PATH="$({ENV_DIR}/bin/python -c "{finder}")${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"',
+                prepend_path_output(LINUX.loader_variable, python_code(f"{ENV_DIR}/bin/python", BASH, finder), BASH),
                 "the lib folders of the nvidia-* wheels, on the loader path (this shell only)",
                 BASH,
             ),
@@ -332,7 +363,8 @@ def _linux_system_cuda(matrix: "Matrix", option: Option, side: str = "") -> list
     """Releases without CUDA wheels on pip: the toolkit and cuDNN come from NVIDIA's downloads."""
     cuda = matrix.cuda(option.cuda) if option.cuda else None
     cudnn = matrix.cudnn(option.cudnn) if option.cudnn else None
-    home = f"/usr/local/cuda-{option.cuda}"
+    home = LINUX.cuda_home(option.cuda)
+    libs = LINUX.cuda_libraries(option.cuda)
     wsl = side == "wsl"
     toolkit_detail = (
         "Pick 'WSL-Ubuntu' as the distribution and install only the toolkit package "
@@ -345,7 +377,7 @@ def _linux_system_cuda(matrix: "Matrix", option: Option, side: str = "") -> list
         Step(
             title=f"Install the CUDA {option.cuda} toolkit",
             detail=toolkit_detail + _library_note(option),
-            lines=(Line(f"ls {home}/lib64/libcudart.so*", f"must list the CUDA {option.cuda} runtime", BASH),),
+            lines=(Line(f"ls {libs}/libcudart.so*", f"must list the CUDA {option.cuda} runtime", BASH),),
             url=(cuda.download_url if cuda and cuda.download_url else CUDA_ARCHIVE),
             side=side,
         ),
@@ -355,7 +387,7 @@ def _linux_system_cuda(matrix: "Matrix", option: Option, side: str = "") -> list
                 "Download the Linux archive (a free NVIDIA developer login is needed), unpack it, and copy "
                 f"its include/ and lib64/ (lib/ in newer archives) folders into {home}."
             ),
-            lines=(Line(f"ls {home}/lib64/libcudnn.so*", f"must list cuDNN {option.cudnn}", BASH),),
+            lines=(Line(f"ls {libs}/libcudnn.so*", f"must list cuDNN {option.cudnn}", BASH),),
             url=(cudnn.download_url if cudnn and cudnn.download_url else CUDNN_ARCHIVE),
             side=side,
         ),
@@ -364,7 +396,7 @@ def _linux_system_cuda(matrix: "Matrix", option: Option, side: str = "") -> list
             detail="Put the export in ~/.bashrc to keep it for new shells.",
             lines=(
                 Line(
-                    f"export LD_LIBRARY_PATH={home}/lib64${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}",
+                    prepend_path(LINUX.loader_variable, libs, BASH),
                     "TensorFlow looks for libcudart and libcudnn on the loader path (this shell only)",
                     BASH,
                 ),
@@ -395,9 +427,10 @@ def _windows(matrix: "Matrix", target: Target, option: Option) -> list[Optional[
 
 
 def _windows_cuda(matrix: "Matrix", option: Option) -> list[Step]:
+    """CUDA from NVIDIA's Windows installer, cuDNN copied into its folder, and the PATH entries."""
     cuda = matrix.cuda(option.cuda) if option.cuda else None
     cudnn = matrix.cudnn(option.cudnn) if option.cudnn else None
-    folder = rf"{WINDOWS_CUDA_DIR}\v{option.cuda}"
+    folder = WINDOWS.cuda_home(option.cuda)
     dlls = [name for name in option.build.libraries if name.lower().endswith(".dll")]
     cudart = next((d for d in dlls if d.lower().startswith("cudart")), None)
     cudnn_dll = next((d for d in dlls if d.lower().startswith("cudnn")), None)
@@ -411,44 +444,8 @@ def _windows_cuda(matrix: "Matrix", option: Option) -> list[Step]:
                 POWERSHELL,
             )
         )
-    cudnn_lines = [
-        Line(
-            '$cudnn = "$HOME\\Downloads\\cudnn\\cuda"',
-            "EDIT: the folder you unzipped cuDNN into (it holds bin, include and lib)",
-            POWERSHELL,
-        ),
-        Line(
-            'Copy-Item "$cudnn\\bin\\*" "$cuda\\bin"',
-            "the cuDNN DLLs next to the CUDA ones, where TensorFlow looks (needs an administrator shell)",
-            POWERSHELL,
-        ),
-        Line('Copy-Item "$cudnn\\include\\*" "$cuda\\include"', "the headers (only compilers need them)", POWERSHELL),
-        Line(
-            'Copy-Item "$cudnn\\lib\\x64\\*" "$cuda\\lib\\x64"',
-            "the import libraries (only compilers need them)",
-            POWERSHELL,
-        ),
-    ]
-    if cudnn_dll:
-        cudnn_lines.append(
-            Line(
-                f'if (-not (Test-Path "$cuda\\bin\\{cudnn_dll}")) {{ throw "{cudnn_dll} is not in $cuda\\bin" }}',
-                f"TensorFlow {option.tf} loads {cudnn_dll}",
-                POWERSHELL,
-            )
-        )
-    path_lines = (
-        Line(
-            '$env:Path = "$cuda\\bin;$cuda\\libnvvp;$cuda\\extras\\CUPTI\\lib64;$env:Path"',
-            "this PowerShell session only: the installer adds bin and libnvvp to PATH for new windows; CUPTI serves TensorFlow's profiler",
-            POWERSHELL,
-        ),
-        Line(
-            '# [Environment]::SetEnvironmentVariable("Path", "$cuda\\extras\\CUPTI\\lib64;" + [Environment]::GetEnvironmentVariable("Path", "User"), "User")',
-            "remove the leading '# ' to add CUPTI to your user PATH for good (changes your environment)",
-            POWERSHELL,
-        ),
-    )
+    cudnn_lines = _cudnn_copy_lines(option, cudnn_dll)
+    path_lines = _windows_path_lines()
     return [
         Step(
             title=f"Install CUDA {option.cuda}",
@@ -479,6 +476,53 @@ def _windows_cuda(matrix: "Matrix", option: Option) -> list[Step]:
             lines=path_lines,
         ),
     ]
+
+
+def _cudnn_copy_lines(option: Option, cudnn_dll: Optional[str]) -> list[Command]:
+    """Copy an unzipped cuDNN into the CUDA folder ($cuda), then check the DLL TensorFlow loads is there."""
+    lines = [
+        Line(
+            '$cudnn = "$HOME\\Downloads\\cudnn\\cuda"',
+            "EDIT: the folder you unzipped cuDNN into (it holds bin, include and lib)",
+            POWERSHELL,
+        ),
+        Line(
+            'Copy-Item "$cudnn\\bin\\*" "$cuda\\bin"',
+            "the cuDNN DLLs next to the CUDA ones, where TensorFlow looks (needs an administrator shell)",
+            POWERSHELL,
+        ),
+        Line('Copy-Item "$cudnn\\include\\*" "$cuda\\include"', "the headers (only compilers need them)", POWERSHELL),
+        Line(
+            'Copy-Item "$cudnn\\lib\\x64\\*" "$cuda\\lib\\x64"',
+            "the import libraries (only compilers need them)",
+            POWERSHELL,
+        ),
+    ]
+    if cudnn_dll:
+        lines.append(
+            Line(
+                f'if (-not (Test-Path "$cuda\\bin\\{cudnn_dll}")) {{ throw "{cudnn_dll} is not in $cuda\\bin" }}',
+                f"TensorFlow {option.tf} loads {cudnn_dll}",
+                POWERSHELL,
+            )
+        )
+    return lines
+
+
+def _windows_path_lines() -> tuple[Command, ...]:
+    """The CUDA folders on PATH for this session, and (commented out) for good."""
+    return (
+        Line(
+            '$env:Path = "$cuda\\bin;$cuda\\libnvvp;$cuda\\extras\\CUPTI\\lib64;$env:Path"',
+            "this PowerShell session only: the installer adds bin and libnvvp to PATH for new windows; CUPTI serves TensorFlow's profiler",
+            POWERSHELL,
+        ),
+        Line(
+            '# [Environment]::SetEnvironmentVariable("Path", "$cuda\\extras\\CUPTI\\lib64;" + [Environment]::GetEnvironmentVariable("Path", "User"), "User")',
+            "remove the leading '# ' to add CUPTI to your user PATH for good (changes your environment)",
+            POWERSHELL,
+        ),
+    )
 
 
 # --- WSL2 ----------------------------------------------------------------------------------------

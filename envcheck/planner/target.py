@@ -13,19 +13,32 @@ from typing import TYPE_CHECKING, Optional
 from packaging.version import Version
 
 from envcheck.errors import NotFoundError, UsageError
-from envcheck.facts import MISSING, OK, SKIPPED, Facts
+from envcheck.facts import Facts
+from envcheck.machine import Machine
+from envcheck.matrix import MatrixVersion, as_version, unknown_gpu_message
+from envcheck.platform import OSES, Platform, platform_named
+from envcheck.words import counted
 
 if TYPE_CHECKING:  # pragma: no cover
     from envcheck.matrix import Matrix
 
-OSES = ("linux", "windows", "wsl", "macos")
-OS_TITLES = {"linux": "Linux", "windows": "Windows (native)", "wsl": "Windows, under WSL2", "macos": "macOS"}
+OS_TITLES = {name: platform_named(name).title for name in OSES}
 
 # ASCII digits only: "８.６" is not a version, and packaging cannot parse it.
 _PYTHON = re.compile(r"^3\.(\d+)(\.\d+)?$", re.ASCII)
 _PYTHON_PREFIX = re.compile(r"^\s*(\d+)\.(\d+)", re.ASCII)
 _CAPABILITY = re.compile(r"^(\d{1,2})\.(\d)$", re.ASCII)
 _DRIVER = re.compile(r"^\d{2,4}(\.\d{1,3}){1,2}$", re.ASCII)
+
+
+@dataclass(frozen=True)
+class TargetGpu:
+    """One GPU of the machine planned for: what a plan needs to serve it or leave it out."""
+
+    name: str
+    compute_capability: Optional[Version]
+    index: Optional[int] = None  # nvidia-smi's number, for CUDA_VISIBLE_DEVICES
+    uuid: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -36,7 +49,7 @@ class Target:
     # True: an NVIDIA GPU is there; False: none (or --cpu); None: nobody looked.
     has_gpu: Optional[bool] = None
     gpu_names: tuple[str, ...] = ()
-    # The lowest capability among the GPUs: a plan must run on every one of them.
+    # The lowest capability among the GPUs: a plan must run on every GPU it uses.
     compute_capability: Optional[Version] = None
     driver: Optional[Version] = None
     tf_pin: Optional[str] = None
@@ -44,25 +57,35 @@ class Target:
     machine: Optional[str] = None  # the interpreter's architecture ("x86_64", "aarch64"); None when not known
     origins: dict[str, str] = field(default_factory=dict, compare=False)
     notes: tuple[str, ...] = ()
+    # The GPUs one by one, when a machine was read (a plan may leave some out); () from flags.
+    gpus: tuple[TargetGpu, ...] = ()
+    gpu_source: str = ""  # where the GPUs were seen: "NVML", "PCI bus", "TensorFlow"; "" from flags
+    device_order: Optional[str] = None  # the machine's CUDA_DEVICE_ORDER, for CUDA's numbering
 
     @property
     def gpu_label(self) -> str:
         if self.has_gpu is False:
             return "no NVIDIA GPU"
-        names = ", ".join(_counted(self.gpu_names)) if self.gpu_names else ("GPU" if self.has_gpu else "GPU not known")
+        names = ", ".join(counted(self.gpu_names)) if self.gpu_names else ("GPU" if self.has_gpu else "GPU not known")
         if self.compute_capability is not None:
             return f"{names} (compute capability {self.compute_capability})"
         return names
 
+    @property
+    def capabilities(self) -> tuple[Version, ...]:
+        """Every distinct capability the plan must serve: each GPU's when all are known, else the
+        one given (the lowest)."""
+        known = [g.compute_capability for g in self.gpus if g.compute_capability is not None]
+        if self.gpus and len(known) == len(self.gpus):
+            return tuple(sorted(set(known)))
+        return (self.compute_capability,) if self.compute_capability is not None else ()
+
+    @property
+    def platform(self) -> Platform:
+        return platform_named(self.os)
+
     def origin(self, name: str) -> str:
         return self.origins.get(name, "")
-
-
-def _counted(names: tuple[str, ...]) -> list[str]:
-    counts: dict[str, int] = {}
-    for name in names:
-        counts[name] = counts.get(name, 0) + 1
-    return [f"{n}x {name}" if n > 1 else name for name, n in counts.items()]
 
 
 def parse_python(text: str) -> str:
@@ -85,8 +108,6 @@ def parse_driver(text: str) -> Version:
     cleaned = text.strip()
     if not _DRIVER.match(cleaned):
         raise UsageError(f"--driver {text}: expected an NVIDIA driver version like 550.54.14 or 417.35")
-    from envcheck.matrix import MatrixVersion
-
     return MatrixVersion(cleaned)
 
 
@@ -97,8 +118,6 @@ def gpu_from_name(matrix: "Matrix", name: str) -> tuple[str, Version]:
     product = matrix.gpu(name)
     if product is not None:
         return product.name, product.compute_capability
-    from envcheck.matrix import unknown_gpu_message
-
     raise NotFoundError(
         unknown_gpu_message(
             matrix,
@@ -110,74 +129,46 @@ def gpu_from_name(matrix: "Matrix", name: str) -> tuple[str, Version]:
 
 
 def target_from_facts(facts: Facts, matrix: "Matrix", snapshot: bool = False) -> Target:
-    """A machine as the quick probes saw it (this one, or a saved snapshot's). Sections that did not
-    run leave values unknown."""
-    origins: dict[str, str] = {}
-    notes: list[str] = []
-    os_name = facts.platform.os or "linux"
-    origins["os"] = "snapshot" if snapshot else "this machine"
+    """A machine as the quick probes saw it (this one, or a saved snapshot's)."""
+    return target_from_machine(Machine(facts, matrix_loader=lambda: matrix), snapshot=snapshot)
 
+
+def target_from_machine(m: Machine, snapshot: bool = False) -> Target:
+    """A machine as the machine view reads it: the same GPUs and driver the doctor judges. Each
+    value says where it came from ("snapshot" for a saved one); sections that did not run leave
+    values unknown."""
+    here = "snapshot"
+    origins: dict[str, str] = {"os": here if snapshot else "this machine"}
     python = None
-    found = _PYTHON_PREFIX.match(facts.python.version or "")  # "3.12.0rc1" and "3.11.7+" are 3.12, 3.11
+    found = _PYTHON_PREFIX.match(m.facts.python.version or "")  # "3.12.0rc1" and "3.11.7+" are 3.12, 3.11
     if found:
         python = f"{int(found.group(1))}.{int(found.group(2))}"
-        origins["python"] = "snapshot" if snapshot else "this interpreter"
-
-    has_gpu, names, capability, gpu_origin = _local_gpus(facts, matrix, notes)
-    if has_gpu is not None:
-        origins["gpu"] = gpu_origin
-    driver, driver_origin = _local_driver(facts)
+        origins["python"] = here if snapshot else "this interpreter"
+    reading = m.gpu_reading
+    if reading.has_gpu is not None:
+        origins["gpu"] = here if snapshot else reading.source
+    driver, driver_origin = m.driver_reading
     if driver is not None:
-        origins["driver"] = driver_origin
-
-    cpu_flags = facts.platform.cpu_flags if facts.platform.cpu_flags else None
+        origins["driver"] = here if snapshot else driver_origin
+    gpus = tuple(TargetGpu(g.name, _capability_or_none(g.compute_capability), g.index, g.uuid) for g in reading.gpus)
+    capabilities = [g.compute_capability for g in gpus if g.compute_capability is not None]
+    facts = m.facts
     return Target(
-        os=os_name,
+        os=m.os,
         python=python,
         python_bits=facts.python.bits or None,
-        has_gpu=has_gpu,
-        gpu_names=names,
-        compute_capability=capability,
+        has_gpu=reading.has_gpu,
+        gpu_names=tuple(g.name for g in gpus),
+        compute_capability=min(capabilities) if capabilities else None,
         driver=driver,
-        cpu_flags=cpu_flags,
+        cpu_flags=facts.platform.cpu_flags or None,
         machine=facts.python.machine or facts.platform.machine or None,
         origins=origins,
-        notes=tuple(notes),
+        notes=reading.notes,
+        gpus=gpus,
+        gpu_source=reading.source,
+        device_order=facts.env_var("CUDA_DEVICE_ORDER"),
     )
-
-
-def _local_gpus(facts: Facts, matrix: "Matrix", notes: list[str]):
-    """(has_gpu, names, lowest capability, origin) from NVML first, then the PCI bus."""
-    nvml_gpus = [g for g in facts.nvml.gpus if g.status == OK]
-    if nvml_gpus:
-        names = tuple(g.name or f"GPU {g.index}" for g in nvml_gpus)
-        capabilities = [c for c in (_capability_or_none(g.compute_capability) for g in nvml_gpus) if c is not None]
-        if not capabilities:
-            capabilities = [p.compute_capability for p in (matrix.gpu(n) for n in names) if p]
-        return True, names, min(capabilities) if capabilities else None, "NVML"
-    devices = facts.pci.devices
-    if devices:
-        # pci.ids' name when the machine has pci.ids, else the matrix's product for the device id.
-        products = [(matrix.gpu(d.name) if d.name else None) or matrix.gpu_by_pci_id(d.device_id) for d in devices]
-        names = tuple(d.name or (p.name if p else f"NVIDIA device {d.device_id}") for d, p in zip(devices, products))
-        known = [p for p in products if p]
-        capability = min((p.compute_capability for p in known), default=None)
-        if len(known) < len(devices):
-            notes.append(
-                "the compute capability of a GPU on the PCI bus is not known without its driver; "
-                "give it with --gpu NAME or --compute-capability X.Y"
-            )
-        return True, names, capability, "PCI bus"
-    if facts.pci.status in (OK, MISSING):
-        # The bus was read and holds no NVIDIA display device.
-        return False, (), None, "PCI bus"
-    if facts.nvml.status == OK:
-        return False, (), None, "NVML"
-    why = "no NVIDIA driver answered" if facts.nvml.status != SKIPPED else "the GPU probes did not run"
-    if facts.nvml.status != SKIPPED and facts.pci.status == SKIPPED:
-        why += " and the PCI bus cannot be read here"
-    notes.append(f"the GPU is not known ({why}); give it with --gpu NAME, or --cpu")
-    return None, (), None, ""
 
 
 def _capability_or_none(text: Optional[str]) -> Optional[Version]:
@@ -187,21 +178,12 @@ def _capability_or_none(text: Optional[str]) -> Optional[Version]:
     return parse_capability(text)
 
 
-def _local_driver(facts: Facts) -> tuple[Optional[Version], str]:
-    from envcheck.matrix import MatrixVersion
-
-    for value, origin in ((facts.nvml.driver_version, "NVML"), (facts.driver.version, "kernel module")):
-        if value and _DRIVER.match(value):
-            return MatrixVersion(value), origin
-    return None, ""
-
-
 def retarget(base: Target, os: str) -> Optional[Target]:
     """``base`` seen from another OS: native Windows and WSL2 share the GPU and the (Windows) driver
     but not the Python; any other change of OS is another machine (None)."""
     if os == base.os:
         return base
-    if {os, base.os} != {"windows", "wsl"}:
+    if not (platform_named(os).windows_driver and base.platform.windows_driver):
         return None
     origins = {k: v for k, v in base.origins.items() if k not in ("python", "os")}
     origins["os"] = "--os"
@@ -249,11 +231,11 @@ def apply_overrides(
             if capability is not None and given != capability:
                 raise UsageError(f"--gpu {gpu!r} has compute capability {capability}, not {given}; give one of the two")
             capability = given
-        changes.update(has_gpu=True, gpu_names=(name,) if name else (), compute_capability=capability)
+        changes.update(has_gpu=True, gpu_names=(name,) if name else (), compute_capability=capability, gpus=())
         origins["gpu"] = "--gpu" if gpu is not None else "--compute-capability"
         changes["notes"] = tuple(n for n in target.notes if "GPU" not in n and "compute capability" not in n)
     if cpu:
-        changes.update(has_gpu=False, gpu_names=(), compute_capability=None, driver=None)
+        changes.update(has_gpu=False, gpu_names=(), compute_capability=None, driver=None, gpus=())
         origins["gpu"] = "--cpu"
         origins.pop("driver", None)
         changes["notes"] = tuple(n for n in target.notes if "GPU" not in n)
@@ -265,8 +247,6 @@ def apply_overrides(
             changes["has_gpu"] = None
             origins.pop("gpu", None)
     if tf is not None:
-        from envcheck.matrix import as_version
-
         as_version(tf)  # a clear usage error for "2.x" or "latest"
         changes["tf_pin"] = tf.strip()
         origins["tf"] = "--tf"

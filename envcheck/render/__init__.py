@@ -21,8 +21,10 @@ from typing import Any, Optional, TextIO
 from envcheck import __version__
 
 # The version of every --json document's own layout. 2: the envelope, ``url`` for pages and
-# ``link`` for chain links, ``gpus`` in the doctor's report.
-SCHEMA_VERSION = 2
+# ``link`` for chain links, ``gpus`` in the doctor's report. 3: one key per meaning for drivers
+# (``driver_floor``: the oldest driver that runs a build, in plan and matrix; ``min_driver``: what a
+# CUDA release itself asks for), the "degraded" verdict and ``finished``, each GPU's chain (``links``).
+SCHEMA_VERSION = 3
 
 
 def document(command: str, body: dict[str, Any], exit_code: int) -> dict[str, Any]:

@@ -58,6 +58,7 @@ def render(diff: Diff, width: int | None = None, color: bool | None = None) -> s
 def _verdict_style(status: str) -> str:
     return {
         "gpu-ready": "bold green",
+        "degraded": "bold yellow",
         "cpu-only": "bold yellow",
         "broken": "bold red",
         "not-installed": "bold cyan",

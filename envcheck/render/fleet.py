@@ -9,7 +9,13 @@ from envcheck.render import json_text
 from envcheck.render.lines import Lines, clip, wrap_words
 from envcheck.words import plural
 
-_VERDICT_STYLE = {"gpu-ready": "green", "cpu-only": "yellow", "broken": "red", "not-installed": "cyan"}
+_VERDICT_STYLE = {
+    "gpu-ready": "green",
+    "degraded": "yellow",
+    "cpu-only": "yellow",
+    "broken": "red",
+    "not-installed": "cyan",
+}
 
 
 def render_json(fleet: Fleet, exit_code: int) -> str:

@@ -45,50 +45,60 @@ def _markdown(report: Report) -> str:
     ]
     for link in report.links:
         lines.append(f"| {link.title} | {_STATUS_WORD.get(link.status, link.status)} | {_cell(link.summary)} |")
-    lines.append("")
+    lines += ["", "### Findings", ""] + _findings(report) + [""]
+    lines += _ways_forward(report)
+    lines += _environment(report)
+    if facts.tensorflow.log_lines:
+        lines.extend(_details("TensorFlow log lines", "\n".join(facts.tensorflow.log_lines), "text"))
+    lines.extend(_details("Facts snapshot (JSON)", json.dumps(to_dict(facts), indent=2), "json"))
+    return "\n".join(lines) + "\n"
 
-    lines.append("### Findings")
-    lines.append("")
+
+def _findings(report: Report) -> list[str]:
+    """Each finding with its fix; a fix that is a step of the ways forward points there."""
     if not report.findings:
-        lines.append("None.")
+        return ["None."]
+    lines: list[str] = []
+    in_a_path = _fixes_in_the_paths(report.verdict)
     for f in report.findings:
         cause = f" (because of {f.caused_by})" if f.caused_by else ""
         lines.append(f"- **{f.id}** ({f.severity.value}) {f.title}{cause}")
         if f.detail:
             lines.append(f"  - {f.detail}")
-        if f.fix is not None:
+        shown_below = _step_of(f.fix, in_a_path) if f.fix is not None else None
+        if shown_below is not None:
+            lines.append(f"  - Fix: {f.fix.text} (step {shown_below} below)")
+        elif f.fix is not None:
             lines.append(f"  - Fix: {f.fix.text}")
             if f.fix.commands:
-                lines.append("")
-                lines.append("    ```")
+                lines += ["", "    ```"]
                 lines.extend(f"    {c.line}" + (f"   # {c.shell}" if c.shell != "any" else "") for c in f.fix.commands)
                 lines.append("    ```")
             if f.fix.url:
                 lines.append(f"  - See <{f.fix.url}>")
-    lines.append("")
+    return lines
 
-    if v.status != "gpu-ready" and (v.gpu_path or v.cpu_path):
-        lines.append("### Two ways forward")
+
+def _ways_forward(report: Report) -> list[str]:
+    """The GPU path and the CPU path, "two ways" only when there are two."""
+    v = report.verdict
+    if v.status in ("gpu-ready", "degraded") or not (v.gpu_path or v.cpu_path):
+        return []
+    lines = ["### Two ways forward" if v.gpu_path and v.cpu_path else "### The way forward", ""]
+    for heading, steps in (("To use the GPU, in this order:", v.gpu_path), ("To run on the CPU today:", v.cpu_path)):
+        if not steps:
+            continue
+        lines += [f"**{heading}**", ""]
+        for n, step in enumerate(steps, 1):
+            lines.append(f"{n}. {step.text}" + (f" See <{step.url}>" if step.url else ""))
+            if step.commands:
+                lines += ["", "   ```"] + [f"   {c.line}" for c in step.commands] + ["   ```"]
         lines.append("")
-        for heading, steps in (
-            ("To use the GPU, in this order:", v.gpu_path),
-            ("To run on the CPU today:", v.cpu_path),
-        ):
-            if not steps:
-                continue
-            lines.append(f"**{heading}**")
-            lines.append("")
-            for n, step in enumerate(steps, 1):
-                lines.append(f"{n}. {step.text}" + (f" See <{step.url}>" if step.url else ""))
-                if step.commands:
-                    lines.append("")
-                    lines.append("   ```")
-                    lines.extend(f"   {c.line}" for c in step.commands)
-                    lines.append("   ```")
-            lines.append("")
+    return lines
 
-    lines.append("### Environment")
-    lines.append("")
+
+def _environment(report: Report) -> list[str]:
+    facts = report.facts
     py, pf = facts.python, facts.platform
     rows = [
         ("OS", " ".join(x for x in (pf.distro or pf.system, f"({pf.os})" if pf.os else "", pf.machine) if x)),
@@ -97,17 +107,27 @@ def _markdown(report: Report) -> str:
         ("GPUs", ", ".join(f"{g.name} (cc {g.compute_capability})" for g in facts.nvml.gpus) or "none seen by NVML"),
         ("TensorFlow", facts.tensorflow.version or facts.tensorflow.status),
     ]
-    for name, value in rows:
-        lines.append(f"- **{name}:** {value}")
+    lines = ["### Environment", ""] + [f"- **{name}:** {value}" for name, value in rows]
     dists = facts.packages.distributions
     if dists:
         lines.append("- **Packages:** " + ", ".join(f"{d.name} {d.version}" for d in dists))
-    lines.append("")
+    return lines + [""]
 
-    if facts.tensorflow.log_lines:
-        lines.extend(_details("TensorFlow log lines", "\n".join(facts.tensorflow.log_lines), "text"))
-    lines.extend(_details("Facts snapshot (JSON)", json.dumps(to_dict(facts), indent=2), "json"))
-    return "\n".join(lines) + "\n"
+
+def _fixes_in_the_paths(v) -> dict[frozenset[str], str]:
+    """The command lines of each step the ways forward print -> "1 of the CPU path": a finding
+    whose fix is such a step shows its commands once, there."""
+    out: dict[frozenset[str], str] = {}
+    for name, steps in (("the GPU path", v.gpu_path), ("the CPU path", v.cpu_path)):
+        for n, step in enumerate(steps, 1):
+            if step.commands:
+                out.setdefault(frozenset(c.line for c in step.commands), f"{n} of {name}")
+    return out
+
+
+def _step_of(fix, in_a_path: dict[frozenset[str], str]):
+    lines = frozenset(c.line for c in fix.commands)
+    return in_a_path.get(lines) if lines else None
 
 
 def _details(summary: str, body: str, lang: str) -> list[str]:

@@ -5,8 +5,7 @@ NODE: one NUMA node, SYS: across sockets)."""
 
 from __future__ import annotations
 
-from envcheck.machine import Machine
-from envcheck.rules import speed_facts as speed
+from envcheck.machine import Machine, speed
 
 # nvidia-smi topo -m's abbreviations for NVML's topology levels.
 TOPO_ABBREVIATIONS = {

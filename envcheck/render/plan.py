@@ -15,6 +15,7 @@ from envcheck.planner.options import (
 )
 from envcheck.planner.steps import BASH, POWERSHELL, Step, requirement
 from envcheck.planner.target import OS_TITLES
+from envcheck.platform import platform_named
 from envcheck.render import json_text
 from envcheck.shell import quote_always
 
@@ -35,7 +36,7 @@ def _wrap(text: str, indent: str) -> list[str]:
 def _driver_line(plan: Plan) -> str:
     o = plan.option
     have = plan.target.driver
-    text = f"{o.driver_min} or newer" if o.driver_min else "not known for this CUDA release"
+    text = f"{o.driver_floor} or newer" if o.driver_floor else "not known for this CUDA release"
     tail = {
         DRIVER_OK: f" (you have {have}: fine)",
         DRIVER_UPGRADE: f" (you have {have}: upgrade it)",
@@ -111,10 +112,9 @@ def _text_step(number: int, step: Step, shell: str) -> list[str]:
 def render_script(plan: Plan, shell: str) -> str:
     """A script for ``shell``; steps meant for the other shell (the Windows side of WSL2) are comments."""
     o = plan.option
-    if shell == POWERSHELL and o.os in ("linux", "macos"):
-        raise UsageError(f"the plan is for {OS_TITLES[o.os]}: use --format bash")
-    if shell == BASH and o.os == "windows":
-        raise UsageError("the plan is for native Windows: use --format powershell")
+    platform = platform_named(o.os)
+    if shell not in platform.shells:
+        raise UsageError(f"the plan is for {platform.title}: use --format {platform.shell}")
     where = "GPU" if o.kind == GPU else "CPU"
     out = []
     if shell == BASH:
@@ -127,7 +127,7 @@ def render_script(plan: Plan, shell: str) -> str:
         "# browser (driver, CUDA, cuDNN) are links: do them first. It creates ./tf-env and installs",
         "# into it; any line that changes something outside it says so in its comment.",
     ]
-    if o.os == "wsl":
+    if len(platform.shells) > 1:  # WSL2: bash inside, PowerShell on the Windows side
         other = "inside WSL2 (bash)" if shell == POWERSHELL else "on Windows (PowerShell)"
         out.append(f"# Steps to run {other} are left here as comments.")
     out.append("")

@@ -15,7 +15,14 @@ from envcheck.scan.run import OK, Environment
 from envcheck.words import plural
 
 _SHORT_HOW = {VIRTUALENV: "venv"}
-_STATUS_STYLE = {"gpu-ready": "green", "cpu-only": "yellow", "broken": "red", "not-installed": "cyan", None: "red"}
+_STATUS_STYLE = {
+    "gpu-ready": "green",
+    "degraded": "yellow",
+    "cpu-only": "yellow",
+    "broken": "red",
+    "not-installed": "cyan",
+    None: "red",
+}
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from rich.text import Text
 from envcheck.findings import (
     BROKEN,
     CPU_ONLY,
+    DEGRADED,
     GPU_READY,
     LINK_ERROR,
     LINK_OK,
@@ -46,7 +47,13 @@ _SEVERITY_MARK = {
     Severity.WARNING: ("WARN", "!", "yellow"),
     Severity.INFO: ("INFO", "i", "cyan"),
 }
-_VERDICT_STYLE = {GPU_READY: "bold green", CPU_ONLY: "bold yellow", BROKEN: "bold red", NOT_INSTALLED: "bold cyan"}
+_VERDICT_STYLE = {
+    GPU_READY: "bold green",
+    DEGRADED: "bold yellow",
+    CPU_ONLY: "bold yellow",
+    BROKEN: "bold red",
+    NOT_INSTALLED: "bold cyan",
+}
 
 # Link titles short enough to leave the line to what was seen (the JSON keeps the long ones).
 SHORT_TITLES = {
@@ -236,9 +243,13 @@ def ways_forward(out: _Out, report: Report) -> set[str]:
     shown: set[str] = set()
     by_fix = {f.fix.text: f for f in report.findings if f.fix is not None}
     number = 0
-    if verdict.gpu_path and verdict.status != GPU_READY or (verdict.status == GPU_READY and verdict.gpu_path):
+    if verdict.gpu_path:
         out.blank()
-        title = "To use the GPU, in this order:" if verdict.status not in (NOT_INSTALLED,) else "Next, for the GPU:"
+        failing = sum(1 for g in report.gpus if not g.usable and not g.hidden)
+        title = {
+            NOT_INSTALLED: "Next, for the GPU:",
+            DEGRADED: f"For the GPU{'s' if failing != 1 else ''} that fail{'s' if failing == 1 else ''}, in this order:",
+        }.get(verdict.status, "To use the GPU, in this order:")
         out.line(Text(title, style="bold" if out.color else ""))
         for step in verdict.gpu_path:
             number += 1
@@ -254,7 +265,7 @@ def ways_forward(out: _Out, report: Report) -> set[str]:
         for f in report.findings
         if f.severity is Severity.WARNING and f.fix is not None and f.id not in shown and f.caused_by is None
     ]
-    if worth and verdict.status in (GPU_READY, CPU_ONLY):
+    if worth and verdict.status in (GPU_READY, DEGRADED, CPU_ONLY):
         out.blank()
         out.line(Text("Worth fixing too:", style="bold" if out.color else ""))
         for finding in worth:

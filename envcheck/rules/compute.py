@@ -1,79 +1,31 @@
-"""Link 4: each GPU's compute capability is covered by the code in the TensorFlow build.
+"""Link 4: each GPU has code in the TensorFlow build that it can run, with this driver.
 
-A build carries native code (``sm_XY``) for some architectures and PTX (``compute_XY``) that the
-driver can compile for newer ones; a card below every entry cannot run it at all.
+The question is the matrix's (``envcheck.matrix.runs``): a cubin (``sm_XY``) for the GPU's
+architecture, or PTX (``compute_XY``) at or below its capability that this driver can JIT-compile;
+and a driver the GPU's architecture still gets. Each rule names the GPU. Where the other GPUs run
+the build, the way forward is to leave this one out (``CUDA_VISIBLE_DEVICES``), not to give up the
+release; where none does, it is the release the plan recommends for the GPUs worth using.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Optional
 
 from envcheck.findings import Fix, Severity
-from envcheck.machine import minor, pci_product_name
+from envcheck.machine import GpuView, minor, parse_version
+from envcheck.matrix.runs import NATIVE, NONE, PTX, SOURCES
 from envcheck.rules.engine import Context, Hit, rule
 from envcheck.rules.evidence import matrix_evidence
-from envcheck.rules.installs import install_release
+from envcheck.rules.installs import install_release, move_fix, newest_release_for
+from envcheck.words import counted
+
+CUDA_GPUS_PAGE = "https://developer.nvidia.com/cuda-gpus"
 
 
-@dataclass(frozen=True)
-class GpuCapability:
-    name: str
-    compute_capability: str
-    source: str  # which fact (or matrix row) gave the capability
-
-
-@dataclass(frozen=True)
-class _Architectures:
-    """The two fields ``Matrix.support`` reads, for the list TF itself reported."""
-
-    compute_capabilities: tuple[str, ...]
-    gpu: bool = True
-
-
-def gpu_capabilities(ctx: Context) -> list[GpuCapability]:
-    """Each GPU's compute capability: NVML's answer, else the matrix's entry for its product name."""
-    out = []
-    facts = ctx.facts
-    if facts.nvml.gpus:
-        for gpu in facts.nvml.gpus:
-            name = gpu.name or f"GPU {gpu.index}"
-            if gpu.compute_capability:
-                out.append(GpuCapability(name, gpu.compute_capability, f"nvml gpu {gpu.index}"))
-            elif gpu.name:
-                product = ctx.matrix.gpu(gpu.name)
-                if product is not None:
-                    out.append(GpuCapability(name, str(product.compute_capability), f"matrix: {product.name}"))
-        return out
-    for dev in facts.pci.devices:
-        name = pci_product_name(dev.name)
-        product = ctx.matrix.gpu(name) if name else None
-        if product is not None:
-            out.append(
-                GpuCapability(name, str(product.compute_capability), f"matrix: {product.name} (from pci {dev.address})")
-            )
-    return out
-
-
-def build_architectures(ctx: Context):
-    """What the installed build carries: TF's own build info when probed, else the matrix row."""
-    if ctx.is_cuda_tf is not True:
-        return None
-    reported = ctx.facts.tensorflow.compute_capabilities
-    if reported:
-        return _Architectures(tuple(reported))
-    build = ctx.tf_build
-    if build is None or not build.gpu or not build.compute_capabilities:
-        return None
-    return build
-
-
-def support(ctx: Context, build, cc: str) -> Optional[str]:
-    try:
-        return ctx.matrix.support(build, cc)
-    except Exception:  # noqa: BLE001 - an unparseable capability is unknown
-        return None
+def known_capabilities(ctx: Context) -> list[tuple[GpuView, str]]:
+    """(GPU, compute capability) for each GPU left visible whose capability is known (NVML's, or
+    the matrix's for its product name)."""
+    return [(g, g.compute_capability) for g in ctx.gpus if g.compute_capability and not g.hidden]
 
 
 def _ignored_lines(ctx: Context) -> tuple[tuple[str, str], ...]:
@@ -82,66 +34,72 @@ def _ignored_lines(ctx: Context) -> tuple[tuple[str, str], ...]:
     )
 
 
+def _others_that_run(ctx: Context, gpu: GpuView) -> list[GpuView]:
+    """The other visible GPUs the installed build runs on (or may: their answer is not a no)."""
+    return [g for g, cc in known_capabilities(ctx) if g is not gpu and ctx.gpu_run(cc).runs is not False]
+
+
+def leave_out_fix(ctx: Context, gpu: GpuView, others: list[GpuView], tail: str = "") -> Fix:
+    """Hide one GPU from TensorFlow, keeping the ones that run: CUDA_VISIBLE_DEVICES in CUDA's numbering."""
+    keep = ctx.keep_only([g.index for g in others if g.index is not None])
+    names = ", ".join(counted(g.name for g in others))
+    return Fix(
+        text=(
+            f"Leave {gpu.name} out: {ctx.tf_name} runs on the other GPU{'s' if len(others) != 1 else ''} ({names}). "
+            "CUDA_VISIBLE_DEVICES keeps only those (in CUDA's numbering); put it in your shell profile to keep it."
+            + tail
+        ),
+        commands=keep,
+        url=CUDA_GPUS_PAGE,
+        release=ctx.installed_release,
+    )
+
+
 @rule("EC-CC-001", "Compute capability below what the TensorFlow build supports", "error", "compute")
 def compute_capability_unsupported(ctx: Context) -> Iterator[Hit]:
     """TF ignores a GPU it has no code for ("Ignoring visible gpu device ... minimum required")."""
-    arch = build_architectures(ctx)
-    if arch is None:
+    archs = ctx.build_archs
+    if not archs:
         return
     build = ctx.tf_build
-    caps = ", ".join(arch.compute_capabilities)
-    for gpu in gpu_capabilities(ctx):
-        if support(ctx, arch, gpu.compute_capability) != "none":
+    caps = ", ".join(archs)
+    for gpu, cc in known_capabilities(ctx):
+        if ctx.gpu_run(cc).code != NONE:
             continue
-        cc = gpu.compute_capability
-        newest = ctx.newest_release(gpu=True, accept=_tf_fits(ctx, cc))
-        evidence = [(gpu.source, f"{gpu.name}: compute capability {cc}"), ("TensorFlow build architectures", caps)]
+        newest = newest_release_for(ctx, cc)
+        evidence = [
+            (f"gpu {gpu.key}", f"{gpu.name}: compute capability {cc}"),
+            ("TensorFlow build architectures", caps),
+        ]
         if build is not None:
             evidence.append(matrix_evidence(ctx, build))
         evidence.extend(_ignored_lines(ctx))
-        if newest is not None:
-            commands, python_note = install_release(ctx, newest)
-            text = (
-                f"Install TensorFlow {newest.label} (CUDA {newest.cuda}, cuDNN {newest.cudnn}, Python "
-                f"{', '.join(newest.python)}), the newest release with code for compute capability {cc}, "
-                f"or use a newer GPU.{python_note}"
-            )
-            newest_text = f"the newest TensorFlow that runs on it is {newest.label}"
+        evidence.append(("NVIDIA: binary and PTX compatibility", SOURCES[0]))
+        newest_text = (
+            f"the newest TensorFlow that runs on it is {newest.label}"
+            if newest is not None
+            else "no TensorFlow release in the matrix runs on it"
+        )
+        others = _others_that_run(ctx, gpu)
+        if others:
+            fix = leave_out_fix(ctx, gpu, others, f" ({newest_text[0].upper()}{newest_text[1:]}.)")
         else:
-            text = "No TensorFlow release in the matrix has code for this GPU: run on the CPU or use a newer GPU."
-            commands = ()
-            newest_text = "no TensorFlow release in the matrix runs on it"
+            fix = move_fix(ctx, f"the newest release that runs on {gpu.name} (compute capability {cc})", CUDA_GPUS_PAGE)
         yield Hit(
             title=f"{gpu.name} (compute capability {cc}) is not supported by this TensorFlow build; {newest_text}",
             detail=(
                 f"The build carries code for {caps} only; TensorFlow ignores a GPU it has no native code or PTX for."
             ),
             evidence=tuple(evidence),
-            fix=Fix(text=text, commands=commands, url="https://developer.nvidia.com/cuda-gpus"),
+            fix=fix,
+            gpus=(gpu.key,),
         )
 
 
 def driver_ceiling(ctx: Context, cc: str):
     """The last driver branch the GPU's architecture gets (Kepler: 470), or None when it is still
     supported or not known."""
-    try:
-        return ctx.matrix.last_driver_branch(cc)
-    except Exception:  # noqa: BLE001 - an odd capability is unknown
-        return None
-
-
-def runs_within_ceiling(ctx: Context, build, cc: str) -> bool:
-    """The build has code for the GPU and its CUDA's driver is one the GPU can still get."""
-    if build.cuda is None or support(ctx, build, cc) in (None, "none"):
-        return False
-    need = ctx.driver_requirement(build.cuda, support(ctx, build, cc))
-    if need is None or need.minimum is None:
-        return True
-    return ctx.matrix.supports_driver(cc, need.minimum) is not False
-
-
-def _tf_fits(ctx: Context, cc: str):
-    return lambda b: runs_within_ceiling(ctx, b, cc)
+    return ctx.matrix.last_driver_branch(cc)
 
 
 @rule("EC-CC-003", "The GPU's architecture ended before the driver this TensorFlow needs", "error", "compute")
@@ -152,73 +110,116 @@ def driver_ceiling_too_low(ctx: Context) -> Iterator[Hit]:
     cuda = ctx.tf_cuda
     if cuda is None:
         return
-    for gpu in gpu_capabilities(ctx):
-        cc = gpu.compute_capability
+    for gpu, cc in known_capabilities(ctx):
         ceiling = driver_ceiling(ctx, cc)
-        if ceiling is None:
+        run = ctx.gpu_run(cc)
+        need = ctx.driver_requirement(cuda, run.code)
+        if ceiling is None or need is None or need.minimum is None:
             continue
-        need = ctx.driver_requirement(
-            cuda, support(ctx, build_architectures(ctx), cc) if build_architectures(ctx) is not None else None
-        )
-        if need is None or need.minimum is None or ctx.matrix.supports_driver(cc, need.minimum) is not False:
+        if ctx.matrix.supports_driver(cc, need.minimum) is not False:
             continue
         arch = ctx.matrix.architecture(cc)
         name = arch.name if arch is not None else "its architecture"
-        newest = ctx.newest_release(gpu=True, accept=_tf_fits(ctx, cc))
-        evidence = [
-            (gpu.source, f"{gpu.name}: compute capability {cc} ({name})"),
+        evidence = (
+            (f"gpu {gpu.key}", f"{gpu.name}: compute capability {cc} ({name})"),
             ("matrix: last driver branch", f"{ceiling} for {name}"),
             (f"matrix: CUDA {minor(cuda)} minimum driver", f"{need.minimum} ({need.os_title})"),
-        ]
-        if newest is not None:
-            commands, python_note = install_release(ctx, newest)
-            text = (
-                f"Install TensorFlow {newest.label} (CUDA {newest.cuda}, cuDNN {newest.cudnn}), the newest release that runs on "
-                f"{name} GPUs with a {ceiling}-branch driver, or use a newer GPU.{python_note}"
-            )
+        )
+        others = _others_that_run(ctx, gpu)
+        if others:
+            fix = leave_out_fix(ctx, gpu, others)
         else:
-            commands, text = (
-                (),
-                f"No TensorFlow GPU build in the matrix runs on {name} with a {ceiling}-branch driver: use the CPU, or a newer GPU.",
+            fix = move_fix(
+                ctx, f"the newest release that runs on {name} GPUs with a {ceiling}-branch driver", CUDA_GPUS_PAGE
             )
-        arch_build = build_architectures(ctx)
-        no_code = arch_build is not None and support(ctx, arch_build, cc) == "none"
         yield Hit(
             title=f"{gpu.name} ({name}) gets no driver after the {ceiling} branch, and {ctx.tf_name}'s CUDA {minor(cuda)} needs {need.minimum} or newer",
             detail="A driver update cannot fix this: NVIDIA's drivers after that branch do not support the card at all.",
-            evidence=tuple(evidence),
-            fix=Fix(text=text, commands=commands, url="https://developer.nvidia.com/cuda-gpus"),
-            caused_by="EC-CC-001" if no_code else None,  # the same move (an older release) fixes both
+            evidence=evidence,
+            fix=fix,
+            caused_by="EC-CC-001" if run.code == NONE else None,  # the same move (an older release) fixes both
+            gpus=(gpu.key,),
         )
-        return
 
 
 @rule("EC-CC-002", "GPU covered only by PTX (slow first start)", "warning", "compute")
 def compute_capability_ptx_only(ctx: Context) -> Iterator[Hit]:
     """With only PTX for a card, the driver JIT-compiles every kernel at first use: minutes."""
-    arch = build_architectures(ctx)
-    if arch is None:
-        return
-    caps = ", ".join(arch.compute_capabilities)
+    caps = ", ".join(ctx.build_archs)
     build = ctx.tf_build
-    for gpu in gpu_capabilities(ctx):
-        if support(ctx, arch, gpu.compute_capability) != "ptx":
-            continue
-        cc = gpu.compute_capability
-        native = ctx.newest_release(gpu=True, accept=lambda b, cc=cc: support(ctx, b, cc) == "native")
+    for gpu, cc in known_capabilities(ctx):
+        run = ctx.gpu_run(cc)
+        if run.code != PTX or run.runs is False:
+            continue  # a driver that cannot compile the PTX is EC-CC-004
+        native = ctx.newest_release(gpu=True, accept=lambda b, cc=cc: ctx.matrix.support(b, cc) == NATIVE)
         text = (
             "Let the first start compile once and keep the result: raise the CUDA JIT cache so the "
             "compiled kernels are not evicted."
         )
-        commands = [ctx.shell_command("export CUDA_CACHE_MAXSIZE=4294967296", "$env:CUDA_CACHE_MAXSIZE = '4294967296'")]
+        commands = [ctx.set_variable("CUDA_CACHE_MAXSIZE", "4294967296")]
         if native is not None and (build is None or native.tf > build.tf):
             install, python_note = install_release(ctx, native)
             text += f" TensorFlow {native.label} has native code for compute capability {cc}.{python_note}"
             commands.extend(install)
         yield Hit(
             title=f"{gpu.name} (compute capability {cc}) runs only through PTX: the first start JIT-compiles kernels (can take many minutes)",
-            detail=f"The build carries native code for {caps}; for {cc} the driver compiles the PTX at start-up.",
-            evidence=((gpu.source, f"compute capability {cc}"), ("TensorFlow build architectures", caps)),
+            detail=f"The build carries native code for {caps}; for {cc} the driver compiles the {run.entry} PTX at start-up.",
+            evidence=((f"gpu {gpu.key}", f"compute capability {cc}"), ("TensorFlow build architectures", caps)),
             fix=Fix(text=text, commands=tuple(commands)),
             severity=Severity.WARNING,
+            gpus=(gpu.key,),
+        )
+
+
+@rule("EC-CC-004", "GPU served only by PTX that this driver cannot compile", "error", "compute")
+def ptx_needs_newer_driver(ctx: Context) -> Iterator[Hit]:
+    """A GPU with no cubin in the build runs only if the driver JIT-compiles its PTX, and a driver
+    compiles only PTX of a CUDA release it supports: minor-version compatibility, which lets
+    the rest of the build run on an older driver of the same major, does not cover the JIT."""
+    cuda = ctx.tf_cuda
+    driver = ctx.driver_version
+    if cuda is None or driver is None:
+        return
+    for gpu, cc in known_capabilities(ctx):
+        run = ctx.gpu_run(cc)
+        if run.code != PTX or run.runs is not False or run.driver_needed is None:
+            continue
+        if ctx.matrix.supports_driver(cc, run.driver_needed) is False:
+            continue  # no driver that new exists for this card: EC-CC-003
+        floor = ctx.driver_requirement(cuda)
+        if floor is not None and floor.minimum is not None and parse_version(driver) < floor.minimum:
+            continue  # below even the floor: no CUDA code runs, EC-DRV-001 says so
+        native = ctx.newest_release(gpu=True, accept=lambda b, cc=cc: ctx.matrix.support(b, cc) == NATIVE)
+        text = f"Update the NVIDIA driver to {run.driver_needed} or newer: it compiles CUDA {minor(cuda)}'s PTX."
+        commands: tuple = ()
+        if native is not None:
+            install, python_note = install_release(ctx, native, step=False)
+            text += f" Or install TensorFlow {native.label}, which has native code for compute capability {cc}.{python_note}"
+            commands = install
+        others = _others_that_run(ctx, gpu)
+        if others:
+            keep = ctx.keep_only([g.index for g in others if g.index is not None])
+            text += " Or leave it out and use the other GPUs as they are."
+            commands = commands + keep
+        yield Hit(
+            title=f"{gpu.label} has no native code in {ctx.tf_name}, only {run.entry} PTX, and driver {driver} cannot compile CUDA {minor(cuda)}'s PTX (needs {run.driver_needed})",
+            detail=(
+                "Without a cubin for its architecture the driver must JIT-compile the PTX, and a driver compiles only "
+                "PTX of CUDA releases it supports; minor-version compatibility does not cover the JIT "
+                "(CUDA_ERROR_UNSUPPORTED_PTX_VERSION)."
+            ),
+            evidence=(
+                (f"gpu {gpu.key}", f"{gpu.name}: compute capability {cc}"),
+                ("TensorFlow build architectures", ", ".join(ctx.build_archs)),
+                ("driver version", driver),
+                (f"matrix: CUDA {minor(cuda)} driver for PTX JIT", f"{run.driver_needed}"),
+                ("NVIDIA: minor-version compatibility and PTX", run.sources[-1]),
+            ),
+            fix=Fix(
+                text=text,
+                commands=commands,
+                url="https://www.nvidia.com/Download/index.aspx",
+                release=ctx.installed_release,
+            ),
+            gpus=(gpu.key,),
         )

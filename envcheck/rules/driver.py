@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Optional
 
 from envcheck.findings import Fix, Severity
 from envcheck.machine import ABSENT, minor, parse_version
+from envcheck.rules.compute import known_capabilities
 from envcheck.rules.engine import Context, Hit, rule
 from envcheck.rules.evidence import matrix_evidence
-from envcheck.rules.gpu import NVIDIA_DRIVER_PAGE, install_driver_fix
+from envcheck.rules.gpu import CONTAINER_TOOLKIT_PAGE, NVIDIA_DRIVER_PAGE, install_driver_fix
 from envcheck.rules.installs import install_release
+
+if TYPE_CHECKING:
+    from envcheck.matrix.model import DriverRequirement
 
 CUDA_COMPAT_PAGE = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 
@@ -29,30 +34,10 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
     runs, full = need.minimum, need.full
     if have >= (full or runs):
         return
-    evidence = [("driver version", str(drv))]
-    if ctx.facts.nvml.cuda_driver_version:
-        evidence.append(("highest CUDA the driver supports", ctx.facts.nvml.cuda_driver_version))
-    evidence.append(
-        (
-            f"matrix: CUDA {minor(cuda)} minimum driver ({need.os_title})",
-            f"{full}" + (f", minor-version-compatibility floor {runs}" if runs != full else ""),
-        )
-    )
-    build = ctx.tf_build
-    if build is not None:
-        evidence.append(matrix_evidence(ctx, build))
+    evidence = _too_old_evidence(ctx, cuda, need)
+    release = minor(ctx.installed_tf.version) if ctx.installed_tf else None
     if have >= runs:
-        yield Hit(
-            title=f"Driver {drv} is older than CUDA {minor(cuda)} asks for ({full}); it runs only through minor-version compatibility",
-            detail=(
-                f"TensorFlow was built with CUDA {cuda}. Driver {drv} runs it (it is above the CUDA "
-                f"{cuda.split('.')[0]}.x floor {runs}), but kernels that must be JIT-compiled from newer PTX "
-                "fail with CUDA_ERROR_UNSUPPORTED_PTX_VERSION, which hits new GPUs and XLA."
-            ),
-            evidence=tuple(evidence),
-            fix=Fix(text=f"Update the NVIDIA driver to {full} or newer when you can.", url=NVIDIA_DRIVER_PAGE),
-            severity=Severity.WARNING,
-        )
+        yield _minor_compat_only(ctx, cuda, need, evidence, release)
         return
     python = ctx.facts.python.version or None
     older = ctx.newest_release(
@@ -63,12 +48,11 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
     fix = install_driver_fix(ctx, "Update the NVIDIA driver")
     # A GPU whose architecture gets no driver new enough (Kepler after 470): the upgrade is no
     # fix, EC-CC-003 is the cause.
-    from envcheck.rules.compute import driver_ceiling, gpu_capabilities
-
-    stuck = any(
-        ctx.matrix.supports_driver(g.compute_capability, runs) is False
-        for g in gpu_capabilities(ctx)
-        if driver_ceiling(ctx, g.compute_capability)
+    stuck = any(ctx.matrix.supports_driver(cc, runs) is False for _gpu, cc in known_capabilities(ctx))
+    # Where the build has no code for any GPU, a newer driver changes nothing: the move to another
+    # release (EC-CC-001) is the cause, and its plan says which driver that release needs.
+    no_code = bool(known_capabilities(ctx)) and all(
+        ctx.gpu_run(cc).code == "none" for _gpu, cc in known_capabilities(ctx)
     )
     commands = fix.commands
     text = fix.text
@@ -86,16 +70,51 @@ def driver_too_old(ctx: Context) -> Iterator[Hit]:
             "with an older driver cuInit fails and TensorFlow lists no GPU."
         ),
         evidence=tuple(evidence),
-        fix=Fix(text=text, commands=commands, url=fix.url),
-        caused_by="EC-CC-003" if stuck else None,
+        fix=Fix(text=text, commands=commands, url=fix.url, release=release),
+        caused_by="EC-CC-003" if stuck else "EC-CC-001" if no_code else None,
+    )
+
+
+def _too_old_evidence(ctx: Context, cuda: str, need: "DriverRequirement") -> list[tuple[str, str]]:
+    """The driver, what it supports, what the matrix asks of it, and the build's row."""
+    runs, full = need.minimum, need.full
+    evidence = [("driver version", str(ctx.driver_version))]
+    if ctx.facts.nvml.cuda_driver_version:
+        evidence.append(("highest CUDA the driver supports", ctx.facts.nvml.cuda_driver_version))
+    evidence.append(
+        (
+            f"matrix: CUDA {minor(cuda)} minimum driver ({need.os_title})",
+            f"{full}" + (f", minor-version-compatibility floor {runs}" if runs != full else ""),
+        )
+    )
+    if ctx.tf_build is not None:
+        evidence.append(matrix_evidence(ctx, ctx.tf_build))
+    return evidence
+
+
+def _minor_compat_only(
+    ctx: Context, cuda: str, need: "DriverRequirement", evidence: list[tuple[str, str]], release: Optional[str]
+) -> Hit:
+    """A driver between the major's floor and the release's own minimum: it runs, with reduced features."""
+    drv, runs, full = ctx.driver_version, need.minimum, need.full
+    return Hit(
+        title=f"Driver {drv} is older than CUDA {minor(cuda)} asks for ({full}); it runs only through minor-version compatibility",
+        detail=(
+            f"TensorFlow was built with CUDA {cuda}. Driver {drv} runs it (it is above the CUDA "
+            f"{cuda.split('.')[0]}.x floor {runs}), but kernels that must be JIT-compiled from newer PTX "
+            "fail with CUDA_ERROR_UNSUPPORTED_PTX_VERSION, which hits new GPUs and XLA."
+        ),
+        evidence=tuple(evidence),
+        fix=Fix(
+            text=f"Update the NVIDIA driver to {full} or newer when you can.", url=NVIDIA_DRIVER_PAGE, release=release
+        ),
+        severity=Severity.WARNING,
     )
 
 
 def _runs_on_the_gpus(ctx: Context, build) -> bool:
     """The build has code (native or PTX) for every GPU whose capability is known."""
-    from envcheck.rules.compute import gpu_capabilities, support
-
-    return all(support(ctx, build, g.compute_capability) not in ("none",) for g in gpu_capabilities(ctx))
+    return all(ctx.matrix.support(build, cc) != "none" for _gpu, cc in known_capabilities(ctx))
 
 
 def _minimum(ctx: Context, cuda, default):
@@ -158,7 +177,7 @@ def driver_version_mismatch(ctx: Context) -> Iterator[Hit]:
                             "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"
                         ),
                     )
-                    if ctx.os == "linux"
+                    if ctx.platform.driver_os == "linux"  # a Linux kernel module; WSL2's driver is Windows'
                     else ()
                 ),
             ),
@@ -168,34 +187,40 @@ def driver_version_mismatch(ctx: Context) -> Iterator[Hit]:
 
 @rule("EC-DRV-003", "NVML library not found", "error", "driver")
 def nvml_library_not_found(ctx: Context) -> Iterator[Hit]:
-    """libnvidia-ml / nvml.dll ships with the driver: missing means no (user-space) driver."""
+    """libnvidia-ml / nvml.dll ships with the driver: missing means no driver, or only its kernel
+    half (a container started without the NVIDIA runtime, a partial install)."""
     facts = ctx.facts
     if facts.nvml.error_kind != "library_not_found" or ctx.gpu_presence == ABSENT:
         return
-    lib = "nvml.dll" if ctx.os == "windows" else "libnvidia-ml.so.1"
-    evidence = (("nvml", facts.nvml.error or "library not found"),)
-    if facts.driver.loaded:
-        title = f"The nvidia kernel module is loaded but its user-space library {lib} is missing"
+    lib = ctx.platform.nvml_library
+    evidence = [("nvml", facts.nvml.error or "library not found")]
+    driver = facts.driver
+    if driver.loaded or driver.module_files or driver.dkms:
+        state = "is loaded" if driver.loaded else "is installed but not loaded"
+        version = driver.version or driver.module_file_version
+        if driver.module_files:
+            evidence.append(("module files", ", ".join(driver.module_files[:3])))
+        title = f"The nvidia kernel module {state}, but the driver's user-space library {lib} is missing"
         detail = (
-            "The driver's user-space part (libnvidia-ml, libcuda) is not installed or not visible: "
-            "typical of a container started without the NVIDIA runtime or a partial driver install."
+            "The driver has two halves, the kernel module and its user-space libraries (libnvidia-ml, libcuda) "
+            "of the same version; only the module is here: a container started without the NVIDIA runtime, or "
+            "a driver install that did not finish."
         )
         fix = Fix(
             text=(
                 f"Install the driver's user-space libraries of the same version as the kernel module "
-                f"({facts.driver.version or 'see nvidia-smi'}), or start the container with --gpus all "
-                "(NVIDIA Container Toolkit)."
+                f"({version or 'see nvidia-smi'}), or start the container with --gpus all (NVIDIA Container Toolkit)."
             ),
             commands=(ctx.shell_command("ldconfig -p | grep -E 'libnvidia-ml|libcuda'"),),
-            url="https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html",
+            url=CONTAINER_TOOLKIT_PAGE,
         )
     else:
         title = f"{lib} not found: no NVIDIA driver is installed" + (
-            " (or there is no NVIDIA GPU)" if ctx.os != "linux" else ""
+            " (or there is no NVIDIA GPU)" if ctx.platform.driver_os != "linux" else ""
         )
         detail = f"{lib} is installed with the NVIDIA driver; without it neither nvidia-smi nor CUDA can reach a GPU."
         fix = install_driver_fix(ctx, "Install the NVIDIA driver")
-    yield Hit(title=title, detail=detail, evidence=evidence, fix=fix)
+    yield Hit(title=title, detail=detail, evidence=tuple(evidence), fix=fix)
 
 
 @rule("EC-DRV-004", "NVIDIA driver installed but not loaded", "error", "driver")
@@ -223,7 +248,7 @@ def nvml_driver_not_loaded(ctx: Context) -> Iterator[Hit]:
     if driver.dkms:
         evidence.append(("dkms", ", ".join(driver.dkms[:4])))
     built_elsewhere = [d for d in driver.dkms if driver.kernel_release and not d.endswith("/" + driver.kernel_release)]
-    if ctx.os == "windows":
+    if ctx.platform.windows_driver:  # WSL2's kernel driver is the Windows one too
         fix = install_driver_fix(ctx, "Reinstall the NVIDIA driver (Device Manager shows the card with an error)")
         detail = "NVML answered NVML_ERROR_DRIVER_NOT_LOADED: the user-space libraries are there, the kernel driver is not running."
     elif not driver.module_files and built_elsewhere:
@@ -265,6 +290,7 @@ def nvml_no_permission(ctx: Context) -> Iterator[Hit]:
     if not failures:
         return
     yield Hit(
+        gpus=_keys(ctx, failures),
         title=f"No permission to use the GPU ({', '.join(where for where, _ in failures)})",
         detail="The device files (/dev/nvidia*) are not accessible to this user, so CUDA cannot open the GPU.",
         evidence=tuple(failures),
@@ -277,7 +303,7 @@ def nvml_no_permission(ctx: Context) -> Iterator[Hit]:
                 ctx.shell_command("ls -l /dev/nvidia*"),
                 ctx.shell_command('sudo usermod -aG video,render "$USER"'),
             )
-            if ctx.os != "windows"
+            if ctx.platform.driver_os == "linux"  # /dev/nvidia* exist where the Linux driver runs
             else (),
         ),
     )
@@ -289,6 +315,7 @@ def nvml_gpu_lost(ctx: Context) -> Iterator[Hit]:
     if not failures:
         return
     yield Hit(
+        gpus=_keys(ctx, failures),
         title=f"GPU lost: it stopped responding ({', '.join(where for where, _ in failures)})",
         detail=(
             "The driver reports the GPU has fallen off the bus (Xid 79): a hardware, power or "
@@ -342,3 +369,11 @@ def nvml_unknown_error(ctx: Context) -> Iterator[Hit]:
         # NVML not starting at all leaves no GPU reachable; one GPU's query failing does not.
         severity=Severity.ERROR if whole else None,
     )
+
+
+def _keys(ctx: Context, failures: list[tuple[str, str]]) -> tuple[str, ...]:
+    """The GPUs named in ``nvml_errors``' answers (all of them when NVML failed as a whole)."""
+    if any(where == "nvml" for where, _ in failures):
+        return ()
+    named = {where.split()[2] for where, _ in failures}  # "nvml gpu 2 (name)"
+    return tuple(g.key for g in ctx.gpus if str(g.index) in named)

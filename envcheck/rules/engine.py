@@ -8,6 +8,7 @@ crashes becomes an internal-warning finding so one bad rule cannot hide the othe
 
 from __future__ import annotations
 
+import importlib
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -26,7 +27,8 @@ class Hit:
     evidence: tuple[tuple[str, str], ...] = ()
     fix: Optional[Fix] = None
     severity: Optional[Severity] = None  # override the rule's default (e.g. info instead of warning)
-    caused_by: Optional[str] = None
+    caused_by: Optional[str] = None  # only where that finding's fix clears this one too
+    gpus: tuple[str, ...] = ()  # the GPUs it is about (GpuView.key); () when about the machine
 
 
 RuleFunc = Callable[["Context"], Iterable[Hit]]
@@ -49,12 +51,12 @@ RULES: dict[str, Rule] = {}
 # check both lists against the registered rules.
 ISSUED = (
     "EC-PY-001", "EC-PY-002", "EC-PY-003",
-    "EC-GPU-001", "EC-GPU-002", "EC-GPU-003",
+    "EC-GPU-001", "EC-GPU-002", "EC-GPU-003", "EC-GPU-004",
     "EC-DRV-001", "EC-DRV-002", "EC-DRV-003", "EC-DRV-004", "EC-DRV-005", "EC-DRV-006", "EC-DRV-007", "EC-DRV-008",
-    "EC-CC-001", "EC-CC-002", "EC-CC-003",
+    "EC-CC-001", "EC-CC-002", "EC-CC-003", "EC-CC-004",
     "EC-LIB-001", "EC-LIB-002", "EC-LIB-003", "EC-LIB-004", "EC-LIB-005", "EC-LIB-006", "EC-LIB-007", "EC-LIB-008",
-    "EC-TF-001", "EC-TF-002", "EC-TF-003", "EC-TF-004", "EC-TF-005", "EC-TF-006", "EC-TF-007", "EC-TF-008", "EC-TF-009", "EC-TF-010",
-    "EC-PLC-001", "EC-PLC-002", "EC-PLC-003", "EC-PLC-004",
+    "EC-TF-001", "EC-TF-002", "EC-TF-003", "EC-TF-004", "EC-TF-005", "EC-TF-006", "EC-TF-007", "EC-TF-008", "EC-TF-009", "EC-TF-010", "EC-TF-011",
+    "EC-PLC-001", "EC-PLC-002", "EC-PLC-003", "EC-PLC-004", "EC-PLC-005",
     "EC-ENV-001", "EC-ENV-002", "EC-ENV-003", "EC-ENV-004", "EC-ENV-005", "EC-ENV-006", "EC-ENV-007", "EC-ENV-008",
     "EC-INT-001",
     "EC-PERF-001", "EC-PERF-002", "EC-PERF-003", "EC-PERF-004", "EC-PERF-005", "EC-PERF-006", "EC-PERF-007",
@@ -101,8 +103,6 @@ RULE_MODULES = (
 
 def load_rule_modules() -> None:
     """Import every rule module so its rules register (idempotent)."""
-    import importlib
-
     for name in RULE_MODULES:
         importlib.import_module(name)
 
@@ -145,4 +145,5 @@ def _run_rule(r: Rule, ctx: Context) -> Iterator[Finding]:
             evidence=hit.evidence,
             fix=hit.fix,
             caused_by=hit.caused_by,
+            gpus=hit.gpus,
         )

@@ -48,7 +48,12 @@ def hidden_by_environment(ctx: Context) -> Optional[str]:
 
 
 def _unset(ctx: Context, name: str):
-    return ctx.shell_command(f"unset {name}", f"Remove-Item Env:{name}")
+    return ctx.unset_variable(name)
+
+
+def allow_growth_command(ctx: Context):
+    """TensorFlow allocates GPU memory as it needs it instead of (almost) all of it at start."""
+    return ctx.set_variable("TF_FORCE_GPU_ALLOW_GROWTH", "true")
 
 
 def _severity(ctx: Context) -> Severity:
@@ -98,7 +103,7 @@ def visible_devices_malformed(ctx: Context) -> Iterator[Hit]:
     fix = Fix(
         text="Write GPU numbers (as nvidia-smi lists them, with CUDA_DEVICE_ORDER=PCI_BUS_ID) or UUIDs separated by commas, nothing else; or unset the variable to use every GPU.",
         commands=(
-            ctx.shell_command("export CUDA_VISIBLE_DEVICES=0,1", '$env:CUDA_VISIBLE_DEVICES = "0,1"'),
+            ctx.set_variable("CUDA_VISIBLE_DEVICES", "0,1"),
             _unset(ctx, "CUDA_VISIBLE_DEVICES"),
         ),
         url=CUDA_ENV_DOCS,
@@ -151,9 +156,11 @@ def visible_devices_out_of_range(ctx: Context) -> Iterator[Hit]:
     )
 
 
-@rule("EC-ENV-003", "CUDA_VISIBLE_DEVICES empty or -1 (all GPUs hidden)", "error", "environment")
+@rule("EC-ENV-003", "CUDA_VISIBLE_DEVICES empty or -1 (all GPUs hidden)", "warning", "environment")
 def visible_devices_hide_all(ctx: Context) -> Iterator[Hit]:
-    """Often set on purpose to force the CPU, and then forgotten in a shell profile or a notebook."""
+    """The idiom that runs TensorFlow on the CPU on purpose (TF1's ``CUDA_VISIBLE_DEVICES=""``): the
+    verdict is then "CPU only", said as such, and exit 0. A warning, because the same value is also
+    often forgotten in a shell profile or a notebook."""
     seen = visible_devices(ctx)
     if seen is None or seen.reason not in (cd.EMPTY, cd.NEGATIVE) or seen.entries:
         return
@@ -162,6 +169,7 @@ def visible_devices_hide_all(ctx: Context) -> Iterator[Hit]:
         title=f"CUDA_VISIBLE_DEVICES={seen.raw!r} hides every GPU"
         + ("" if present else " (there is none here anyway)"),
         detail="With this value CUDA reports no device, so TensorFlow runs on the CPU. Fine if on purpose; otherwise remove it.",
+        gpus=tuple(g.key for g in ctx.gpus if g.hidden),
         evidence=(("CUDA_VISIBLE_DEVICES", repr(seen.raw)),),
         fix=Fix(
             text="If you want the GPU, remove the variable (check shell profiles, .env files and notebook cells that set it).",
@@ -185,9 +193,7 @@ def device_order_unset(ctx: Context) -> Iterator[Hit]:
         evidence=(("CUDA_DEVICE_ORDER", order or "unset"), ("GPUs (nvidia-smi numbering)", _gpu_list(ctx))),
         fix=Fix(
             text="Number GPUs the way nvidia-smi does (set it in the shell profile, or before importing TensorFlow).",
-            commands=(
-                ctx.shell_command("export CUDA_DEVICE_ORDER=PCI_BUS_ID", '$env:CUDA_DEVICE_ORDER = "PCI_BUS_ID"'),
-            ),
+            commands=(ctx.set_variable("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),),
             url=CUDA_ENV_DOCS,
         ),
     )
@@ -219,9 +225,7 @@ def gpu_memory_taken(ctx: Context) -> Iterator[Hit]:
                 text="Stop the other process, choose another GPU with CUDA_VISIBLE_DEVICES, or let TensorFlow grow its memory instead of reserving it all.",
                 commands=(
                     ctx.shell_command("nvidia-smi"),
-                    ctx.shell_command(
-                        "export TF_FORCE_GPU_ALLOW_GROWTH=true", '$env:TF_FORCE_GPU_ALLOW_GROWTH = "true"'
-                    ),
+                    allow_growth_command(ctx),
                 ),
             ),
         )
@@ -239,9 +243,7 @@ def allow_growth_value(ctx: Context) -> Iterator[Hit]:
         evidence=(("TF_FORCE_GPU_ALLOW_GROWTH", value),),
         fix=Fix(
             text="Use the lower-case word.",
-            commands=(
-                ctx.shell_command("export TF_FORCE_GPU_ALLOW_GROWTH=true", '$env:TF_FORCE_GPU_ALLOW_GROWTH = "true"'),
-            ),
+            commands=(allow_growth_command(ctx),),
         ),
     )
 

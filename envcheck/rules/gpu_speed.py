@@ -16,9 +16,7 @@ from collections.abc import Iterator
 
 from envcheck import shell
 from envcheck.findings import Fix, Severity
-from envcheck.probes.gpu_speed import parse_cpu_list
-from envcheck.rules.engine import Context, Hit, rule
-from envcheck.rules.speed_facts import (
+from envcheck.machine.speed import (
     UNDER_LOAD,
     GpuSpeed,
     below_maximum,
@@ -28,6 +26,8 @@ from envcheck.rules.speed_facts import (
     visible_pairs,
     visible_speed_gpus,
 )
+from envcheck.probes.gpu_speed import parse_cpu_list
+from envcheck.rules.engine import Context, Hit, rule
 from envcheck.words import plural
 
 NVSMI_DOCS = "https://docs.nvidia.com/deploy/nvidia-smi/index.html"

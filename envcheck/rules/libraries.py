@@ -2,7 +2,7 @@
 right version; the copy the loader takes is the good one.
 
 Which file names a release loads (``cudart64_100.dll``, ``libcudnn.so.9``...) comes from the
-matrix; where copies are comes from the library probe (see ``library_state``).
+matrix; where copies are comes from the library probe (see ``envcheck.machine.libraries``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,24 @@ from collections.abc import Iterator
 
 from envcheck.findings import Fix, Severity
 from envcheck.machine import ABSENT, minor, parse_version, telling_line
-from envcheck.matrix.libraries import basename
+from envcheck.machine.libraries import (
+    ALL,
+    CUDA_RUNTIME,
+    CUDNN,
+    MATH,
+    Needed,
+    copy_problem,
+    copy_version,
+    libraries_apply,
+    missing,
+    needed,
+    other_versions,
+    same_file,
+    state,
+    toolkit_fits,
+    toolkit_of,
+)
+from envcheck.matrix.libraries import FAMILY_TITLES, basename
 from envcheck.rules.engine import Context, Hit, rule
 from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.library_fixes import (
@@ -22,24 +39,6 @@ from envcheck.rules.library_fixes import (
     search_where,
     tf_pip_reinstall,
 )
-from envcheck.rules.library_state import (
-    CUDA_RUNTIME,
-    CUDNN,
-    FAMILY_TITLES,
-    MATH,
-    Needed,
-    broken_wheels,
-    copy_version,
-    libraries_apply,
-    missing,
-    needed,
-    other_versions,
-    same_file,
-    toolkit_fits,
-    toolkit_of,
-    unusable,
-)
-from envcheck.rules.pip_cuda import cuda_pins
 
 
 def _evidence(ctx: Context, names: list[Needed]) -> tuple[tuple[str, str], ...]:
@@ -59,14 +58,6 @@ def _evidence(ctx: Context, names: list[Needed]) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _state(n: Needed) -> str:
-    if n.winner is not None and n.winner.loads is False:
-        return f"fails to load ({n.winner.load_error or 'no reason given'})"
-    if n.off_path:
-        return "is not on the loader's path"
-    return "is missing"
-
-
 @rule("EC-LIB-001", "CUDA runtime library that TensorFlow loads is missing", "error", "libraries")
 def cuda_runtime_missing(ctx: Context) -> Iterator[Hit]:
     """TF dlopens the runtime by exact file name (cudart64_100.dll): another version does not do."""
@@ -77,7 +68,7 @@ def cuda_runtime_missing(ctx: Context) -> Iterator[Hit]:
     cuda = ctx.tf_cuda or str(build.cuda)
     n = gone[0]
     yield Hit(
-        title=f"{n.name} (CUDA {minor(cuda)} runtime) {_state(n)}: {ctx.tf_name} loads it"
+        title=f"{n.name} (CUDA {minor(cuda)} runtime) {state(n)}: {ctx.tf_name} loads it"
         + ("" if tf_pip_reinstall(ctx) is not None else f"; install CUDA {minor(cuda)}"),
         detail=(
             f"{ctx.tf_name} was built with CUDA {minor(cuda)} and asks the loader for {n.name} by "
@@ -96,14 +87,16 @@ def cudnn_missing(ctx: Context) -> Iterator[Hit]:
     if gone:
         n = gone[0]
         yield Hit(
-            title=f"{n.name} (cuDNN {build.cudnn}) {_state(n)}: {ctx.tf_name} loads it",
+            title=f"{n.name} (cuDNN {build.cudnn}) {state(n)}: {ctx.tf_name} loads it",
             detail=(
                 f"{ctx.tf_name} was built with cuDNN {build.cudnn}; without it convolutions "
                 "(and with older releases TF's import) fail."
             ),
             evidence=_evidence(ctx, gone),
             fix=cudnn_fix(ctx, gone),
-            caused_by="EC-LIB-001" if missing(ctx, CUDA_RUNTIME) else None,
+            # One pip reinstall with the CUDA extra brings cuDNN with the runtime; any other way
+            # (a download, a copy into the CUDA folder) is a step of its own.
+            caused_by="EC-LIB-001" if missing(ctx, CUDA_RUNTIME) and tf_pip_reinstall(ctx) is not None else None,
         )
         return
     if not libraries_apply(ctx) or build.cudnn is None:
@@ -115,7 +108,9 @@ def cudnn_missing(ctx: Context) -> Iterator[Hit]:
             continue
         if have.release[:2] >= build.cudnn.release[:2]:
             continue
-        if any(not unusable(c, n.family, build) for c in n.copies if c.on_loader_path and not same_file(c, n.winner)):
+        if any(
+            not copy_problem(c, n.family, build) for c in n.copies if c.on_loader_path and not same_file(c, n.winner)
+        ):
             continue  # a good copy later on the path: EC-LIB-004 says how to reach it
         yield Hit(
             title=f"cuDNN {have} ({n.winner.path}) is older than the cuDNN {build.cudnn} {ctx.tf_name} was built with",
@@ -161,7 +156,8 @@ def wrong_version_installed(ctx: Context) -> Iterator[Hit]:
                 detail="Each TensorFlow release loads the exact library version it was built with; other versions are ignored.",
                 evidence=tuple((c.path, copy_version(c)) for c in others) + (matrix_evidence(ctx, build),),
                 fix=Fix(
-                    text=f"Install {wanted} beside the version you have (see the fix above); the other version can stay."
+                    text=f"Install {wanted} beside the version you have (see the fix above); the other version can stay.",
+                    release=ctx.installed_release,
                 ),
                 caused_by=cause,
             )
@@ -173,14 +169,14 @@ def shadowing_copy(ctx: Context) -> Iterator[Hit]:
     if not libraries_apply(ctx):
         return
     build = ctx.tf_build
-    for n in needed(ctx, CUDA_RUNTIME + CUDNN + MATH):
+    for n in needed(ctx, ALL):
         if n.winner is None:
             continue
         reachable = [c for c in n.copies if c.on_loader_path and not same_file(c, n.winner)]
         if not reachable:
             continue
-        bad = unusable(n.winner, n.family, build)
-        good = next((c for c in reachable if not unusable(c, n.family, build)), None)
+        bad = copy_problem(n.winner, n.family, build)
+        good = next((c for c in reachable if not copy_problem(c, n.family, build)), None)
         if bad and good is not None:
             yield Hit(
                 title=f"{n.winner.path} ({bad}) shadows the good {n.name} at {good.path}",
@@ -188,6 +184,7 @@ def shadowing_copy(ctx: Context) -> Iterator[Hit]:
                 evidence=tuple((c.path, f"{copy_version(c)}, {c.origin}") for c in (n.winner, *reachable)),
                 fix=Fix(
                     text=f"Put {good.directory} before {n.winner.directory} on the search path, or remove the stale copy.",
+                    release=ctx.installed_release,
                     commands=(add_to_loader_path(ctx, good.directory), check_command(ctx, n.name)),
                 ),
                 severity=Severity.ERROR,
@@ -202,6 +199,7 @@ def shadowing_copy(ctx: Context) -> Iterator[Hit]:
                 evidence=tuple((c.path, f"{copy_version(c)}, {c.origin}") for c in (n.winner, *newer)),
                 fix=Fix(
                     text=f"Put {newer[0].directory} first on the search path, or remove the older copy.",
+                    release=ctx.installed_release,
                     commands=(add_to_loader_path(ctx, newer[0].directory), check_command(ctx, n.name)),
                 ),
             )
@@ -239,6 +237,7 @@ def toolkit_other_version(ctx: Context) -> Iterator[Hit]:
         fix=Fix(
             text=f"Nothing to remove: TensorFlow needs CUDA {minor(cuda)} libraries, which can sit beside this toolkit."
             + (" See the CUDA runtime finding for how to install them." if runtime_missing else ""),
+            release=ctx.installed_release,
         ),
         severity=severity,
         caused_by="EC-LIB-001" if runtime_missing else None,
@@ -247,7 +246,8 @@ def toolkit_other_version(ctx: Context) -> Iterator[Hit]:
 
 @rule("EC-LIB-006", "pip nvidia-* wheels installed but not found or not loadable", "error", "libraries")
 def pip_wheels_not_loadable(ctx: Context) -> Iterator[Hit]:
-    for dist, family, broken in broken_wheels(ctx):
+    for wheel in ctx.broken_wheels:
+        dist, family, broken = wheel.dist, wheel.family, wheel.broken
         blocks = libraries_apply(ctx) and any(not n.usable for n in needed(ctx, (family,)))
         if broken:
             title = f"{dist.name} {dist.version} is installed but {basename(broken[0].path)} fails to load: {broken[0].load_error or 'no reason given'}"
@@ -260,6 +260,7 @@ def pip_wheels_not_loadable(ctx: Context) -> Iterator[Hit]:
             + tuple((c.path, c.load_error or "not loadable") for c in broken),
             fix=Fix(
                 text=f"Reinstall {dist.name}.",
+                release=ctx.installed_release,
                 commands=(
                     ctx.pip_command("install", "--force-reinstall", "--no-deps", f"{dist.name}=={dist.version}"),
                 ),
@@ -271,13 +272,14 @@ def pip_wheels_not_loadable(ctx: Context) -> Iterator[Hit]:
 @rule("EC-LIB-007", "pip nvidia-* wheels at versions outside TensorFlow's pins", "warning", "libraries")
 def pip_wheels_outside_pins(ctx: Context) -> Iterator[Hit]:
     """``tensorflow[and-cuda]`` pins its CUDA wheels; another version (or CUDA major) may not load."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
     if ctx.is_cuda_tf is not True:
         return
-    pins = cuda_pins(ctx)
+    pins = ctx.cuda_pins
     if not pins:
         return
+    # Start-up: packaging.specifiers is loaded only when there are pins to compare.
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     bad = []
     for dist in ctx.facts.packages.distributions:
         spec = pins.get(dist.name)
@@ -301,6 +303,7 @@ def pip_wheels_outside_pins(ctx: Context) -> Iterator[Hit]:
         + ((matrix_evidence(ctx, build),) if build is not None else ()),
         fix=Fix(
             text="Install the pinned versions.",
+            release=ctx.installed_release,
             commands=(ctx.pip_command("install", *(f"{d.name}{spec}" for d, spec in bad)),),
         ),
     )

@@ -8,30 +8,29 @@ from typing import Optional
 from envcheck import shell
 from envcheck.findings import Fix
 from envcheck.machine import minor
-from envcheck.matrix.libraries import cuda_home
+from envcheck.machine.libraries import CUDA_RUNTIME, MATH, Needed, missing
+from envcheck.matrix import requirement_text
 from envcheck.rules.engine import Context
-from envcheck.rules.library_state import CUDA_RUNTIME, MATH, Needed, missing
-from envcheck.rules.pip_cuda import cuda_pins
 from envcheck.shell import Command
 
 
 def search_where(ctx: Context) -> str:
+    variable = ctx.platform.loader_title
     return (
-        "PATH" if ctx.build_os == "windows" else "the loader's path (LD_LIBRARY_PATH, the ldconfig cache, pip wheels)"
+        variable
+        if ctx.platform.shell == shell.POWERSHELL
+        else f"the loader's path ({variable}, the ldconfig cache, pip wheels)"
     )
 
 
 def cuda_dir(ctx: Context, cuda: object) -> str:
-    return cuda_home(minor(cuda), "windows" if ctx.os == "windows" else "linux")
+    return ctx.platform.cuda_home(minor(cuda)) or ""
 
 
 def add_to_loader_path(ctx: Context, directory: str) -> Command:
     """Put a folder first on the loader's path for this shell: the folder is quoted, so whatever
     it is called it stays one literal word."""
-    return ctx.shell_command(
-        shell.prepend_path("LD_LIBRARY_PATH", directory, shell.BASH),
-        shell.prepend_path("Path", directory, shell.POWERSHELL),
-    )
+    return ctx.prepend_loader_path(directory)
 
 
 def check_command(ctx: Context, name: str) -> Command:
@@ -41,14 +40,14 @@ def check_command(ctx: Context, name: str) -> Command:
 
 
 def tf_pip_reinstall(ctx: Context) -> Optional[Command]:
-    """``pip install tensorflow[and-cuda]==X``: the pip wheels carry every CUDA library TF loads."""
+    """``pip install tensorflow[and-cuda]==X``: the pip wheels carry every CUDA library TF loads.
+    The distribution is the GPU twin of the installed one (tf-nightly-cpu's is tf-nightly)."""
     build = ctx.tf_build
-    if build is None or build.pip_cuda is None or ctx.build_os != "linux":
+    if build is None or build.pip_cuda is None or not ctx.platform.linux_wheels:
         return None
     tf = ctx.installed_tf
-    version = tf.version if tf is not None else f"{minor(build.tf)}.*"
-    dist = "tensorflow" if tf is None or tf.distribution in ("tensorflow-gpu", "tensorflow-cpu") else tf.distribution
-    return ctx.pip_command("install", f"{dist}[{build.pip_cuda.extra}]=={version}")
+    dist = ctx.matrix.gpu_distribution(tf.distribution if tf is not None else build.distribution, build)
+    return ctx.pip_command("install", requirement_text(dist, build.pip_cuda.extra, build, tf.version if tf else None))
 
 
 def cuda_fix(ctx: Context, names: list[Needed]) -> Fix:
@@ -62,9 +61,10 @@ def cuda_fix(ctx: Context, names: list[Needed]) -> Fix:
     if off_path:
         directory = off_path[0].directory
         return Fix(
-            text=f"{files} is in {directory}, where the loader does not look: add that folder to {'PATH' if ctx.os == 'windows' else 'LD_LIBRARY_PATH'} (for good: in your shell profile).",
+            text=f"{files} is in {directory}, where the loader does not look: add that folder to {ctx.platform.loader_title} (for good: in your shell profile).",
             commands=(add_to_loader_path(ctx, directory), check_command(ctx, names[0].name)),
             url=link,
+            release=ctx.installed_release,
         )
     pip_step = tf_pip_reinstall(ctx)
     conda = _conda_fix(ctx, build, cuda, files, link)
@@ -78,24 +78,25 @@ def cuda_fix(ctx: Context, names: list[Needed]) -> Fix:
             ),
             commands=(pip_step,),
             url=link,
+            release=ctx.installed_release,
         )
-    directory = cuda_dir(ctx, cuda)
-    bin_dir = directory + ("\\bin" if ctx.os == "windows" else "/lib64")
+    bin_dir = ctx.platform.cuda_libraries(minor(cuda)) or ""
     return Fix(
         text=(
-            f"Install CUDA {minor(cuda)} and put its {'bin' if ctx.os == 'windows' else 'lib64'} folder on "
-            f"{'PATH' if ctx.os == 'windows' else 'LD_LIBRARY_PATH'}. {ctx.tf_name} loads {files} from {bin_dir}; "
+            f"Install CUDA {minor(cuda)} and put its {ctx.platform.cuda_library_dir} folder on "
+            f"{ctx.platform.loader_title}. {ctx.tf_name} loads {files} from {bin_dir}; "
             "open a new terminal afterwards. Other CUDA versions can stay installed beside it."
         ),
         commands=(add_to_loader_path(ctx, bin_dir), check_command(ctx, names[0].name)),
         url=link,
+        release=ctx.installed_release,
     )
 
 
 def _conda_fix(ctx: Context, build, cuda: object, files: str, link) -> Optional[Fix]:
     """In a conda environment, releases without pip CUDA wheels take CUDA and cuDNN from conda
     (TensorFlow's own install guide did so for 2.4 to 2.11): nothing system-wide changes."""
-    if not ctx.facts.python.in_conda or ctx.build_os != "linux" or build is None or build.cudnn is None:
+    if not ctx.facts.python.in_conda or not ctx.platform.linux_wheels or build is None or build.cudnn is None:
         return None
     cudnn = ".".join(str(p) for p in build.cudnn.release[:2])
     return Fix(
@@ -105,9 +106,13 @@ def _conda_fix(ctx: Context, build, cuda: object, files: str, link) -> Optional[
         ),
         commands=(
             ctx.shell_command(f"conda install -c conda-forge cudatoolkit={minor(cuda)} cudnn={cudnn}"),
-            ctx.shell_command('export LD_LIBRARY_PATH="$CONDA_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'),
+            Command(
+                shell.prepend_path_under(ctx.platform.loader_variable, "CONDA_PREFIX", "lib", ctx.platform.shell),
+                shell=ctx.platform.shell,
+            ),
         ),
         url=link,
+        release=ctx.installed_release,
     )
 
 
@@ -124,19 +129,21 @@ def cudnn_fix(ctx: Context, names: list[Needed]) -> Fix:
             text=f"{files} is in {off_path[0].directory}, where the loader does not look: add that folder to the search path.",
             commands=(add_to_loader_path(ctx, off_path[0].directory), check_command(ctx, names[0].name)),
             url=link,
+            release=ctx.installed_release,
         )
     if tf_pip_reinstall(ctx) is not None and missing(ctx, CUDA_RUNTIME + MATH):
         return cuda_fix(ctx, names)  # one reinstall with the CUDA extra brings cuDNN along with the rest
-    pins = cuda_pins(ctx)
+    pins = ctx.cuda_pins
     pinned = [f"{name}{spec}" for name, spec in sorted(pins.items()) if name.startswith("nvidia-cudnn")]
-    if pinned and ctx.build_os == "linux":
+    if pinned and ctx.platform.linux_wheels:
         return Fix(
             text=f"Install the cuDNN {version} wheel that {ctx.tf_name} pins.",
             commands=(ctx.pip_command("install", *pinned),),
             url=link,
+            release=ctx.installed_release,
         )
     directory = cuda_dir(ctx, cuda)
-    if ctx.os == "windows":
+    if ctx.platform.shell == shell.POWERSHELL:
         source = ".\\cuda\\*" if version is not None and version.major <= 7 else ".\\cudnn-windows-x86_64-*\\*"
         commands = (
             Command(
@@ -163,4 +170,5 @@ def cudnn_fix(ctx: Context, names: list[Needed]) -> Fix:
         ),
         commands=commands,
         url=link,
+        release=ctx.installed_release,
     )

@@ -9,7 +9,6 @@ from envcheck.machine import ABSENT, minor, parse_version
 from envcheck.rules.engine import Context, Hit, rule
 from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.installs import install_release
-from envcheck.shell import Command
 
 
 @rule("EC-PY-001", "32-bit Python", "error", "python")
@@ -18,7 +17,6 @@ def python_32bit(ctx: Context) -> Iterator[Hit]:
     py = ctx.facts.python
     if not py.bits or py.bits == 64:
         return
-    windows = ctx.os == "windows"
     yield Hit(
         title=f"Python {py.version} is {py.bits}-bit; TensorFlow needs a 64-bit Python",
         detail=(
@@ -32,12 +30,11 @@ def python_32bit(ctx: Context) -> Iterator[Hit]:
                 "create a fresh virtual environment with it, and install TensorFlow there."
             ),
             commands=(
-                Command("py -3-64 -m venv tf-env", shell="powershell")
-                if windows
-                else Command("python3 -m venv tf-env", shell="bash"),
-                Command("py -3-64 -c \"import struct; print(struct.calcsize('P') * 8)\"", shell="powershell")
-                if windows
-                else Command("tf-env/bin/python -c \"import struct; print(struct.calcsize('P') * 8)\"", shell="bash"),
+                ctx.shell_command("python3 -m venv tf-env", "py -3-64 -m venv tf-env"),
+                ctx.shell_command(
+                    "tf-env/bin/python -c \"import struct; print(struct.calcsize('P') * 8)\"",
+                    "py -3-64 -c \"import struct; print(struct.calcsize('P') * 8)\"",
+                ),
             ),
             url="https://www.python.org/downloads/",
         ),

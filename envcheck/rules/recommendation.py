@@ -8,11 +8,15 @@ The planner chooses; this only turns its choice into the doctor's two ways forwa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.findings import Fix
+from envcheck.machine import minor
 from envcheck.rules.engine import Context
-from envcheck.rules.installs import install_release, runs_here
+from envcheck.rules.installs import install_release, plan_for, runs_here
+
+if TYPE_CHECKING:  # pragma: no cover
+    from envcheck.planner import Plan
 
 
 @dataclass(frozen=True)
@@ -28,19 +32,18 @@ class Recommendation:
 
 def recommend(ctx: Context) -> Optional[Recommendation]:
     """The plan for this machine, or None when the matrix has nothing for it."""
-    from envcheck.planner import make_plan, option_to_dict
-    from envcheck.planner.options import CPU
-    from envcheck.planner.target import target_from_facts
-
-    try:
-        target = target_from_facts(ctx.facts, ctx.matrix)
-        plan = make_plan(ctx.matrix, target)
-    except Exception:  # noqa: BLE001 - a machine the planner cannot place still gets the plain verdict
+    plan = plan_for(ctx)
+    if plan is None:
         return None
+    # Start-up: the planner's modules are loaded only for a machine without TensorFlow (plan_for).
+    from envcheck.planner import option_to_dict
+    from envcheck.planner.options import CPU
+    from envcheck.planner.steps import requirement
+
     option = plan.option
     where = "on the GPU" if option.kind != CPU else "on the CPU"
-    requirement = _requirement(plan)
-    reason = f"TensorFlow is not installed yet; for this machine: TensorFlow {option.tf} {where} ({requirement})"
+    requirement_line = requirement(option)
+    reason = f"TensorFlow is not installed yet; for this machine: TensorFlow {option.tf} {where} ({requirement_line})"
     if option.python_change:
         reason += f", with Python {option.python}"
     install, python_note = install_release(
@@ -52,17 +55,10 @@ def recommend(ctx: Context) -> Optional[Recommendation]:
         + f".{python_note}",
         commands=install,
         url="https://www.tensorflow.org/install/pip",
+        release=minor(option.tf),
     )
-    # The plan's other steps (the driver, CUDA and cuDNN where they are not pip wheels), in its
-    # order: the driver comes first, the environment and the check are the install above.
-    before: list[Fix] = []
-    after: list[Fix] = []
-    for step in plan.steps:
-        if step.title.startswith(_REPLACED):
-            continue
-        fix = Fix(text=step.title + (f": {step.detail}" if step.detail else ""), commands=step.lines, url=step.url)
-        (before if "driver" in step.title.lower() else after).append(fix)
-    summary = {**option_to_dict(option), "requirement": requirement}
+    before, after = other_steps(plan)
+    summary = {**option_to_dict(option), "requirement": requirement_line}
     if option.kind == CPU:
         return Recommendation(reason=reason, gpu_steps=(), cpu_steps=(first, *after), summary=summary)
     return Recommendation(
@@ -75,13 +71,26 @@ def recommend(ctx: Context) -> Optional[Recommendation]:
 _REPLACED = ("Install TensorFlow", "Check it", "Install Python", "Install 64-bit Python", "Check that Python")
 
 
-def _requirement(plan) -> str:
-    from envcheck.planner.steps import requirement
+def other_steps(plan: "Plan") -> tuple[list[Fix], list[Fix]]:
+    """The plan's steps besides installing the release (the driver, CUDA and cuDNN where they are not
+    pip wheels, the GPUs it leaves out), as fixes: (those before the install: the driver; the rest)."""
+    before: list[Fix] = []
+    after: list[Fix] = []
+    release = minor(plan.option.tf)
+    for step in plan.steps:
+        if step.title.startswith(_REPLACED):
+            continue
+        fix = Fix(
+            text=step.title + (f": {step.detail}" if step.detail else ""),
+            commands=step.lines,
+            url=step.url,
+            release=release,
+        )
+        (before if "driver" in step.title.lower() else after).append(fix)
+    return before, after
 
-    return requirement(plan.option)
 
-
-def _cpu_alternative(ctx: Context, plan) -> tuple[Fix, ...]:
+def _cpu_alternative(ctx: Context, plan: "Plan") -> tuple[Fix, ...]:
     alternative = next((a for a in plan.choice.alternatives if a.key == "cpu" and a.option is not None), None)
     if alternative is None:
         return ()

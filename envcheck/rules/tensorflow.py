@@ -3,16 +3,18 @@ on this platform, and a module that imports."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from typing import Optional
 
-from envcheck.facts import SKIPPED
 from envcheck.findings import Fix
 from envcheck.machine import ABSENT, PRESENT, minor, parse_version, telling_line
+from envcheck.machine.libraries import MATH, libraries_apply, library_named_in
 from envcheck.matrix.libraries import basename, library_family
 from envcheck.rules.engine import Context, Hit, rule
 from envcheck.rules.evidence import matrix_evidence
+from envcheck.rules.recommendation import recommend
 from envcheck.shell import Command
 
 TF_PIP_PAGE = "https://www.tensorflow.org/install/pip"
@@ -21,7 +23,7 @@ APPLE_METAL_PAGE = "https://developer.apple.com/metal/tensorflow-plugin/"
 
 # Library family named in an import error -> the rule that explains a missing one.
 _LIBRARY_RULES = {"cudart": "EC-LIB-001", "cudnn": "EC-LIB-002"}
-_MATH_FAMILIES = ("cublas", "cublaslt", "cufft", "curand", "cusolver", "cusparse")
+_MATH_FAMILIES = MATH
 
 
 def _never_cuda(ctx: Context, name: str) -> bool:
@@ -49,13 +51,8 @@ def gpu_release_for_here(ctx: Context):
 def tensorflow_not_installed(ctx: Context) -> Iterator[Hit]:
     """Not an error: the state before the first install. The fix is the plan for this machine."""
     facts = ctx.facts
-    tf = facts.tensorflow
-    if ctx.installed_tf is not None or facts.packages.status == "error":
+    if not ctx.tf_not_installed:
         return
-    if tf.status != SKIPPED and tf.error_kind not in (None, "not_installed"):
-        return  # something is installed that the worker found but the package probe missed
-    from envcheck.rules.recommendation import recommend
-
     plan = recommend(ctx)
     if plan is not None:
         steps = plan.gpu_steps or plan.cpu_steps
@@ -89,7 +86,7 @@ def several_distributions(ctx: Context) -> Iterator[Hit]:
     clashing = ctx.independent_distributions
     if len(clashing) < 2:
         return
-    keep = _what_to_keep(ctx, clashing)
+    keep, release = _what_to_keep(ctx, clashing)
     listed = ", ".join(f"{d.name} {d.version}" for d in clashing)
     commands = (ctx.pip_command("uninstall", "-y", *(d.name for d in clashing)), ctx.pip_command("install", keep))
     yield Hit(
@@ -99,21 +96,28 @@ def several_distributions(ctx: Context) -> Iterator[Hit]:
             "result is a mix of builds that may not import or may silently be the CPU build."
         ),
         evidence=tuple((d.name, f"{d.version} at {d.location or '?'}") for d in clashing),
-        fix=Fix(text=f"Uninstall all of them, then install one: {keep}.", commands=commands, url=TF_PIP_PAGE),
+        fix=Fix(
+            text=f"Uninstall all of them, then install one: {keep}.",
+            commands=commands,
+            url=TF_PIP_PAGE,
+            release=release,
+        ),
     )
 
 
-def _what_to_keep(ctx: Context, dists) -> str:
-    """The GPU build of the newest installed release when a GPU may be here, else the CPU one."""
+def _what_to_keep(ctx: Context, dists) -> tuple[str, str]:
+    """(the requirement, its release): the GPU build of the newest installed release when a GPU
+    may be here, else the CPU one."""
     newest = max(dists, key=lambda d: parse_version(d.version) or parse_version("0"))
     build = ctx.build_for(newest.version)
     if build is not None and build.gpu and ctx.gpu_presence != ABSENT:
         exact = newest.version if not _is_dummy(ctx, newest.name, newest.version) else None
-        return ctx.pip_requirement(build, exact)
-    return f"tensorflow=={newest.version}"
+        return ctx.pip_requirement(build, exact), minor(build.tf)
+    return f"tensorflow=={newest.version}", minor(newest.version)
 
 
 def _is_dummy(ctx: Context, name: str, version: str) -> bool:
+    # Start-up: packaging.specifiers is loaded only for a tensorflow-gpu install, the one it reads.
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     spec = ctx.matrix.platform.tensorflow_gpu_dummy
@@ -151,6 +155,7 @@ def tensorflow_gpu_dummy(ctx: Context) -> Iterator[Hit]:
             text="Uninstall tensorflow-gpu and install tensorflow" + (f" {target.label}" if target else "") + ".",
             commands=commands,
             url=TF_PIP_PAGE,
+            release=minor(target.tf) if target else None,
         ),
     )
 
@@ -240,6 +245,7 @@ def cpu_build_with_gpu(ctx: Context) -> Iterator[Hit]:
             text=f"Replace it by the GPU build of TensorFlow {target.label}: {ctx.pip_requirement(target, exact)}.",
             commands=gpu_install_steps(ctx, target, exact, remove),
             url=TF_PIP_PAGE,
+            release=minor(target.tf),
         )
     yield Hit(
         title=f"{tf.distribution} {tf.version} is a CPU-only build, but this machine has {names}",
@@ -259,16 +265,15 @@ def import_failed(ctx: Context) -> Iterator[Hit]:
     installed = ctx.installed_tf
     what = f"TensorFlow {installed.version}" if installed else "TensorFlow"
     cause = None
-    library = _library_in(error)
-    if library:
+    library = library_named_in(error)
+    if ctx.missing_at_import and ctx.gpu_presence == ABSENT:
+        cause = "EC-TF-011"  # an old GPU build, whose CUDA libraries a machine without a GPU lacks
+    elif library:
         family = library_family(library)
         cause = _LIBRARY_RULES.get(family) or ("EC-LIB-008" if family in _MATH_FAMILIES else None)
-    fix = _import_fix(ctx, error, library)
-    if cause is None:
-        from envcheck.rules.stack import stack_mismatches
-
-        if stack_mismatches(ctx):
-            cause = "EC-TF-010"  # a NumPy (or protobuf, ...) TensorFlow was not built for
+    fix = dataclasses.replace(_import_fix(ctx, error, library), release=ctx.installed_release)
+    if cause is None and ctx.stack_mismatches:
+        cause = "EC-TF-010"  # a NumPy (or protobuf, ...) TensorFlow was not built for
     yield Hit(
         title=f"{what} fails to import: {last}",
         detail="Until the import works TensorFlow cannot run at all, on the GPU or the CPU.",
@@ -292,16 +297,9 @@ def first_sentence(line: str, limit: int = 160) -> str:
     return head if len(head) <= limit else head[: limit - 3] + "..."
 
 
-def _library_in(error: str) -> Optional[str]:
-    match = re.search(r"([A-Za-z0-9_]+\.dll)", error) or re.search(r"(lib[A-Za-z0-9_+-]+\.so(?:\.\d+)*)", error)
-    return match.group(1) if match else None
-
-
 def _import_fix(ctx: Context, error: str, library: Optional[str]) -> Fix:
     lowered = error.lower()
     if library and library_family(library) in ("cudart", "cudnn", *_MATH_FAMILIES):
-        from envcheck.rules.library_state import libraries_apply
-
         if libraries_apply(ctx):
             return Fix(text=f"TensorFlow cannot find {basename(library)}: see the library finding it is grouped under.")
         if ctx.gpu_presence == ABSENT:
@@ -421,5 +419,34 @@ def macos_no_cuda(ctx: Context) -> Iterator[Hit]:
             text="Run on the CPU, or on Apple silicon try Apple's tensorflow-metal plugin; for CUDA use a Linux machine.",
             commands=(ctx.pip_command("install", "tensorflow-metal", step=False),),
             url=APPLE_METAL_PAGE,
+        ),
+    )
+
+
+@rule(
+    "EC-TF-011", "An old GPU build of TensorFlow without the CUDA libraries it needs to import", "error", "tensorflow"
+)
+def gpu_build_cannot_import(ctx: Context) -> Iterator[Hit]:
+    """GPU builds before TensorFlow 2.1 link the CUDA libraries at import: without them not even the
+    CPU runs. Said before TensorFlow is imported (--quick), on a machine without a GPU too; where
+    a GPU is there, the library findings say which file is missing."""
+    missing = ctx.missing_at_import
+    if not missing or ctx.gpu_presence != ABSENT:
+        return  # where a GPU may be, the library findings name the missing files
+    tf = ctx.installed_tf
+    platform = ctx.matrix.platform
+    listed = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    yield Hit(
+        title=f"{tf.distribution} {tf.version} is a GPU build that needs CUDA {minor(ctx.tf_cuda or '?')}'s libraries just to import ({listed} missing), and this machine has no NVIDIA GPU",
+        detail=(
+            f"Before {platform.gpu_in_tensorflow_package_from}, TensorFlow's GPU build linked the CUDA libraries when it was "
+            "imported; from then on it loads them when a GPU is used, so one package runs with and without a GPU."
+        ),
+        evidence=(("tensorflow", f"{tf.distribution} {tf.version} (CUDA {ctx.tf_cuda or '?'})"),)
+        + tuple((name, "not found") for name in missing),
+        fix=Fix(
+            text=f"Install the CPU build of TensorFlow {minor(tf.version)} instead (the CPU path below).",
+            url=TF_PIP_PAGE,
+            release=ctx.installed_release,
         ),
     )

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Optional
 
 from envcheck import __version__
 from envcheck.facts import Facts
-from envcheck.findings import Report, exit_code_for
+from envcheck.findings import BROKEN, DEGRADED, Report, exit_code_for
 from envcheck.machine import Machine
 from envcheck.rules import evaluate
+from envcheck.verdict.chain import walk_chain
+from envcheck.verdict.links import link_statuses
 
 if TYPE_CHECKING:  # pragma: no cover
     from envcheck.matrix import Matrix
@@ -25,16 +27,17 @@ def judge(
     notes: tuple[str, ...] = (),
     require_gpu: bool = False,
 ) -> Report:
-    """Run the rules over a snapshot and walk the chain to a verdict. ``require_gpu``: no usable
-    GPU makes the exit code 1 whatever else holds (a CI gate that needs a GPU)."""
-    from envcheck.verdict.chain import walk_chain
-    from envcheck.verdict.links import link_statuses
-
+    """Run the rules over a snapshot and walk the chain to a verdict. The exit code is 1 for a
+    finding at the ``fail_on`` level, and for a degraded or broken verdict (a GPU that is there and
+    does not work) unless ``fail_on`` is "never". ``require_gpu``: no usable GPU makes it 1 whatever
+    else holds (a CI gate that needs a GPU)."""
     machine = Machine(facts, matrix_loader=matrix_loader)
     notes = tuple(notes) + timed_out_notes(facts)
-    findings = evaluate(machine, select=select, ignore=ignore)
-    findings, verdict = walk_chain(machine, findings)
+    judgement = walk_chain(machine, evaluate(machine, select=select, ignore=ignore))
+    findings, verdict = judgement.findings, judgement.verdict
     exit_code = exit_code_for(findings, fail_on)
+    if verdict.status in (DEGRADED, BROKEN) and fail_on != "never":
+        exit_code = 1
     if require_gpu and verdict.gpus == 0:
         exit_code = 1
         notes = notes + ("--require-gpu: no usable GPU, so the exit code is 1",)
@@ -46,7 +49,8 @@ def judge(
         exit_code=exit_code,
         envcheck_version=__version__,
         notes=notes,
-        gpus=machine.gpus,
+        gpus=judgement.gpus,
+        gpu_presence=machine.gpu_presence,
     )
 
 

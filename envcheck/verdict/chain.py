@@ -1,161 +1,256 @@
-"""Walk the causal chain: the first broken link is the verdict, later errors are its consequences."""
+"""The machine's verdict, composed from its GPUs' chains.
+
+``walk_chain`` reads, in order:
+
+1. the machine's chain: the first broken link, and the errors it causes (``consequences``);
+2. each GPU's chain (``Machine.gpus``): usable or not, hidden or not, and the finding that explains
+   its first broken link;
+3. the state, the first that holds of: not installed; TensorFlow cannot run at all (broken); no
+   NVIDIA GPU (CPU only, finished); every GPU hidden on purpose (CPU only, finished); every visible
+   GPU usable (ready); some usable (degraded); GPUs there and none usable (broken); no GPU seen
+   and none known to be absent (CPU only, not finished);
+4. the ways forward: the GPU path for one target release, and the CPU path.
+
+No rule id is written here: a finding is chosen by its link in the chain and the GPUs it names.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Optional
 
-from envcheck.facts import OK, SKIPPED
-from envcheck.findings import BROKEN, CPU_ONLY, GPU_READY, LINK_NAMES, NOT_INSTALLED, Finding, Severity, Verdict
-from envcheck.machine import ABSENT
+from envcheck.facts import SKIPPED
+from envcheck.findings import BROKEN, CPU_ONLY, DEGRADED, GPU_READY, NOT_INSTALLED, Finding, Fix, Severity, Verdict
+from envcheck.machine import ABSENT, GpuView
+from envcheck.machine.gpus import EXPLAINED_BY
 from envcheck.rules.engine import Context
+from envcheck.rules.recommendation import recommend
+from envcheck.verdict import consequences
 from envcheck.verdict.ways_forward import cpu_path, gpu_path
-
-# Findings that mean no TensorFlow runs in this interpreter, on any device.
-_TF_UNUSABLE_RULES = ("EC-PY-001", "EC-PY-002", "EC-TF-006")
-# A convolution that fails on the GPUs TensorFlow lists is no fall-back to the CPU: a model with a
-# convolution stops there. With no GPU left that works, TensorFlow is broken, not "CPU only".
-_BREAKS_WITHOUT_A_WORKING_GPU = ("EC-PLC-003",)
+from envcheck.words import plural
 
 
-# Links that only work when the links before them do: their errors are consequences.
-_DEPENDENT_LINKS = ("gpu", "driver", "compute", "libraries", "placement")
+@dataclass(frozen=True)
+class Judgement:
+    findings: list[Finding]
+    verdict: Verdict
+    gpus: tuple[GpuView, ...]  # each with the finding that explains why it is not usable
 
 
-def walk_chain(ctx: Context, findings: list[Finding]) -> tuple[list[Finding], Verdict]:
-    """Name the first broken link and group the errors it causes under it.
+@dataclass(frozen=True)
+class _Scene:
+    """What the states read: the machine, its findings in chain order, its GPUs, the GPU path."""
 
-    Rules mark the consequences they know (a failed import caused by a missing DLL). Here the later
-    errors of the GPU stack (driver, compute capability, libraries, placement) become consequences
-    of the first broken link too; after a Python failure everything does. Installation and
-    environment errors are no consequence of a missing driver and stay causes of their own.
-    """
-    findings = _known_causes(findings)
-    roots = [f for f in findings if f.severity is Severity.ERROR and f.caused_by is None]
-    first = roots[0] if roots else None
-    own_fix: set[int] = set()
-    if first is not None:
-        rank = LINK_NAMES.index(first.link)
-        grouped = _DEPENDENT_LINKS if first.link != "python" else tuple(n for n in LINK_NAMES if n != "environment")
-        for position, f in enumerate(findings):
-            if (
-                f is not first
-                and f.severity is Severity.ERROR
-                and f.caused_by is None
-                and f.link in grouped
-                and LINK_NAMES.index(f.link) > rank
-            ):
-                findings[position] = dataclasses.replace(f, caused_by=first.id)
-                # A later broken link still needs its own fix, unless it only reports the symptom
-                # (TF lists no GPU) of what is broken before it.
-                if f.link != "placement":
-                    own_fix.add(position)
-    steps = gpu_path(findings, frozenset(own_fix))
-    facts = ctx.facts
-    usable = ctx.usable_gpus
-    gpus = len(usable)
-    if _not_installed(ctx, findings):
-        return findings, not_installed_verdict(ctx, findings, steps)
-    breaking = [
-        f
-        for f in findings
-        if f.severity is Severity.ERROR
-        and (f.id in _TF_UNUSABLE_RULES or (f.id in _BREAKS_WITHOUT_A_WORKING_GPU and not gpus))
-    ]
-    unusable = ctx.tf_unusable or bool(breaking)
-    if unusable:
-        # "broken" names what stops TensorFlow running at all (followed back to its cause), not
-        # an earlier GPU problem that would only send it to the CPU.
-        breaking = breaking or [f for f in findings if f.link == "tensorflow" and f.severity is Severity.ERROR]
-        if breaking:
-            first = _root_of(breaking[0], findings)
-    if gpus > 0 and not unusable and (first is None or facts.tensorflow.status == OK):
-        seen = len(ctx.gpus)
-        counted = f"{gpus} GPU{'s' if gpus != 1 else ''}" if gpus == seen else f"{gpus} of {seen} GPUs"
-        reason = f"GPU ready ({counted})"
-        if facts.quick or facts.tensorflow.status == SKIPPED:
-            reason += "; TensorFlow itself not tested (--quick)"
-        if first is not None:
-            reason += f"; but {_lower_first(first.title)}"
-        return findings, Verdict(
-            status=GPU_READY,
-            reason=reason,
-            first_broken_link=first.link if first else None,
-            finding_id=first.id if first else None,
-            gpus=gpus,
-            gpu_path=steps if first else (),
+    ctx: Context
+    findings: list[Finding]
+    gpus: tuple[GpuView, ...]
+    steps: tuple[Fix, ...]
+
+    @property
+    def visible(self) -> list[GpuView]:
+        return [g for g in self.gpus if not g.hidden]
+
+    @property
+    def usable(self) -> list[GpuView]:
+        return [g for g in self.visible if g.usable]
+
+    def first(self, *links: str, severity: Optional[Severity] = None) -> Optional[Finding]:
+        return next(
+            (f for f in self.findings if f.link in links and (severity is None or f.severity is severity)), None
         )
-    cpu = cpu_path(ctx, findings)
-    if first is None:
-        if ctx.gpu_presence == ABSENT:
-            return findings, Verdict(
-                status=CPU_ONLY,
-                reason="no NVIDIA GPU on this machine; TensorFlow runs on the CPU (nothing to fix)",
-                first_broken_link="gpu",
-                finding_id="EC-GPU-001" if any(f.id == "EC-GPU-001" for f in findings) else None,
-                gpus=0,
-                gpu_path=steps,
-                cpu_path=cpu,
-            )
-        warning = next((f for f in findings if f.severity is Severity.WARNING), None)
-        return findings, Verdict(
-            status=CPU_ONLY,
-            reason=warning.title if warning else "no GPU usable by TensorFlow was found",
-            first_broken_link=warning.link if warning else None,
-            finding_id=warning.id if warning else None,
-            gpus=0,
-            gpu_path=steps,
-            cpu_path=cpu,
-        )
-    return findings, Verdict(
-        status=BROKEN if unusable else CPU_ONLY,
-        reason=first.title,
-        first_broken_link=first.link,
-        finding_id=first.id,
-        gpus=gpus,
-        gpu_path=steps,
-        cpu_path=cpu,
-    )
+
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is Severity.ERROR]
 
 
-def _not_installed(ctx: Context, findings: list[Finding]) -> bool:
-    """No TensorFlow in this interpreter yet, and nothing else stops it from running there later."""
-    return any(f.id == "EC-TF-001" for f in findings)
+def walk_chain(ctx: Context, findings: list[Finding]) -> Judgement:
+    findings, own_fix = consequences.group(findings)
+    gpus = tuple(_with_finding(g, findings) for g in ctx.gpus)
+    scene = _Scene(ctx, findings, gpus, gpu_path(ctx, findings, own_fix))
+    for state in STATES:
+        verdict = state(scene)
+        if verdict is not None:
+            return Judgement(findings, verdict, gpus)
+    raise AssertionError("the last state always holds")  # pragma: no cover
 
 
-def not_installed_verdict(ctx: Context, findings: list[Finding], steps) -> Verdict:
-    """Before TensorFlow is installed: the plan's recommendation for this machine, as the next step."""
-    from envcheck.rules.recommendation import recommend
+# --- each GPU's finding --------------------------------------------------------------------------
 
+
+def _with_finding(gpu: GpuView, findings: list[Finding]) -> GpuView:
+    """The finding that explains why a GPU is not usable: of a chain link that can break the GPU's
+    first broken link, naming this GPU (or the whole machine), the first in chain order, followed
+    back to its cause."""
+    if gpu.usable or gpu.hidden:
+        return gpu
+    broken = gpu.first_broken
+    links = EXPLAINED_BY[broken.name] if broken is not None else ("tensorflow", "placement")
+    candidates = [f for f in findings if f.link in links and f.severity is not Severity.INFO]
+    named = [f for f in candidates if gpu.key in f.gpus] + [f for f in candidates if not f.gpus]
+    ranked = sorted(named, key=lambda f: (f.severity is not Severity.ERROR, findings.index(f)))
+    if not ranked:
+        return gpu
+    return dataclasses.replace(gpu, finding=consequences.root_of(ranked[0], findings).id)
+
+
+# --- the states, in order ------------------------------------------------------------------------
+
+
+def _not_installed(scene: _Scene) -> Optional[Verdict]:
+    ctx = scene.ctx
+    if not ctx.tf_not_installed:
+        return None
+    finding = scene.first("tensorflow")
     plan = recommend(ctx)
     if plan is None:
-        reason = "TensorFlow is not installed; run `envcheck plan` for the release that fits this machine"
         return Verdict(
             status=NOT_INSTALLED,
-            reason=reason,
+            reason="TensorFlow is not installed; run `envcheck plan` for the release that fits this machine",
             first_broken_link="tensorflow",
-            finding_id="EC-TF-001",
-            gpu_path=steps,
-            cpu_path=cpu_path(ctx, findings),
+            finding_id=finding.id if finding else None,
+            gpu_path=scene.steps,
+            cpu_path=cpu_path(ctx, scene.findings),
+            finished=True,
         )
     return Verdict(
         status=NOT_INSTALLED,
         reason=plan.reason,
         first_broken_link="tensorflow",
-        finding_id="EC-TF-001",
-        gpus=0,
+        finding_id=finding.id if finding else None,
         gpu_path=plan.gpu_steps,
         cpu_path=plan.cpu_steps,
         plan=plan.to_dict(),
+        finished=True,
     )
 
 
-def _root_of(finding: Finding, findings: list[Finding]) -> Finding:
-    by_id = {f.id: f for f in findings}
-    seen = {finding.id}
-    while finding.caused_by in by_id and finding.caused_by not in seen:
-        finding = by_id[finding.caused_by]
-        seen.add(finding.id)
-    return finding
+def _cannot_run(scene: _Scene) -> Optional[Verdict]:
+    """No TensorFlow runs in this interpreter, on any device: broken, named by its cause (not by an
+    earlier GPU problem that would only send it to the CPU)."""
+    ctx = scene.ctx
+    if not ctx.tf_unusable:
+        return None
+    breaking = scene.first("python", "tensorflow", severity=Severity.ERROR)
+    root = consequences.root_of(breaking, scene.findings) if breaking is not None else None
+    root = root or consequences.first_root(scene.findings)
+    return _verdict(scene, BROKEN, root.title if root else "TensorFlow cannot run in this interpreter", root)
+
+
+def _no_gpu(scene: _Scene) -> Optional[Verdict]:
+    """Nothing to fix: no NVIDIA GPU, and no error anywhere else (else the last state names it)."""
+    ctx = scene.ctx
+    if ctx.gpu_presence != ABSENT or scene.gpus or consequences.first_root(scene.findings) is not None:
+        return None
+    reason = "no NVIDIA GPU on this machine; TensorFlow runs on the CPU (nothing to fix)"
+    return _verdict(scene, CPU_ONLY, reason, scene.first("gpu"), finished=True, link="gpu")
+
+
+def _hidden_on_purpose(scene: _Scene) -> Optional[Verdict]:
+    ctx = scene.ctx
+    if not scene.gpus or scene.visible or not ctx.hidden_on_purpose:
+        return None
+    value = ctx.facts.env_var("CUDA_VISIBLE_DEVICES")
+    reason = (
+        f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU ({plural(len(scene.gpus), 'GPU')}): TensorFlow runs on "
+        "the CPU, as set; unset it to use them"
+    )
+    finished = consequences.first_root(scene.findings) is None
+    return _verdict(scene, CPU_ONLY, reason, scene.first("environment"), finished=finished, link="environment")
+
+
+def _ready(scene: _Scene) -> Optional[Verdict]:
+    usable, visible = scene.usable, scene.visible
+    if not usable or len(usable) != len(visible):
+        return None
+    hidden = len(scene.gpus) - len(visible)
+    reason = f"GPU ready ({plural(len(usable), 'GPU')}" + (
+        f"; {hidden} hidden by CUDA_VISIBLE_DEVICES)" if hidden else ")"
+    )
+    reason += _not_tested(scene)
+    first = consequences.first_root(scene.findings)
+    if first is not None:
+        reason += f"; but {_lower_first(first.title)}"
+    return _verdict(scene, GPU_READY, reason, first, finished=first is None, steps=scene.steps if first else ())
+
+
+def _degraded(scene: _Scene) -> Optional[Verdict]:
+    usable, visible = scene.usable, scene.visible
+    if not usable:
+        return None
+    failing = next(g for g in visible if not g.usable)
+    finding = _finding(scene, failing)
+    reason = f"GPU ready ({len(usable)} of {plural(len(visible), 'GPU')}){_not_tested(scene)}; but {failing.label}: {failing.reason}"
+    return _verdict(scene, DEGRADED, reason, finding)
+
+
+def _gpus_broken(scene: _Scene) -> Optional[Verdict]:
+    if not scene.gpus:
+        return None
+    explained = {g.finding for g in scene.gpus if g.finding}
+    root = next((f for f in scene.findings if f.id in explained and f.caused_by is None), None)
+    root = root or consequences.first_root(scene.findings)
+    failing = next((g for g in scene.visible if not g.usable), None)
+    reason = root.title if root is not None else f"{failing.label}: {failing.reason}" if failing else "no GPU is usable"
+    return _verdict(scene, BROKEN, reason, root)
+
+
+def _nothing_seen(scene: _Scene) -> Verdict:
+    """No GPU seen, and none known to be absent (Windows or WSL2 without a driver): the CPU, with the
+    first error (or warning) that may be why."""
+    first = consequences.first_root(scene.findings) or next(
+        (f for f in scene.findings if f.severity is Severity.WARNING), None
+    )
+    reason = first.title if first is not None else "no GPU usable by TensorFlow was found"
+    return _verdict(scene, CPU_ONLY, reason, first, finished=not scene.errors())
+
+
+STATES: tuple[Callable[[_Scene], Optional[Verdict]], ...] = (
+    _not_installed,
+    _cannot_run,
+    _no_gpu,
+    _hidden_on_purpose,
+    _ready,
+    _degraded,
+    _gpus_broken,
+    _nothing_seen,
+)
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _verdict(
+    scene: _Scene,
+    status: str,
+    reason: str,
+    finding: Optional[Finding],
+    *,
+    finished: bool = False,
+    link: Optional[str] = None,
+    steps: Optional[tuple[Fix, ...]] = None,
+) -> Verdict:
+    ctx = scene.ctx
+    return Verdict(
+        status=status,
+        reason=reason,
+        first_broken_link=finding.link if finding is not None else link,
+        finding_id=finding.id if finding is not None else None,
+        gpus=len(scene.usable),
+        gpu_path=scene.steps if steps is None else steps,
+        cpu_path=() if status in (GPU_READY, DEGRADED) else cpu_path(ctx, scene.findings),
+        finished=finished,
+    )
+
+
+def _finding(scene: _Scene, gpu: GpuView) -> Optional[Finding]:
+    return next((f for f in scene.findings if f.id == gpu.finding), None)
+
+
+def _not_tested(scene: _Scene) -> str:
+    facts = scene.ctx.facts
+    return "; TensorFlow itself not tested (--quick)" if facts.quick or facts.tensorflow.status == SKIPPED else ""
 
 
 def _lower_first(title: str) -> str:
@@ -164,15 +259,3 @@ def _lower_first(title: str) -> str:
     if len(word) > 1 and word[0].isupper() and word[1:].isalpha() and word[1:].islower():
         return title[0].lower() + title[1:]
     return title
-
-
-def _known_causes(findings: list[Finding]) -> list[Finding]:
-    """Drop a ``caused_by`` that names no finding of this report (that rule did not fire, or was
-    deselected with --select/--ignore): a consequence of nothing is a cause."""
-    ids = {f.id for f in findings}
-    return [
-        dataclasses.replace(f, caused_by=None)
-        if f.caused_by is not None and (f.caused_by not in ids or f.caused_by == f.id)
-        else f
-        for f in findings
-    ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from envcheck.facts import OK, SKIPPED, Facts
 from envcheck.findings import (
     LINK_ERROR,
@@ -14,10 +16,11 @@ from envcheck.findings import (
     Severity,
     Verdict,
 )
-from envcheck.machine import ABSENT, UNKNOWN, counted, short_device, telling_line
+from envcheck.machine import ABSENT, GPU_VARIABLES, UNKNOWN, counted, short_device, telling_line
+from envcheck.machine.libraries import all_needed
+from envcheck.machine.speed import multigpu_summary, shows_multigpu_line
 from envcheck.matrix.libraries import basename
 from envcheck.rules.engine import Context
-from envcheck.rules.speed_facts import multigpu_summary, shows_multigpu_line
 
 # Links that only mean something when there is a GPU.
 _GPU_LINKS = ("gpu", "driver", "compute", "libraries")
@@ -80,12 +83,16 @@ def _driver(ctx: Context, facts: Facts):
 
 
 def _compute(ctx: Context, facts: Facts):
-    ccs = sorted({g.compute_capability for g in facts.nvml.gpus if g.compute_capability})
+    ccs = sorted({g.compute_capability for g in ctx.gpus if g.compute_capability}, key=_capability_order)
     if ccs:
         return "compute capability " + ", ".join(ccs), None, True
     if ctx.gpu_presence == ABSENT:
         return "none (no GPU)", None, True
     return "unknown (no GPU seen through the driver)", None, bool(facts.nvml.gpus)
+
+
+def _capability_order(cc: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", cc))
 
 
 def _libraries(ctx: Context, facts: Facts):
@@ -97,8 +104,6 @@ def _libraries(ctx: Context, facts: Facts):
         return "not needed without a GPU", lib.seconds, probed
     build = ctx.tf_build
     if probed and build is not None and build.libraries:
-        from envcheck.rules.library_state import all_needed
-
         wanted = all_needed(ctx)
         gone = [n.name for n in wanted if not n.usable]
         if not gone:
@@ -151,27 +156,27 @@ def _placement(ctx: Context, facts: Facts):
         if not any(short_device(p.device).startswith("GPU") for p in tf.placement):
             return f"no GPU to test: {ops} ran on the CPU", None, False
         return f"{ops} ran on {devices}", None, True
-    return (
-        ", ".join(f"{p.op} on {short_device(p.device)}" + ("" if p.ok else " (failed)") for p in tf.placement),
-        None,
-        True,
-    )
+    ran = [p for p in tf.placement if p.ok]
+    failed = [p for p in tf.placement if not p.ok]
+    parts = []
+    if ran:
+        ops = " and ".join(dict.fromkeys(p.op for p in ran))
+        parts.append(f"{ops} ran on {', '.join(dict.fromkeys(short_device(p.device) for p in ran))}")
+    by_device: dict[str, list[str]] = {}
+    for p in failed:
+        by_device.setdefault(short_device(p.requested), []).append(p.op)
+    parts.append("failed: " + ", ".join(f"{' and '.join(ops)} on {device}" for device, ops in by_device.items()))
+    return "; ".join(parts), None, True
 
 
 def _environment(ctx: Context, facts: Facts):
-    keys = [
-        k
-        for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_CPP_MIN_LOG_LEVEL")
-        if k in facts.env.variables
-    ]
+    keys = [k for k in GPU_VARIABLES if k in facts.env.variables]
     shown = ", ".join(f"{k}={facts.env.variables[k]!r}" for k in keys)
     return shown or "nothing that changes GPU use", facts.env.seconds, facts.env.status != SKIPPED
 
 
 def _first_sentence(line: str) -> str:
     """ "ImportError: Could not find 'x.dll'. TensorFlow requires ..." -> "ImportError: Could not find 'x.dll'"."""
-    import re
-
     return re.split(r"(?<=[.!?'\"])\s+(?=[A-Z])", line.strip(), maxsplit=1)[0].rstrip(".")
 
 

@@ -3,20 +3,28 @@ how to run on the CPU today with the probed interpreter."""
 
 from __future__ import annotations
 
-from envcheck import shell
+import dataclasses
+
 from envcheck.findings import Finding, Fix, Severity
-from envcheck.machine import ABSENT
+from envcheck.machine import ABSENT, minor
 from envcheck.rules.engine import Context
+from envcheck.rules.installs import plan_for
+from envcheck.rules.recommendation import other_steps
 
 
 class _ANY:  # a distribution the matrix does not list: judged by its release row
     cuda = "release"
 
 
-def gpu_path(findings: list[Finding], also: frozenset[int] = frozenset()) -> tuple[Fix, ...]:
-    """The fixes of the errors that are causes, in chain order, each once. ``also`` holds the
-    positions of consequences that still need their own fix (cuDNN missing as well as the driver
-    being too old); a consequence a rule marked itself is solved by its cause."""
+def gpu_path(ctx: Context, findings: list[Finding], also: frozenset[int] = frozenset()) -> tuple[Fix, ...]:
+    """The fixes of the errors that are causes, in chain order, each once, for one TensorFlow
+    release. ``also`` holds the positions of consequences that still need their own fix; a
+    consequence a rule marked itself is cleared by its cause's fix.
+
+    The path has one target release: the installed one, or the one the first step that moves to
+    another release installs. Every step computed for another release is dropped, and the plan's
+    own steps for the target (its driver, its CUDA and cuDNN where they are not wheels) take their
+    place, so no later step undoes an earlier one."""
     steps: list[Fix] = []
     seen: set[str] = set()
     for position, f in enumerate(findings):
@@ -25,8 +33,26 @@ def gpu_path(findings: list[Finding], also: frozenset[int] = frozenset()) -> tup
         if f.caused_by is not None and position not in also:
             continue
         seen.add(f.fix.text)
-        steps.append(Fix(text=f"{f.id}: {f.fix.text}", commands=f.fix.commands, url=f.fix.url))
-    return tuple(steps)
+        steps.append(dataclasses.replace(f.fix, text=f"{f.id}: {f.fix.text}"))
+    installed = minor(ctx.installed_tf.version) if ctx.installed_tf is not None else None
+    move = next((s for s in steps if s.release is not None and s.release != installed), None)
+    if move is None:
+        return tuple(steps)
+    kept = [s for s in steps if s.release in (None, move.release)]
+    return tuple(_with_plan_steps(ctx, kept, move))
+
+
+def _with_plan_steps(ctx: Context, steps: list[Fix], move: Fix) -> list[Fix]:
+    """The plan's steps for the target release around the step that installs it: the driver
+    before, the rest after; a step whose commands an earlier one already gives is left out."""
+    plan = plan_for(ctx, move.release)
+    if plan is None:
+        return steps
+    before, after = other_steps(plan)
+    given = {c.line for s in steps for c in s.commands}
+    fresh = lambda fix: not fix.commands or not {c.line for c in fix.commands} <= given  # noqa: E731
+    at = steps.index(move)
+    return steps[:at] + [f for f in before if fresh(f)] + [move] + [f for f in after if fresh(f)] + steps[at + 1 :]
 
 
 def cpu_path(ctx: Context, findings: list[Finding]) -> tuple[Fix, ...]:
@@ -115,12 +141,7 @@ def _quieter(ctx: Context, tf) -> Fix:
             "Optional: raise TensorFlow's log level to stop CUDA's start-up error at every start. It also hides "
             "TensorFlow's other errors: unset it while debugging."
         ),
-        commands=(
-            ctx.shell_command(
-                shell.set_variable("TF_CPP_MIN_LOG_LEVEL", "3", shell.BASH),
-                shell.set_variable("TF_CPP_MIN_LOG_LEVEL", "3", shell.POWERSHELL),
-            ),
-        ),
+        commands=(ctx.set_variable("TF_CPP_MIN_LOG_LEVEL", "3"),),
     )
 
 
@@ -144,10 +165,5 @@ def _exact_exists(version: str) -> bool:
 def _hide_gpu(ctx: Context) -> Fix:
     return Fix(
         text="Keep TensorFlow off the GPU (it is there but not usable): hide it from CUDA in this shell.",
-        commands=(
-            ctx.shell_command(
-                shell.set_variable("CUDA_VISIBLE_DEVICES", "-1", shell.BASH),
-                shell.set_variable("CUDA_VISIBLE_DEVICES", "-1", shell.POWERSHELL),
-            ),
-        ),
+        commands=(ctx.set_variable("CUDA_VISIBLE_DEVICES", "-1"),),
     )

@@ -16,6 +16,7 @@ from rules import builders as b
 from envcheck.compare.fleet import hostlist, read_fleet
 from envcheck.errors import FactsError
 from envcheck.facts import load_facts, to_dict, to_json
+from envcheck.render import SCHEMA_VERSION
 from envcheck.render.fleet import render
 from envcheck.verdict import judge
 
@@ -65,13 +66,13 @@ def test_the_odd_nodes_are_named_with_what_differs(tmp_path):
         "535.129.03",
         7,
     )
-    assert odd3["verdict"].value.startswith("CPU only: Driver 470.57.02 is too old for CUDA 12.2")
+    assert odd3["verdict"].value.startswith("broken: Driver 470.57.02 is too old for CUDA 12.2")
     odd6 = {o.facet: o for o in fleet.odd["gpu-node-06"]}
     assert odd6["gpus"].value == "3x Tesla V100-SXM2-32GB" and odd6["gpus"].majority == "4x Tesla V100-SXM2-32GB"
     text = render(fleet, width=100, color=False)
     assert "Odd ones out (2)" in text
     assert (
-        "gpu-node-03 Driver 470.57.02 (7 others: 535.129.03); verdict CPU only: Driver 470.57.02 is too old"
+        "gpu-node-03 Driver 470.57.02 (7 others: 535.129.03); verdict broken: Driver 470.57.02 is too old"
         in " ".join(text.split())
     )
     assert max(len(line) for line in text.splitlines()) <= 100
@@ -192,7 +193,7 @@ def test_markdown_for_a_ticket_redacts_like_the_doctor_and_keeps_node_names(tmp_
     assert text.startswith("## envcheck fleet: 4 nodes from 4 files; 2 distinct machines judged")
     assert "| 3 | GPU ready (4 GPUs); TensorFlow itself not tested (--quick) | gpu-node-[01,03-04] |" in text
     assert (
-        "- **gpu-node-02**: CUDA libraries cudnn 8.0.5 (LD_LIBRARY_PATH) (3 others: cudnn 8.9.4 (pip)); verdict CPU only: "
+        "- **gpu-node-02**: CUDA libraries cudnn 8.0.5 (LD_LIBRARY_PATH) (3 others: cudnn 8.9.4 (pip)); verdict broken: "
         in text
     )
     assert (
@@ -318,5 +319,5 @@ def test_the_json_envelope_is_every_commands(cli, tmp_path, argv):
     result = cli(*(str(folder) if a == "FOLDER" else file if a == "FILE" else a for a in argv))
     data = json.loads(result.out)
     assert list(data)[:4] == ["schema_version", "envcheck_version", "command", "exit_code"]
-    assert data["schema_version"] == 2 and data["envcheck_version"] == __version__
+    assert data["schema_version"] == SCHEMA_VERSION and data["envcheck_version"] == __version__
     assert data["command"] == argv[0] and data["exit_code"] == result.code

@@ -24,6 +24,7 @@ from envcheck.facts import (
     PythonFacts,
     to_dict,
 )
+from envcheck.render import SCHEMA_VERSION
 from tests.conftest import FIXTURES, run_envcheck
 
 CATALOGUE = load_patterns()
@@ -107,7 +108,7 @@ def test_json_output(cli):
     result = cli("explain", "--no-probe", "--json", "--file", str(LOGS / "tf221_cpu_machine_import.log"))
     assert result.code == 0
     data = result.json()
-    assert data["schema_version"] == 2 and data["command"] == "explain"
+    assert data["schema_version"] == SCHEMA_VERSION and data["command"] == "explain"
     assert data["found"] == 4 and data["to_act_on"] == 1 and data["harmless"] == 3
     assert data["lines"] == 9 and data["exit_code"] == 0
     assert data["machine"] == {"probed": False, "origin": None, "os": None}

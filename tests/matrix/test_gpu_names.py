@@ -196,8 +196,7 @@ def test_near_misses_do_not_resolve_to_the_other_product(m, typed, not_this):
         ("Titan X", {"GeForce GTX TITAN X", "TITAN X (Pascal)"}),  # Maxwell or Pascal
         ("RTX 6000", {"Quadro RTX 6000", "RTX 6000 Ada Generation"}),  # Turing or Ada
         ("GT 640", {"GeForce GT 640 (GDDR3)", "GeForce GT 640 (GDDR5)"}),  # Fermi or Kepler
-        ("RTX 2050", {"GeForce RTX 2060"}),  # an Ampere laptop part NVIDIA's table does not list
-        ("3080", {"GeForce RTX 3080", "GeForce RTX 3080 Ti"}),
+        ("450", {"GeForce GTS 450", "GeForce MX450"}),  # a model number two lines share: not guessed
         ("RTX 3050 A Laptop GPU", {"GeForce RTX 3050"}),  # an Ada part named like an Ampere one
     ],
 )
@@ -206,9 +205,23 @@ def test_ambiguous_or_unlisted_names_resolve_to_nothing_and_suggest(m, typed, su
     assert suggested <= {g.name for g in m.gpu_candidates(typed)}
 
 
-@pytest.mark.parametrize("typed", ["Voodoo 3", "Radeon RX 7900 XTX", "GTX 1061", "MX450", "", "NVIDIA", "Laptop GPU"])
+@pytest.mark.parametrize("typed", ["Voodoo 3", "Radeon RX 7900 XTX", "GTX 1061", "MX470", "", "NVIDIA", "Laptop GPU"])
 def test_unknown_names(m, typed):
     assert m.gpu(typed) is None
+
+
+@pytest.mark.parametrize(
+    "typed, product",
+    [
+        ("3080", "GeForce RTX 3080"),  # the model number alone: the RTX 3080, not the 3080 Ti
+        ("1080 Ti", "GeForce GTX 1080 Ti"),
+        ("710", "GeForce GT 710"),
+        ("MX150", "GeForce MX150"),
+        ("RTX 2050", "GeForce RTX 2050"),
+    ],
+)
+def test_a_model_number_only_one_line_has_needs_no_line_letters(m, typed, product):
+    assert m.gpu(typed).name == product
 
 
 def test_unknown_names_have_no_far_fetched_suggestions(m):

@@ -75,10 +75,9 @@ def test_what_is_not_an_nvidia_device_id(m, spelled):
 @pytest.mark.parametrize(
     "device_id",
     [
-        "1e30",  # NVIDIA's README: Quadro RTX 6000 and, on some boards, Quadro RTX 8000
-        "25b6",  # A2 and A16
+        "1e78",  # NVIDIA's README: Quadro RTX 6000 or 8000, by subsystem only
+        "25b6",  # A2 and A16, by subsystem only
         "0f02",  # pci.ids: a Fermi GeForce GT 730; the GT 730 by name is Kepler
-        "25a9",  # GeForce RTX 2050: not in NVIDIA's compute capability table
         "ffff",
     ],
 )
@@ -127,10 +126,26 @@ def test_an_unknown_device_id_still_asks_for_the_gpu(m):
     facts = Facts(
         pci=PciFacts(
             status=OK,
-            devices=(PciDevice(address="0000:01:00.0", vendor_id="0x10de", device_id="0x25a9", class_code="0x030000"),),
+            devices=(PciDevice(address="0000:01:00.0", vendor_id="0x10de", device_id="0x2b8f", class_code="0x030000"),),
         )
     )
     target = target_from_facts(facts, m)
     assert target.has_gpu and target.compute_capability is None
-    assert target.gpu_names == ("NVIDIA device 0x25a9",)
+    assert target.gpu_names == ("NVIDIA device 0x2b8f",)
     assert any("--compute-capability" in n for n in target.notes)
+
+
+@pytest.mark.parametrize(
+    "device_id, name",
+    [
+        ("1e30", "Quadro RTX 6000"),  # the README's row without a subsystem; an RTX 8000 by subsystem is 7.5 too
+        ("25a2", "GeForce RTX 3050"),  # the 3050 Laptop GPU; by subsystem a 3050 Ti or 3060 Laptop GPU, all 8.6
+        ("25a0", "GeForce RTX 3050 Ti Laptop GPU"),
+        ("25a9", "GeForce RTX 2050"),  # GA107: not in NVIDIA's table, named by the README and pci.ids
+        ("128b", "GeForce GT 710"),
+        ("1f97", "GeForce MX450"),
+    ],
+)
+def test_an_id_named_by_its_row_without_a_subsystem(m, device_id, name):
+    product = m.gpu_by_pci_id(device_id)
+    assert product is not None and product.name == name

@@ -250,3 +250,23 @@ def busy_gpu(facts: Facts, used_mb: int) -> Facts:
         gpus[0], memory_used_mb=used_mb, processes=(GpuProcess(pid=4242, name="python3", used_memory_mb=used_mb - 300),)
     )
     return change(facts, {"nvml.gpus": tuple(gpus)})
+
+
+def failing_ops(
+    facts: Facts, devices: tuple[str, ...], error: str, ops: tuple[str, ...] = ("matmul", "conv2d")
+) -> Facts:
+    """The placement test's ``ops`` fail with ``error`` on the TensorFlow ``devices`` ("/GPU:2")."""
+    placement = tuple(
+        dataclasses.replace(p, ok=False, device=None, error=error) if p.requested in devices and p.op in ops else p
+        for p in facts.tensorflow.placement
+    )
+    return change(facts, {"tensorflow.placement": placement})
+
+
+def unbound_card(facts: Facts, device_id: str, address: str = "0000:99:00.0", name: str | None = None) -> Facts:
+    """One more NVIDIA card on the PCI bus that no driver drives (the loaded driver does not list it)."""
+    card = PciDevice(address=address, vendor_id="0x10de", device_id=device_id, class_code="0x030000", name=name)
+    return change(facts, {"pci.devices": facts.pci.devices + (card,)})
+
+
+BUSY = "InternalError: CUDA runtime implicit initialization on GPU:2 failed. Status: CUDA-capable device(s) is/are busy or unavailable"

@@ -104,6 +104,15 @@ def _windows_tf(version: str) -> Facts:
     return facts
 
 
+def _gpu_build_without_cuda(distribution: str, version: str) -> Facts:
+    """A machine without a GPU, a CUDA build of ``version`` and no CUDA libraries, not imported (--quick)."""
+    wheels = tuple(d.name for d in b.no_gpu().packages.distributions if d.name.startswith("nvidia-"))
+    facts = b.with_tf(b.with_distributions(b.quick(b.no_gpu()), drop=wheels), distribution, version)
+    return b.change(
+        facts, {"python.version": "3.7.9", "tensorflow": TensorflowFacts(status=SKIPPED), "libraries.libraries": ()}
+    )
+
+
 def _mixed_models() -> Facts:
     return b.server_gpus(b.server(), ("Tesla V100-SXM2-32GB", "7.0"), ("Tesla T4", "7.5"))
 
@@ -151,6 +160,12 @@ CASES: tuple[Case, ...] = (
     ),
     Case(
         "EC-GPU-003", lambda: b.no_driver_linux(b.server(), pci_driver="vfio-pci"), b.server, "vfio-pci holds the card"
+    ),
+    Case(
+        "EC-GPU-004",
+        lambda: b.unbound_card(b.server(), "0x1004"),  # a GeForce GTX 780 (Kepler) beside the V100s on driver 535
+        lambda: b.unbound_card(b.no_driver_linux(b.server()), "0x1004"),
+        "a Kepler card the loaded 535 driver does not drive (no driver loaded at all: not this rule)",
     ),
     # --- driver
     Case(
@@ -277,6 +292,15 @@ CASES: tuple[Case, ...] = (
         lambda: b.server_gpus(b.server(), ("NVIDIA GeForce RTX 3090", "8.6")),
         lambda: b.server_gpus(b.server(), ("NVIDIA GeForce RTX 2080 Ti", "7.5")),
         "Ampere card, TF 2.15 has only compute_80 PTX",
+    ),
+    Case(
+        "EC-CC-004",
+        lambda: b.change(
+            b.server_gpus(b.server(), ("NVIDIA GeForce RTX 3090", "8.6")),
+            {"nvml.driver_version": "530.30.02", "driver.version": "530.30.02"},
+        ),
+        lambda: b.server_gpus(b.server(), ("NVIDIA GeForce RTX 3090", "8.6")),
+        "compute_80 PTX only, driver 530 above CUDA 12's floor but below 12.2's own 535.54.03",
     ),
     # --- libraries
     Case("EC-LIB-001", b.setup_post, lambda: b.cuda_10_installed(b.setup_post()), "cudart64_100.dll missing"),
@@ -556,6 +580,26 @@ CASES: tuple[Case, ...] = (
         ),
         "3 of 4 GPUs listed (2 of 2 visible is fine)",
     ),
+    Case(
+        "EC-TF-011",
+        lambda: _gpu_build_without_cuda("tensorflow-gpu", "1.13.1"),
+        lambda: _gpu_build_without_cuda("tensorflow", "2.4.4"),
+        "tensorflow-gpu 1.13 links CUDA 10.0 at import; 2.4 loads CUDA only for a GPU",
+    ),
+    Case(
+        "EC-PLC-005",
+        lambda: b.failing_ops(b.server(), ("/GPU:2",), b.BUSY),
+        lambda: b.failing_ops(b.server(), ("/GPU:2",), "CUDNN_STATUS_EXECUTION_FAILED", ops=("conv2d",)),
+        "GPU 2 busy (exclusive-process); only its convolution failing is EC-PLC-003",
+    ),
+    Case(
+        "EC-PLC-005",
+        lambda: b.failing_ops(
+            b.server(), tuple(f"/GPU:{i}" for i in range(4)), "InternalError: Blas GEMM launch failed"
+        ),
+        b.server,
+        "the matmul fails on every GPU",
+    ),
     # --- environment
     Case(
         "EC-ENV-001",
@@ -602,8 +646,8 @@ CASES: tuple[Case, ...] = (
         "EC-ENV-003",
         lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES=""),
         lambda: b.with_env(b.server(), CUDA_VISIBLE_DEVICES="0"),
-        "empty: every GPU hidden",
-        "error",
+        "empty: every GPU hidden, on purpose (CPU only, said as such)",
+        "warning",
     ),
     Case(
         "EC-ENV-003",

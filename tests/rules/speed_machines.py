@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from envcheck.facts import NvmlFacts, from_dict
+from envcheck.facts import NvmlFacts, PciDevice, from_dict
 
 from . import builders as b
 
@@ -58,5 +58,20 @@ def probe_machines(machines: dict[str, dict], build_dir: Path) -> dict[str, Nvml
 
 
 def server_with(nvml: NvmlFacts, **env: str):
-    facts = dataclasses.replace(b.server(), nvml=nvml)
+    """The server with these GPUs on its NVML and, at the same addresses, on its PCI bus."""
+    server = b.server()
+    devices = tuple(_pci_device(gpu) for gpu in nvml.gpus)
+    facts = dataclasses.replace(server, nvml=nvml, pci=dataclasses.replace(server.pci, devices=devices))
     return b.with_env(facts, **env) if env else facts
+
+
+def _pci_device(gpu) -> PciDevice:
+    """The bus's view of an NVML GPU ("00000000:07:00.0" as sysfs writes it): the fake's A100s and T4s."""
+    return PciDevice(
+        address=(gpu.pci_bus_id or "")[4:].lower(),
+        vendor_id="0x10de",
+        device_id="0x1eb8" if "T4" in (gpu.name or "") else "0x20b2",
+        class_code="0x030200",
+        driver="nvidia",
+        name=gpu.name,
+    )

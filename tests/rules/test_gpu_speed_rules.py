@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from envcheck.facts import GpuPair, GpuPerformance, GpuProcess, HostFacts, NvmlFacts, PcieLink
 from envcheck.machine import Machine
-from envcheck.rules.speed_facts import multigpu_summary
+from envcheck.machine.speed import multigpu_summary
 from envcheck.verdict import judge
 
 from . import builders as b

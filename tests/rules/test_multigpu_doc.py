@@ -50,23 +50,29 @@ NODES = {"node-03": "x4", "node-05": "thermal", "node-07": "busy"}
 def outputs(build_dir: Path) -> dict[str, str]:
     from envcheck import invocation
 
+    saved = invocation.envcheck_word  # the plain word, as the docs show it; put back after
     invocation.envcheck_word = lambda shell_name="bash": "envcheck"
-    sections = probe_machines(MACHINES, build_dir)
-    slowed = judge(server_with(sections["slowed"]))
-    folder = build_dir / "fleet"
-    folder.mkdir()
-    paths = []
-    for number in range(1, 9):
-        name = f"node-{number:02d}"
-        facts = server_with(sections[NODES.get(name, "healthy")])
-        facts = dataclasses.replace(facts, platform=dataclasses.replace(facts.platform, hostname=name))
-        (folder / f"{name}.json").write_text(to_json(facts))
-        paths.append(str(folder / f"{name}.json"))
-    return {
-        "$ envcheck doctor --facts a100-server.json": render_doctor(slowed, color=False, width=100),
-        "$ envcheck doctor -v --facts a100-server.json": render_doctor(slowed, verbose=True, color=False, width=100),
-        "$ envcheck fleet node-*.json": render_fleet(read_fleet(paths), width=100, color=False),
-    }
+    try:
+        sections = probe_machines(MACHINES, build_dir)
+        slowed = judge(server_with(sections["slowed"]))
+        folder = build_dir / "fleet"
+        folder.mkdir()
+        paths = []
+        for number in range(1, 9):
+            name = f"node-{number:02d}"
+            facts = server_with(sections[NODES.get(name, "healthy")])
+            facts = dataclasses.replace(facts, platform=dataclasses.replace(facts.platform, hostname=name))
+            (folder / f"{name}.json").write_text(to_json(facts))
+            paths.append(str(folder / f"{name}.json"))
+        return {
+            "$ envcheck doctor --facts a100-server.json": render_doctor(slowed, color=False, width=100),
+            "$ envcheck doctor -v --facts a100-server.json": render_doctor(
+                slowed, verbose=True, color=False, width=100
+            ),
+            "$ envcheck fleet node-*.json": render_fleet(read_fleet(paths), width=100, color=False),
+        }
+    finally:
+        invocation.envcheck_word = saved
 
 
 def blocks() -> list[tuple[str, list[str]]]:

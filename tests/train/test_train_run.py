@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from train_helpers import REAL_CIFAR10, REPO, read_json, run_module
 
+from envcheck.render import SCHEMA_VERSION
+
 pytestmark = pytest.mark.slow
 
 SYNTHETIC = ["--synthetic", "--no-progress"]
@@ -50,7 +52,7 @@ def test_two_cpu_replicas_train_with_falling_loss_and_write_every_output(tmp_pat
     assert [d.rsplit("device:", 1)[-1] for d in summary["devices"]["devices"]] == ["CPU:0", "CPU:1"]
     assert summary["devices"]["strategy"] == "MirroredStrategy"
     assert summary["epochs"] == 3 and summary["images_per_second"] > 0
-    envelope = {"schema_version": 2, "command": "train", "exit_code": 0}
+    envelope = {"schema_version": SCHEMA_VERSION, "command": "train", "exit_code": 0}
     assert envelope.items() <= summary.items()
     assert {k: v for k, v in summary.items() if k not in (*envelope, "envcheck_version")} == read_json(
         out / "summary.json"

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from envcheck.facts import GpuPair, GpuPerformance, NvmlGpu, PcieLink
-from envcheck.machine import Machine
+
+if TYPE_CHECKING:  # pragma: no cover
+    from envcheck.machine.view import Machine
 
 IDLE, UNDER_LOAD, LOAD_UNKNOWN = "idle", "under load", "load unknown"
 # Below this share of busy time NVIDIA's tools count a GPU as idle (nvidia-smi's "Volatile GPU-Util").
@@ -111,8 +113,13 @@ def below_maximum(link: Optional[PcieLink]) -> tuple[bool, bool]:
 
 
 def speed_gpus(machine: Machine) -> tuple[GpuSpeed, ...]:
-    """Every GPU NVML listed, with sysfs's link and NUMA node where NVML gave none."""
-    return machine.memo("speed_gpus", lambda: tuple(_read(machine)))
+    """Every GPU NVML listed, with sysfs's link and NUMA node where NVML gave none (read once per
+    machine: ``Machine.speed_gpus``)."""
+    return machine.speed_gpus
+
+
+def read_speed_gpus(machine: Machine) -> tuple[GpuSpeed, ...]:
+    return tuple(_read(machine))
 
 
 def visible_speed_gpus(machine: Machine) -> tuple[GpuSpeed, ...]:
