@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from envcheck import __version__
 from envcheck.errors import EXIT_INTERNAL, EXIT_USAGE, EnvcheckError
+from envcheck.printable import printable
 
 # name -> (module, one-line help). Order is the order shown in --help.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -139,9 +140,6 @@ def _take_traceback(argv: list[str]) -> tuple[list[str], bool]:
     return kept, len(kept) != len(argv)
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in range(32) if c != 9} | {10: "\\n", 13: "\\r", 127: "\\x7f"}
-
-
 _LONG_WORD = re.compile(r"\S{201,}")
 
 
@@ -149,7 +147,7 @@ def one_line(message: str) -> str:
     """A message as one line on a terminal: a value with a newline or an escape sequence in it
     (a hostile file name, a pasted flag) is shown escaped, never acted on, and a value thousands
     of characters long is shortened."""
-    escaped = message.translate(_CONTROL)
+    escaped = printable(message)
     return _LONG_WORD.sub(lambda m: f"{m.group()[:60]}... ({len(m.group())} characters)", escaped)
 
 

@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "words",
         "interrupts",
         "filename_fields",
+        "printable",
     ),
     ("facts",),
     ("findings", "matrix", "redact"),

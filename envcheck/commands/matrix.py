@@ -7,6 +7,7 @@ from typing import Any
 
 from envcheck.errors import NotFoundError, UsageError
 from envcheck.matrix import BUILD_OSES, Matrix, TfBuild, as_version, load_matrix, unknown_gpu_message
+from envcheck.printable import printable
 from envcheck.shell import BASH, quote
 
 
@@ -46,13 +47,14 @@ def run(args: argparse.Namespace) -> int:
     matrix = load_matrix(path) if path else load_matrix()
     if args.query == "tf":
         answer = tf_answer(matrix, args.version, args.os)
-        text = _tf_text(answer)
+        text = _tf_text(shown(answer))
     elif args.query == "cuda":
         answer = cuda_answer(matrix, args.version)
-        text = _cuda_text(answer)
+        text = _cuda_text(shown(answer))
     else:
         answer = gpu_answer(matrix, " ".join(args.name))
-        text = _gpu_text(answer, {os: [str(b.tf) for b in matrix.tf_releases(os)] for os in BUILD_OSES})
+        releases = {os: [printable(str(b.tf)) for b in matrix.tf_releases(os)] for os in BUILD_OSES}
+        text = _gpu_text(shown(answer), releases)
     from envcheck.render import emit, json_text
 
     emit(json_text("matrix", {"query": args.query, **answer}, 0) if args.json else _fit(text) + "\n", is_json=args.json)
@@ -207,6 +209,18 @@ def _driver(matrix: Matrix, build: TfBuild, os: str) -> dict[str, Any] | None:
 
 # --------------------------------------------------------------------------------------------
 # Text output
+
+
+def shown(answer: Any) -> Any:
+    """An answer with every string as it may be printed: a --matrix file is anyone's text, and one
+    value must stay one line (``printable``); the JSON output keeps the values exact."""
+    if isinstance(answer, str):
+        return printable(answer)
+    if isinstance(answer, list):
+        return [shown(v) for v in answer]
+    if isinstance(answer, dict):
+        return {k: shown(v) for k, v in answer.items()}
+    return answer
 
 
 # Lines that are a command to copy stay whole whatever the width.

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from envcheck.errors import UsageError
+from envcheck.printable import printable
 from envcheck.train.config import JIT_WITH_CPU_REPLICAS
 from envcheck.words import plural
 
@@ -230,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if result.already_finished and not args.json:
         print(
-            f"envcheck: {config.output} holds a finished run; nothing was trained (--overwrite trains again)",
+            f"envcheck: {printable(config.output)} holds a finished run; nothing was trained (--overwrite trains again)",
             file=sys.stderr,
         )
     if args.json:
@@ -250,13 +251,13 @@ def format_summary(summary: dict, output: Path) -> str:
 
     return "\n".join(
         [
-            f"MiniGoogLeNet ({summary['parameters']:,} parameters) on {summary['data']['source']}: "
+            f"MiniGoogLeNet ({summary['parameters']:,} parameters) on {printable(summary['data']['source'])}: "
             f"{plural(summary['epochs'], 'epoch')} on {plural(summary['replicas'], 'replica')} "
             f"({', '.join(summary['devices']['devices'])})",
             f"final: loss {fmt(final['loss'])}  accuracy {fmt(final['accuracy'])}  "
             f"val_loss {fmt(final['val_loss'])}  val_accuracy {fmt(final['val_accuracy'])}",
             f"time: {fmt(summary['seconds'], '.1f')} s, {fmt(summary['images_per_second_steady'], '.1f')} images/s "
             f"({fmt(summary['images_per_second_per_replica'], '.1f')} per replica)",
-            f"outputs: {output}/ (history.png, history.json, history.csv, summary.json, model.keras)",
+            f"outputs: {printable(output)}/ (history.png, history.json, history.csv, summary.json, model.keras)",
         ]
     )

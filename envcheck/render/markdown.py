@@ -12,6 +12,7 @@ import json
 
 from envcheck.facts import to_dict
 from envcheck.findings import Report
+from envcheck.printable import printable
 from envcheck.redact import redactor, with_fields_redacted
 
 _STATUS_WORD = {"ok": "ok", "warning": "warning", "error": "**error**", "skipped": "skipped"}
@@ -35,9 +36,9 @@ def _markdown(report: Report) -> str:
     lines = [
         "## envcheck report",
         "",
-        f"**Verdict:** {v.line}",
+        f"**Verdict:** {printable(v.line)}",
         "",
-        f"envcheck {report.envcheck_version}, snapshot taken {facts.created or 'unknown'}"
+        f"envcheck {report.envcheck_version}, snapshot taken {printable(facts.created or 'unknown')}"
         + (" (TensorFlow not probed: --quick)" if facts.quick else ""),
         "",
         "| Link | Status | Seen |",
@@ -53,18 +54,20 @@ def _markdown(report: Report) -> str:
         lines.append("None.")
     for f in report.findings:
         cause = f" (because of {f.caused_by})" if f.caused_by else ""
-        lines.append(f"- **{f.id}** ({f.severity.value}) {f.title}{cause}")
+        lines.append(f"- **{f.id}** ({f.severity.value}) {printable(f.title)}{cause}")
         if f.detail:
-            lines.append(f"  - {f.detail}")
+            lines.append(f"  - {printable(f.detail)}")
         if f.fix is not None:
-            lines.append(f"  - Fix: {f.fix.text}")
+            lines.append(f"  - Fix: {printable(f.fix.text)}")
             if f.fix.commands:
                 lines.append("")
                 lines.append("    ```")
-                lines.extend(f"    {c.line}" + (f"   # {c.shell}" if c.shell != "any" else "") for c in f.fix.commands)
+                lines.extend(
+                    f"    {printable(c.line)}" + (f"   # {c.shell}" if c.shell != "any" else "") for c in f.fix.commands
+                )
                 lines.append("    ```")
             if f.fix.url:
-                lines.append(f"  - See <{f.fix.url}>")
+                lines.append(f"  - See <{printable(f.fix.url)}>")
     lines.append("")
 
     if v.status != "gpu-ready" and (v.gpu_path or v.cpu_path):
@@ -79,11 +82,11 @@ def _markdown(report: Report) -> str:
             lines.append(f"**{heading}**")
             lines.append("")
             for n, step in enumerate(steps, 1):
-                lines.append(f"{n}. {step.text}" + (f" See <{step.url}>" if step.url else ""))
+                lines.append(f"{n}. {printable(step.text)}" + (f" See <{printable(step.url)}>" if step.url else ""))
                 if step.commands:
                     lines.append("")
                     lines.append("   ```")
-                    lines.extend(f"   {c.line}" for c in step.commands)
+                    lines.extend(f"   {printable(c.line)}" for c in step.commands)
                     lines.append("   ```")
             lines.append("")
 
@@ -98,14 +101,14 @@ def _markdown(report: Report) -> str:
         ("TensorFlow", facts.tensorflow.version or facts.tensorflow.status),
     ]
     for name, value in rows:
-        lines.append(f"- **{name}:** {value}")
+        lines.append(f"- **{name}:** {printable(value)}")
     dists = facts.packages.distributions
     if dists:
-        lines.append("- **Packages:** " + ", ".join(f"{d.name} {d.version}" for d in dists))
+        lines.append("- **Packages:** " + printable(", ".join(f"{d.name} {d.version}" for d in dists)))
     lines.append("")
 
     if facts.tensorflow.log_lines:
-        lines.extend(_details("TensorFlow log lines", "\n".join(facts.tensorflow.log_lines), "text"))
+        lines.extend(_details("TensorFlow log lines", "\n".join(map(printable, facts.tensorflow.log_lines)), "text"))
     lines.extend(_details("Facts snapshot (JSON)", json.dumps(to_dict(facts), indent=2), "json"))
     return "\n".join(lines) + "\n"
 
@@ -116,7 +119,7 @@ def _details(summary: str, body: str, lang: str) -> list[str]:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return printable(text).replace("|", "\\|")
 
 
 def redact_text(text: str, report: Report) -> str:

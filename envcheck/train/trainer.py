@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from envcheck.errors import EXIT_FINDINGS, EnvcheckError, UsageError
+from envcheck.printable import printable
 from envcheck.train.config import TrainConfig, post_reference
 from envcheck.train.data import (
     CIFAR10_CLASSES,
@@ -187,10 +188,10 @@ def train(config: TrainConfig, *, data: Optional[CifarData] = None, plan=None, p
         with quiet_tensorflow(verbose=verbose):
             model, plan, steps, global_batch, epochs_done, rows = _set_up(config, data, plan, output, state, stage)
     if plan.note and plan.is_chief:
-        print(f"envcheck: note: {plan.note}", file=sys.stderr)
+        print(f"envcheck: note: {printable(plan.note)}", file=sys.stderr)
     if epochs_done and plan.is_chief:
         print(
-            f"envcheck: resuming the run in {config.output} after epoch {epochs_done} of {config.recipe.epochs} "
+            f"envcheck: resuming the run in {printable(config.output)} after epoch {epochs_done} of {config.recipe.epochs} "
             "(--overwrite starts over)",
             file=sys.stderr,
         )
@@ -335,7 +336,7 @@ def _say_what_an_interruption_kept(config: TrainConfig, recorder, plan) -> None:
     kept = len(recorder.rows)
     if kept:
         print(
-            f"envcheck: stopped; {_kept(kept)} kept in {config.output}: the same command resumes after epoch {kept}",
+            f"envcheck: stopped; {_kept(kept)} kept in {printable(config.output)}: the same command resumes after epoch {kept}",
             file=sys.stderr,
         )
     else:

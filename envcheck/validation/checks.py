@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from rich.markup import escape
+
 from envcheck.errors import EXIT_FINDINGS, EXIT_OK
+from envcheck.printable import printable
 from envcheck.words import plural
 
 
@@ -84,18 +87,20 @@ def render_terminal(report: ValidationReport, console) -> None:
     for check in report.checks:
         mark = "[green]PASS[/]" if check.passed else "[bold red]FAIL[/]"
         took = f" [dim]({check.seconds:.1f} s)[/]" if check.seconds is not None else ""
-        console.print(f"{mark}  level {check.level}  {check.name}: {check.summary}{took}", soft_wrap=True)
+        console.print(
+            f"{mark}  level {check.level}  {_shown(check.name)}: {_shown(check.summary)}{took}", soft_wrap=True
+        )
     for note in report.notes:
-        console.print(f"[dim]note: {note}[/]", soft_wrap=True)
+        console.print(f"[dim]note: {_shown(note)}[/]", soft_wrap=True)
     failed = [c for c in report.checks if not c.passed]
     where = "on the GPU" if report.used_gpu else "on the CPU"
     if report.doctor is not None:
-        console.print(f"[dim]doctor: {report.doctor.get('line')}[/]", soft_wrap=True)
+        console.print(f"[dim]doctor: {_shown(report.doctor.get('line'))}[/]", soft_wrap=True)
     if failed:
         console.print(f"[bold red]validation failed[/]: {len(failed)} of {len(report.checks)} checks", soft_wrap=True)
     elif report.problems:
         console.print(
-            f"[bold red]validation not passed[/]: the checks passed {where}, but " + "; ".join(report.problems),
+            f"[bold red]validation not passed[/]: the checks passed {where}, but " + _shown("; ".join(report.problems)),
             soft_wrap=True,
         )
     else:
@@ -103,3 +108,9 @@ def render_terminal(report: ValidationReport, console) -> None:
             f"[bold green]validation passed[/]: {len(report.checks)} checks up to level {report.level}, {where}",
             soft_wrap=True,
         )
+
+
+def _shown(text) -> str:
+    """A value in rich markup: its control characters escaped, its brackets never read as markup
+    (an error text with "[/]" in it would otherwise stop the report)."""
+    return escape(printable(str(text)))
