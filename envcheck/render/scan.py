@@ -153,6 +153,7 @@ def render(
         _table(out, rows)
     else:
         out.line("  No Python environment found.")
+    _kernel_variables(out, result.environments)
     if verbose:
         for env, r in zip(result.environments, rows):
             out.blank()
@@ -173,6 +174,17 @@ def render(
             for command in f.commands:
                 out.command(printable(command.line), len(label) + 2)
     return out.value()
+
+
+def _kernel_variables(out: Lines, environments) -> None:
+    """Which variables each kernel's kernel.json set, and that only its interpreter got them."""
+    for env in environments:
+        if not env.env:
+            continue
+        kernels = ", ".join(dict.fromkeys(repr(c.detail) for c in env.reached if c.how == KERNEL))
+        names = ", ".join(sorted(name for name, _ in env.env))
+        line = f"kernel {kernels} sets {names}: applied to its interpreter only, not to envcheck"
+        out.line(out.style("  " + printable(line), "dim"), hang=4)
 
 
 _HEADERS = ("environment", "Python", "TF", "GPU", "reached", "first broken link")

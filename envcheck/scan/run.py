@@ -6,8 +6,9 @@ one environment, listed once with every way it was reached. A kernel that sets v
 own (kernel.json's ``env``) runs differently from its interpreter in a terminal, so it is an
 environment of its own.
 
-Each environment then gets ``envcheck doctor --json --python ... [--quick]`` in a child process,
-at most ``jobs`` at a time, each with its own timeout, all within the scan's budget: an
+Each environment then gets the doctor (``envcheck doctor --json --python ... [--quick]``) in an
+isolated child process (scan/child.py: a kernel's variables reach its interpreter only), at most
+``jobs`` at a time, each with its own timeout, all within the scan's budget: an
 environment whose doctor did not finish in time is reported as timed out, not dropped.
 """
 
@@ -21,11 +22,10 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-import envcheck
 from envcheck import procs
+from envcheck.scan import child
 from envcheck.scan.discover import (
     HOW_ORDER,
     PATH_HOW,
@@ -172,30 +172,6 @@ def _kind(answer: dict, c: Candidate, places: Places) -> str:
 
 # --- the doctor on each ----------------------------------------------------------------------------
 
-# Runs this very envcheck in a child, whatever installed it (a checkout on PYTHONPATH included).
-_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from envcheck.cli import main; sys.exit(main(sys.argv[1:]))"
-
-
-def doctor_argv(env: Environment, *, full: bool, timeout: float) -> list[str]:
-    package_parent = str(Path(envcheck.__file__).resolve().parent.parent)
-    argv = [
-        sys.executable,
-        "-c",
-        _BOOT,
-        package_parent,
-        "doctor",
-        "--json",
-        "--python",
-        env.interpreter,
-        "--timeout",
-        f"{timeout:g}",
-    ]
-    if full:
-        argv += ["--tf-timeout", f"{max(1.0, timeout - 5):g}"]
-    else:
-        argv.append("--quick")
-    return argv
-
 
 def check_all(
     environments: list[Environment],
@@ -216,11 +192,15 @@ def check_all(
         if left < 1.0:
             return replace(env, status=TIMED_OUT, error=f"not started: the scan's {budget:g} s budget ran out first")
         limit = min(timeout, left)
-        child_env = {**environ, **dict(env.env)}
+        # The kernel's variables are for its interpreter: they travel in the request, and envcheck's
+        # own child runs isolated. The doctor stops at its own timeout; the child gets a little more.
+        probed = {**environ, **dict(env.env)}
+        ask = child.request(env.interpreter, probed, full=full, timeout=max(1.0, limit - 2))
         started = time.perf_counter()
         try:
-            # The doctor stops its probes at its own --timeout; the child gets a little more to say so.
-            done = procs.run(doctor_argv(env, full=full, timeout=max(1.0, limit - 2)), timeout=limit, env=child_env)
+            done = procs.run(
+                [sys.executable, "-I", "-c", child.BOOT], timeout=limit, env=child.child_environment(environ), input=ask
+            )
         except OSError as exc:
             return replace(env, status=FAILED, error=f"cannot start the doctor: {exc.strerror or exc}")
         seconds = round(time.perf_counter() - started, 2)
