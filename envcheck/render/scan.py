@@ -163,6 +163,10 @@ def render(
                 out.line("    verdict: ", printable((env.report.get("verdict") or {}).get("line", "")), hang=13)
             if env.seconds is not None:
                 out.line(f"    checked in {env.seconds:.1f} s")
+    if result.skipped:
+        out.blank()
+        for s in result.skipped:
+            out.line(out.style(printable(f"skipped: {tilde(s.where, home)}: {s.why}"), "dim"), hang=9)
     if result.findings:
         out.blank()
         out.line(out.style(f"Found by the scan ({len(result.findings)})", "bold"))

@@ -77,9 +77,11 @@ def request(interpreter: str, probe_environ: Mapping[str, str], *, full: bool, t
 
 def main(body: dict[str, Any]) -> int:
     """The doctor's ``--json`` report on the request's interpreter, with the request's environment."""
+    from envcheck import procs
     from envcheck.errors import EnvcheckError
     from envcheck.printable import printable
 
+    procs.adopt_orphans()  # what the probed interpreter leaves behind is ended with it
     try:
         return _doctor(body)
     except EnvcheckError as exc:
