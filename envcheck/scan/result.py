@@ -76,7 +76,14 @@ def scan(
     environments, unusable = identify(candidates, places, jobs, deadline=started + budget)
     left = max(0.0, budget - (time.perf_counter() - started))
     checked = check_all(
-        running_first(environments), environ, full=full, timeout=timeout, budget=left, jobs=jobs, progress=progress
+        running_first(environments),
+        environ,
+        full=full,
+        timeout=timeout,
+        budget=left,
+        whole_budget=budget,
+        jobs=jobs,
+        progress=progress,
     )
     findings = kernel_findings(kernels, unusable) + interpreter_findings(unusable) + unchecked_findings(checked)
     seconds = round(time.perf_counter() - started, 2)

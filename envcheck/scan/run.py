@@ -210,17 +210,23 @@ def check_all(
     full: bool,
     timeout: float,
     budget: float,
+    whole_budget: float | None = None,
     jobs: int,
     progress=None,
 ) -> list[Environment]:
-    """The doctor on every environment, ``jobs`` at a time, each within ``timeout``, all within ``budget``."""
+    """The doctor on every environment, ``jobs`` at a time, each within ``timeout``, all within
+    ``budget`` (what is left of the scan's ``whole_budget``, the figure a message names)."""
     deadline = time.perf_counter() + budget
     lock = threading.Lock()
 
     def one(env: Environment) -> Environment:
         left = deadline - time.perf_counter()
         if left < 1.0:
-            return replace(env, status=TIMED_OUT, error=f"not started: the scan's {budget:g} s budget ran out first")
+            return replace(
+                env,
+                status=TIMED_OUT,
+                error=f"not started: the scan's {whole_budget or budget:g} s budget ran out first",
+            )
         limit = min(timeout, left)
         # The kernel's variables are for its interpreter: they travel in the request, and envcheck's
         # own child runs isolated. The doctor stops at its own timeout; the child gets a little more.
