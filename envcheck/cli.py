@@ -66,12 +66,13 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     import difflib
     import re
 
-    unknown = re.search(r"unrecognized arguments?: (\S+)", message)
+    searched = message[:2000]  # it echoes what was typed: searched within a bound
+    unknown = re.search(r"unrecognized arguments?: (\S+)", searched)
     if unknown:
         flags = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
         near = difflib.get_close_matches(unknown.group(1).split("=", 1)[0], flags, n=1, cutoff=0.6)
         return message + (f" (did you mean {near[0]}?)" if near else "")
-    choice = re.search(r"(?:argument ([^:]+): )?invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    choice = re.search(r"(?:argument ([^:]+): )?invalid choice: '([^']*)' \(choose from (.*)\)", searched)
     if choice:
         options = [c.strip().strip("'") for c in choice.group(3).split(",")]
         near = difflib.get_close_matches(choice.group(2), options, n=1, cutoff=0.5)

@@ -5,13 +5,18 @@ none of it raw."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import typing
 import unicodedata
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Union
 
-from envcheck.facts import Facts
+from envcheck.errors import EnvcheckError
+from envcheck.facts import Facts, load_facts, to_dict
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "facts"
 
 # What an attacker puts in a folder, a host name or a GPU name: the OSC 52 clipboard write of the
 # issue, a CSI that clears the screen, an 8-bit CSI, a carriage return that overwrites the line, a
@@ -111,8 +116,8 @@ def poison(obj: Any, text: Callable[[str], str], chosen: Callable[[str], bool], 
             elif chosen(path + "[]"):
                 changes[f.name] = (*value, text(path + "[]"))
         elif typing.get_origin(tp) is dict:
-            if chosen(path + "{}"):
-                changes[f.name] = {**value, text(path + "{}"): text(path + "{}")}
+            if chosen(path + "{}"):  # every value it holds, and a key of its own
+                changes[f.name] = {**{k: text(path + "{}") for k in value}, text(path + "{}"): text(path + "{}")}
         elif dataclasses.is_dataclass(tp) and value is not None:
             changes[f.name] = poison(value, text, chosen, path + ".")
     return dataclasses.replace(obj, **changes)
@@ -127,3 +132,78 @@ def _blank(cls: type) -> Any:
             tp = _unoptional(hints[f.name])
             required[f.name] = {str: "", int: 0, bool: False, float: 0.0}.get(tp, None)
     return cls(**required)
+
+
+# --- every renderer a snapshot feeds -----------------------------------------------------------------
+
+
+def renders(facts: Facts, tmp: Path) -> list[tuple[str, str, bool]]:
+    """(where, text, colour) for every text and Markdown rendering of this snapshot."""
+    from envcheck.compare.diff import Side, compare
+    from envcheck.compare.fleet import read_fleet
+    from envcheck.matrix import load_matrix
+    from envcheck.planner import make_plan
+    from envcheck.planner.target import target_from_facts
+    from envcheck.render import diff as render_diff
+    from envcheck.render import fleet as render_fleet
+    from envcheck.render import markdown, terminal
+    from envcheck.render import plan as render_plan
+    from envcheck.render.json import render as render_json
+    from envcheck.verdict import judge
+
+    report = judge(facts)
+    out = [
+        ("doctor", terminal.render(report, color=False, width=100), False),
+        ("doctor -v", terminal.render(report, verbose=True, color=False, width=100), False),
+        ("doctor -v in colour", terminal.render(report, verbose=True, color=True, width=80), True),
+        ("doctor --markdown", markdown.render(report), False),
+        ("doctor --markdown --no-redact", markdown.render(report, redact=False), False),
+    ]
+    matrix = load_matrix()
+    try:
+        plan = make_plan(matrix, target_from_facts(facts, matrix, snapshot=True))
+    except EnvcheckError:
+        pass  # a plan refused as bad input is one line, not this test's concern
+    else:
+        out.append(("plan --facts", render_plan.render_text(plan), False))
+        for shell in ("bash", "powershell"):
+            try:
+                out.append((f"plan --facts --format {shell}", render_plan.render_script(plan, shell), False))
+            except EnvcheckError:
+                pass  # the other OS's script is a usage error
+    other = judge(load_facts(FIXTURES / "multi_gpu_server.json"))
+    diff = compare(Side("a.json", other), Side("b.json", report))
+    out.append(("diff", render_diff.render(diff, width=100, color=False), False))
+    files = []
+    for name, data in (("hostile", to_dict(facts)), ("plain", to_dict(other.facts)), ("plain2", to_dict(other.facts))):
+        path = tmp / f"{name}.json"
+        path.write_text(json.dumps(data))
+        files.append(str(path))
+    fleet = read_fleet(files, jobs=1)
+    out.append(("fleet", render_fleet.render(fleet, width=100, color=False), False))
+    out.append(("fleet --markdown", render_fleet.render_markdown(fleet), False))
+    out.append(("scan", _scan_render(json.loads(render_json(report)), facts), False))
+    return out
+
+
+def _scan_render(doctor: dict, facts: Facts) -> str:
+    from envcheck.render.scan import render
+    from envcheck.scan.discover import KERNEL, Candidate, Kernel
+    from envcheck.scan.result import Scan, kernel_findings
+    from envcheck.scan.run import OK, Environment, Unusable
+
+    name = facts.platform.hostname or "k"
+    kernel = Kernel(name, f"/k/{name}/kernel.json", name, facts.python.executable, facts.python.executable)
+    env = Environment(
+        interpreter=facts.python.executable or "/x/bin/python",
+        prefix=facts.python.prefix,
+        version=facts.python.version,
+        kind="venv",
+        reached=[Candidate(facts.python.executable, KERNEL, name, kernel)],
+        env=tuple(facts.env.variables.items()),
+        status=OK,
+        report=doctor,
+    )
+    findings = kernel_findings([kernel], [Unusable(Candidate(facts.python.executable, KERNEL, name, kernel), "odd")])
+    result = Scan((env,), tuple(findings), False, 1.0, 60.0, 30.0)
+    return render(result, home=facts.platform.home or "", verbose=True, width=100, color=False)

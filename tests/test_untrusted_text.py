@@ -13,12 +13,20 @@ import re
 from pathlib import Path
 
 import pytest
-from hostile import FORGED, PAYLOADS, assert_shown_safely, forged_lines, poison, raw_controls, string_paths
+from hostile import (
+    FORGED,
+    PAYLOADS,
+    assert_shown_safely,
+    forged_lines,
+    poison,
+    raw_controls,
+    renders,
+    string_paths,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_budget import examples
 
-from envcheck.errors import EnvcheckError
 from envcheck.facts import Facts, facts_from_dict, load_facts, to_dict
 from envcheck.printable import printable, printable_json
 
@@ -95,78 +103,6 @@ def test_json_keeps_every_value_exact_and_nothing_raw(text):
 
 
 # --- every renderer over hostile snapshots -----------------------------------------------------------
-
-
-def renders(facts: Facts, tmp: Path) -> list[tuple[str, str, bool]]:
-    """(where, text, colour) for every text and Markdown rendering of this snapshot."""
-    from envcheck.compare.diff import Side, compare
-    from envcheck.compare.fleet import read_fleet
-    from envcheck.matrix import load_matrix
-    from envcheck.planner import make_plan
-    from envcheck.planner.target import target_from_facts
-    from envcheck.render import diff as render_diff
-    from envcheck.render import fleet as render_fleet
-    from envcheck.render import markdown, terminal
-    from envcheck.render import plan as render_plan
-    from envcheck.render.json import render as render_json
-    from envcheck.verdict import judge
-
-    report = judge(facts)
-    out = [
-        ("doctor", terminal.render(report, color=False, width=100), False),
-        ("doctor -v", terminal.render(report, verbose=True, color=False, width=100), False),
-        ("doctor -v in colour", terminal.render(report, verbose=True, color=True, width=80), True),
-        ("doctor --markdown", markdown.render(report), False),
-        ("doctor --markdown --no-redact", markdown.render(report, redact=False), False),
-    ]
-    matrix = load_matrix()
-    try:
-        plan = make_plan(matrix, target_from_facts(facts, matrix, snapshot=True))
-    except EnvcheckError:
-        pass  # a plan refused as bad input is one line, not this test's concern
-    else:
-        out.append(("plan --facts", render_plan.render_text(plan), False))
-        for shell in ("bash", "powershell"):
-            try:
-                out.append((f"plan --facts --format {shell}", render_plan.render_script(plan, shell), False))
-            except EnvcheckError:
-                pass  # the other OS's script is a usage error
-    other = judge(snapshot("multi_gpu_server"))
-    diff = compare(Side("a.json", other), Side("b.json", report))
-    out.append(("diff", render_diff.render(diff, width=100, color=False), False))
-    files = []
-    for name, data in (("hostile", to_dict(facts)), ("plain", to_dict(other.facts)), ("plain2", to_dict(other.facts))):
-        path = tmp / f"{name}.json"
-        path.write_text(json.dumps(data))
-        files.append(str(path))
-    fleet = read_fleet(files, jobs=1)
-    out.append(("fleet", render_fleet.render(fleet, width=100, color=False), False))
-    out.append(("fleet --markdown", render_fleet.render_markdown(fleet), False))
-    out.append(("scan", _scan_render(json.loads(render_json(report)), facts), False))
-    return out
-
-
-def _scan_render(doctor: dict, facts: Facts) -> str:
-    from envcheck.render.scan import render
-    from envcheck.scan.discover import KERNEL, Candidate, Kernel
-    from envcheck.scan.result import Scan, kernel_findings
-    from envcheck.scan.run import OK, Environment, Unusable
-
-    name = facts.platform.hostname or "k"
-    kernel = Kernel(name, f"/k/{name}/kernel.json", name, facts.python.executable, facts.python.executable)
-    env = Environment(
-        interpreter=facts.python.executable or "/x/bin/python",
-        prefix=facts.python.prefix,
-        version=facts.python.version,
-        kind="venv",
-        reached=[Candidate(facts.python.executable, KERNEL, name, kernel)],
-        env=tuple(facts.env.variables.items()),
-        status=OK,
-        report=doctor,
-    )
-    findings = kernel_findings([kernel], [Unusable(Candidate(facts.python.executable, KERNEL, name, kernel), "odd")])
-    result = Scan((env,), tuple(findings), False, 1.0, 60.0, 30.0)
-    return render(result, home=facts.platform.home or "", verbose=True, width=100, color=False)
 
 
 def test_every_string_field_of_the_schema_is_walked():

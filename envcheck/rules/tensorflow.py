@@ -293,7 +293,10 @@ def first_sentence(line: str, limit: int = 160) -> str:
 
 
 def _library_in(error: str) -> Optional[str]:
-    match = re.search(r"([A-Za-z0-9_]+\.dll)", error) or re.search(r"(lib[A-Za-z0-9_+-]+\.so(?:\.\d+)*)", error)
+    # A library's name is short: bounded repeats keep the search linear on a long error text.
+    match = re.search(r"([A-Za-z0-9_]{1,128}\.dll)", error) or re.search(
+        r"(lib[A-Za-z0-9_+-]{1,128}\.so(?:\.\d{1,9}){0,8})", error
+    )
     return match.group(1) if match else None
 
 
