@@ -106,8 +106,8 @@ REVIEWED: dict[tuple[str, str | bytes], str] = {
     ("envcheck/scan/kernels.py", r"[a-z0-9._-]+"): ANCHORED + " (fullmatch)",
     ("envcheck/shell.py", r"[A-Za-z0-9_./:=@%+,-]+"): ANCHORED + " (fullmatch)",
     ("envcheck/shell.py", r"(?!--%)[A-Za-z0-9_./:=%+-][A-Za-z0-9_./:=@%+-]*"): ANCHORED + " (fullmatch)",
-    ("envcheck/train/strategy.py", r"^(\d+)(?:\(x(\d+)\))?$"): ANCHORED,
-    ("envcheck/train/strategy.py", r"^\s*(\d+)"): ANCHORED,
+    ("envcheck/train/cluster.py", r"^\s*(\d{1,5})(?:-(\d{1,5}))?\s*$"): ANCHORED,
+    ("envcheck/train/cluster.py", r"\s*([0-9]{1,9})(?:\(x([0-9]{1,12})\))?\s*"): ANCHORED + " (fullmatch)",
     ("envcheck/verdict/links.py", r"(?<=[.!?'\"])\s+(?=[A-Z])"): AFTER_PUNCTUATION,
 }
 

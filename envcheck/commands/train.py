@@ -118,7 +118,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--multi-worker",
         action="store_true",
-        help="MultiWorkerMirroredStrategy over the cluster in TF_CONFIG, or SLURM's (run under srun)",
+        help="MultiWorkerMirroredStrategy over the cluster in TF_CONFIG, or SLURM's (run under srun); a worker "
+        "waits at most 5 minutes for the others (ENVCHECK_CLUSTER_WAIT=SECONDS)",
     )
     add_data_flags(parser)
     parser.add_argument(
