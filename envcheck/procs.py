@@ -9,7 +9,7 @@ process group are killed and the result says ``timed_out``.
 
 Each child starts a session of its own, and when it ends (or is killed) whatever is left of its
 process group is killed too. A helper that left the group (``setsid sleep 600 &``) is found after
-it, on Linux, when the process has called ``adopt_orphans`` (scan does, for the interpreters it
+it, on Linux, while the process is ``adopting_orphans`` (scan is, for the interpreters it
 probes): the process becomes the reaper of its descendants' orphans, each child carries a mark in
 its environment (``ENVCHECK_PROCESS_TREE``, the marks of every envcheck above it and its own), and
 the orphans that carry a finished child's mark are killed with their groups.
@@ -24,7 +24,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional
 
@@ -38,22 +39,33 @@ _live: set[int] = set()  # the children this process started and has not reaped 
 _live_lock = threading.Lock()
 
 
-def adopt_orphans() -> bool:
-    """Make this process the reaper of its descendants' orphans (Linux 3.4+), so that a helper a
-    child left behind in a session of its own can be found and ended; False where that cannot be."""
-    global _adopting
-    if _adopting:
-        return True
-    if not sys.platform.startswith("linux"):
-        return False
+def _subreaper(on: bool) -> bool:
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        _adopting = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
     except (OSError, AttributeError):
-        _adopting = False
-    return _adopting
+        return False
+
+
+@contextmanager
+def adopting_orphans() -> Iterator[bool]:
+    """While inside, this process is the reaper of its descendants' orphans (Linux 3.4+), so that a
+    helper a child left behind in a session of its own is found and ended with it; yields whether
+    it is. On the way out every orphan that died meanwhile is reaped and the process stops
+    adopting (unless it already did before), so nothing is left to it afterwards."""
+    global _adopting
+    if _adopting or not sys.platform.startswith("linux"):
+        yield _adopting
+        return
+    _adopting = _subreaper(True)
+    try:
+        yield _adopting
+    finally:
+        if _adopting:
+            _subreaper(False)
+            _adopting = False
+            _reap(None)
 
 
 @dataclass(frozen=True)
@@ -190,7 +202,8 @@ class Child:
         except OSError:
             pass
         if _adopting:
-            end_orphans(self.mark)
+            ended = end_orphans(self.mark)
+            _reap({self.proc.pid, *ended})  # what was killed and came to this process dies here
 
     def finish(self, deadline: Optional[float] = None) -> Finished:
         """Wait until the child ends or the deadline (the earlier of its own and ``deadline``) passes."""
@@ -220,38 +233,65 @@ class Child:
         )
 
 
-def end_orphans(mark: str, rounds: int = 5) -> int:
+def end_orphans(mark: str, rounds: int = 5) -> set[int]:
     """Kill the orphans this process adopted that carry ``mark`` in their environment, and their
     process groups; an orphan's own children are adopted when it dies, so a few rounds. Returns
-    how many were ended."""
-    ended = 0
+    the process groups ended."""
+    groups: set[int] = set()
     for _ in range(rounds):
         found = [pid for pid in _adopted() if _carries(pid, mark)]
         if not found:
             break
         for pid in found:
-            _kill_orphan(pid)
-            ended += 1
-    return ended
+            groups.add(_kill_orphan(pid))
+    return groups - {0}
 
 
-def _kill_orphan(pid: int) -> None:
+def _reap(groups: set[int] | None, patience: float = 0.5) -> None:
+    """Reap the adopted children of ``groups`` (all, when None) once they have died: killed, each
+    is a zombie of this process for a moment, and would stay one (still "running" to kill(pid, 0))."""
+    end = time.monotonic() + patience
+    while True:
+        waiting = False
+        for pid in _adopted():
+            state, group = _stat(pid)
+            if groups is not None and group not in groups:
+                continue
+            if state == "Z":
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except OSError:
+                    pass
+            elif groups is not None:
+                waiting = True  # killed, not dead yet
+        if not waiting or time.monotonic() >= end:
+            return
+        time.sleep(0.01)
+
+
+def _stat(pid: int) -> tuple[str, int]:
+    """(state, process group) of a process, from /proc; ("", 0) when it is gone."""
     try:
-        os.killpg(os.getpgid(pid), signal.SIGKILL)  # its own group (setsid made it a leader)
-    except OSError:
-        pass
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return fields[0].decode(), int(fields[2])
+    except (OSError, IndexError, ValueError):
+        return "", 0
+
+
+def _kill_orphan(pid: int) -> int:
+    """Kill an orphan and its process group; the group (0 when it was gone already)."""
+    group = _stat(pid)[1]
+    if group > 0 and group != os.getpgrp():  # never this process's own group
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except OSError:
+            pass
     try:
         os.kill(pid, signal.SIGKILL)
     except OSError:
         pass
-    end = time.monotonic() + 2.0  # it is this process's child now: reap it (a process stuck in
-    while time.monotonic() < end:  # the kernel may take a moment to die; never wait long)
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0]:
-                return
-        except OSError:
-            return
-        time.sleep(0.01)
+    return group if group != os.getpgrp() else 0
 
 
 def _adopted() -> set[int]:

@@ -121,8 +121,9 @@ def test_a_helper_left_in_a_session_of_its_own_is_ended_after_the_child():
     code = (
         "import sys\n"
         "from envcheck import procs\n"
-        "assert procs.adopt_orphans()\n"
-        f"done = procs.run(['sh', '-c', {shell!r}], timeout=60)\n"
+        "with procs.adopting_orphans() as adopting:\n"
+        "    assert adopting\n"
+        f"    done = procs.run(['sh', '-c', {shell!r}], timeout=60)\n"
         "print(done.returncode, done.text().strip(), round(done.seconds))\n"
     )
     out = subprocess.run(
@@ -146,3 +147,34 @@ def test_a_helper_left_in_a_session_of_its_own_is_ended_after_the_child():
             left.append(pid)
             os.kill(int(pid), 9)
     assert not left
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl")
+def test_adopting_orphans_ends_on_the_way_out_and_leaves_no_zombie(tmp_path):
+    """The process adopts only while it probes (scan), and reaps what it adopted: afterwards a
+    killed helper is gone, not a zombie that kill(pid, 0) still finds."""
+    import ctypes
+
+    def subreaper() -> int:
+        value = ctypes.c_int(-1)
+        ctypes.CDLL(None).prctl(37, ctypes.byref(value), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER
+        return value.value
+
+    assert subreaper() == 0
+    pidfile = tmp_path / "helper.pid"
+    code = (
+        "import subprocess, time\n"
+        "p = subprocess.Popen(['sleep', '600'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(600)\n"
+    )
+    with procs.adopting_orphans() as adopting:
+        assert adopting and subreaper() == 1
+        child = procs.Child([sys.executable, "-c", code], timeout=60)
+        while not pidfile.exists() or not pidfile.read_text():
+            time.sleep(0.05)
+        helper = int(pidfile.read_text())
+        child.kill()
+    assert subreaper() == 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(helper, 0)

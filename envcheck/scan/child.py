@@ -81,9 +81,9 @@ def main(body: dict[str, Any]) -> int:
     from envcheck.errors import EnvcheckError
     from envcheck.printable import printable
 
-    procs.adopt_orphans()  # what the probed interpreter leaves behind is ended with it
     try:
-        return _doctor(body)
+        with procs.adopting_orphans():  # what the probed interpreter leaves behind is ended with it
+            return _doctor(body)
     except EnvcheckError as exc:
         print(f"envcheck: error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code

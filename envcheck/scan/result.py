@@ -70,8 +70,15 @@ class Scan:
 def scan(
     environ: Mapping[str, str], places: Places, *, full: bool, timeout: float, budget: float, jobs: int, progress=None
 ) -> Scan:
+    # What a probed interpreter leaves running, in a session of its own too, is ended with it.
+    with procs.adopting_orphans():
+        return _scan(environ, places, full=full, timeout=timeout, budget=budget, jobs=jobs, progress=progress)
+
+
+def _scan(
+    environ: Mapping[str, str], places: Places, *, full: bool, timeout: float, budget: float, jobs: int, progress
+) -> Scan:
     started = time.perf_counter()
-    procs.adopt_orphans()  # what a probed interpreter leaves running in a session of its own is ended too
     candidates, kernels = discover(places)
     environments, unusable = identify(candidates, places, jobs, deadline=started + budget)
     left = max(0.0, budget - (time.perf_counter() - started))
