@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from envcheck import __version__
 from envcheck.errors import EXIT_INTERNAL, EXIT_USAGE, EnvcheckError
+from envcheck.printable import printable
 
 # name -> (module, one-line help). Order is the order shown in --help.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -65,12 +66,13 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     import difflib
     import re
 
-    unknown = re.search(r"unrecognized arguments?: (\S+)", message)
+    searched = message[:2000]  # it echoes what was typed: searched within a bound
+    unknown = re.search(r"unrecognized arguments?: (\S+)", searched)
     if unknown:
         flags = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
         near = difflib.get_close_matches(unknown.group(1).split("=", 1)[0], flags, n=1, cutoff=0.6)
         return message + (f" (did you mean {near[0]}?)" if near else "")
-    choice = re.search(r"(?:argument ([^:]+): )?invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    choice = re.search(r"(?:argument ([^:]+): )?invalid choice: '([^']*)' \(choose from (.*)\)", searched)
     if choice:
         options = [c.strip().strip("'") for c in choice.group(3).split(",")]
         near = difflib.get_close_matches(choice.group(2), options, n=1, cutoff=0.5)
@@ -141,9 +143,6 @@ def _take_traceback(argv: list[str]) -> tuple[list[str], bool]:
     return kept, len(kept) != len(argv)
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in range(32) if c != 9} | {10: "\\n", 13: "\\r", 127: "\\x7f"}
-
-
 _LONG_WORD = re.compile(r"\S{201,}")
 
 
@@ -151,7 +150,7 @@ def one_line(message: str) -> str:
     """A message as one line on a terminal: a value with a newline or an escape sequence in it
     (a hostile file name, a pasted flag) is shown escaped, never acted on, and a value thousands
     of characters long is shortened."""
-    escaped = message.translate(_CONTROL)
+    escaped = printable(message)
     return _LONG_WORD.sub(lambda m: f"{m.group()[:60]}... ({len(m.group())} characters)", escaped)
 
 

@@ -78,6 +78,19 @@ class VisibleDevices:
         return tuple(e for e in self.entries if e.ignored)
 
 
+_ULONG_MAX = 2**64 - 1
+
+
+def _strtoul(digits: str) -> int:
+    """An entry's number as strtoul gives it: past ULONG_MAX it saturates (so a run of 5,000
+    digits is one number past any GPU, and int() never sees it); a minus keeps its sign here, as
+    the list ends at it."""
+    sign = -1 if digits.startswith("-") else 1
+    magnitude = digits.lstrip("+-").lstrip("0")
+    value = _ULONG_MAX if len(magnitude) > 20 else min(int(magnitude or "0"), _ULONG_MAX)
+    return sign * value
+
+
 def read_visible_devices(value: Optional[str]) -> VisibleDevices:
     """``CUDA_VISIBLE_DEVICES`` as CUDA parses it (no GPU list needed)."""
     if value is None:
@@ -92,7 +105,7 @@ def read_visible_devices(value: Optional[str]) -> VisibleDevices:
         match = _NUMBER.match(text)
         if match is None:
             return VisibleDevices(value, tuple(accepted), stopped_at=text, reason=MALFORMED)
-        number = int(match.group(0))
+        number = _strtoul(match.group(0))
         if number < 0:
             return VisibleDevices(value, tuple(accepted), stopped_at=text, reason=NEGATIVE)
         if any(e.ordinal == number for e in accepted):
@@ -161,7 +174,7 @@ def cuda_order(gpus: Sequence[Gpu], order: Optional[str]) -> tuple[list[Gpu], bo
 
 
 def _capability_key(cc: Optional[str]) -> tuple[int, int]:
-    match = re.fullmatch(r"(\d+)\.(\d+)", cc or "")
+    match = re.fullmatch(r"(\d{1,9})\.(\d{1,9})", cc or "")  # int(): never past 9 digits
     return (int(match.group(1)), int(match.group(2))) if match else (-1, -1)
 
 

@@ -83,6 +83,7 @@ def open_user_file(
     error: type[Exception],
     label: str | None = None,
     message: Message = _plain,
+    stdin_hint: bool = True,
 ) -> BinaryIO:
     """Open a regular file the user named for binary reading; every failure is one ``error`` line.
 
@@ -111,7 +112,9 @@ def open_user_file(
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            hint = "; give its contents on standard input with '-' instead" if stat.S_ISFIFO(mode) else ""
+            hint = (
+                "; give its contents on standard input with '-' instead" if stat.S_ISFIFO(mode) and stdin_hint else ""
+            )
             raise error(message(name, f"is {_what(mode)}, not {kind}{hint}"))
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
@@ -128,6 +131,7 @@ def read_user_bytes(
     label: str | None = None,
     max_bytes: Optional[int] = None,
     message: Message = _plain,
+    stdin_hint: bool = True,
 ) -> bytes:
     """A whole user file (``-``: standard input), at most ``max_bytes`` (default: the kind's cap)."""
     name = label if label is not None else str(path)
@@ -141,7 +145,7 @@ def read_user_bytes(
         if len(raw) > limit:
             raise error(message("standard input", too_big))
         return raw
-    with open_user_file(path, kind, error, label=label, message=message) as fh:
+    with open_user_file(path, kind, error, label=label, message=message, stdin_hint=stdin_hint) as fh:
         try:
             if os.fstat(fh.fileno()).st_size > limit:
                 raise error(message(name, too_big))

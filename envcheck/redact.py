@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 
 from envcheck.facts import Facts
+from envcheck.printable import printable
 
 UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")
 
@@ -177,8 +178,9 @@ def _redactable(name: str) -> bool:
 
 
 def _escaped(value: str) -> str:
-    """``value`` as a pattern that also matches its JSON-escaped form (non-ASCII as \\uXXXX)."""
-    forms = {re.escape(value), re.escape(json.dumps(value)[1:-1])}
+    """``value`` as a pattern that also matches its JSON-escaped form (non-ASCII as \\uXXXX) and the
+    form a report shows it in (control characters escaped by ``printable``)."""
+    forms = {re.escape(value), re.escape(json.dumps(value)[1:-1]), re.escape(printable(value))}
     return forms.pop() if len(forms) == 1 else "(?:" + "|".join(sorted(forms, key=len, reverse=True)) + ")"
 
 

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from envcheck.printable import is_hidden
+
 BASH = "bash"
 POWERSHELL = "powershell"
 CMD = "cmd"
@@ -64,7 +66,32 @@ def quote(word: str, shell: str) -> str:
         if not _POWERSHELL_QUOTES.search(text):
             return "'" + text + "'"
         raise ValueError(f"cannot quote {text!r} for every shell at once; pick bash or PowerShell")
-    return text if _SAFE.fullmatch(text) else "'" + text.replace("'", "'\\''") + "'"
+    if _SAFE.fullmatch(text):
+        return text
+    return _bash_ansi_c(text) if any(map(is_hidden, text)) else "'" + text.replace("'", "'\\''") + "'"
+
+
+def _bash_ansi_c(text: str) -> str:
+    """``$'...'``, bash's ANSI-C quoting: the one form in which a control character (an escape, a
+    newline, a bidi override) is written as an escape, so the printed line shows it harmlessly
+    and, pasted, still names the file exactly, byte for byte."""
+    return "$'" + "".join(_ansi_c(c) for c in text) + "'"
+
+
+def _ansi_c(char: str) -> str:
+    if char in "\\'":
+        return "\\" + char
+    if not is_hidden(char):
+        return char
+    code = ord(char)
+    if char in "\n\t\r":
+        return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}[char]
+    # Bytes, not \u: bash reads \u by the locale (as text in the C locale), a byte the same in
+    # every one. A surrogate is a byte that was not UTF-8, kept by surrogateescape.
+    try:
+        return "".join(f"\\x{byte:02x}" for byte in char.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:  # a surrogate no file name can hold: shown, not meant
+        return f"\\u{code:04x}"
 
 
 def join(words: tuple[str, ...] | list[str], shell: str) -> str:
@@ -163,6 +190,8 @@ def quote_always(word: str, shell: str) -> str:
     """Like ``quote``, but always quoted (for values whose quotes make the line read better)."""
     if shell == POWERSHELL:
         return _powershell_literal(str(word))
+    if any(map(is_hidden, str(word))):
+        return _bash_ansi_c(str(word))
     return "'" + str(word).replace("'", "'\\''") + "'"
 
 

@@ -16,3 +16,17 @@ def counted(names: Iterable[str]) -> list[str]:
     for name in names:
         counts[name] = counts.get(name, 0) + 1
     return [f"{c}x {n}" if c > 1 else n for n, c in counts.items()]
+
+
+def bracketed(text: str) -> str | None:
+    """What the first non-empty pair of square brackets holds: "GP106 [GeForce GTX 1060 6GB]" ->
+    "GeForce GTX 1060 6GB". By str.find: re.search(r"\\[([^\\]]+)\\]") is quadratic on "[[[[..."."""
+    start = text.find("[")
+    while start >= 0:
+        end = text.find("]", start + 1)
+        if end < 0:
+            return None
+        if end > start + 1:
+            return text[start + 1 : end]
+        start = text.find("[", end)
+    return None

@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "filename_fields",
         "scaling_baseline",
         "platform",
+        "printable",
     ),
     ("facts",),
     ("findings", "matrix", "redact"),

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
+
+import pytest
 
 from envcheck import procs
 from envcheck.facts import NvmlFacts, PciFacts
 from envcheck.probes import InThread, ProbeOptions, collect, guarded
 from envcheck.probes.tensorflow import TfWorker
+from tests.conftest import REPO
 
 
 def test_a_flooding_child_is_stopped_at_the_cap():
@@ -102,3 +107,74 @@ def test_the_report_says_which_probe_ran_out_of_time(tmp_path):
     report = judge(facts)
     assert any(n.startswith("the nvml probe ran out of time") for n in report.notes)
     assert not any("ran out of time" in n for n in judge(collect(ProbeOptions(quick=True, root=tmp_path))).notes)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="orphans are adopted through prctl and /proc")
+def test_a_helper_left_in_a_session_of_its_own_is_ended_after_the_child():
+    """``setsid sleep &`` leaves the child's process group and session: a process that adopts
+    orphans (scan) finds it by the mark it inherited and ends it; a helper left in the child's
+    group is ended too, and neither holds the child's pipes open."""
+    import uuid
+
+    marks = [f"600.{uuid.uuid4().int % 10**8}", f"601.{uuid.uuid4().int % 10**8}"]
+    shell = f"sleep {marks[0]} & setsid sh -c 'sleep {marks[1]}' >/dev/null 2>&1 </dev/null & echo started"
+    code = (
+        "import sys\n"
+        "from envcheck import procs\n"
+        "with procs.adopting_orphans() as adopting:\n"
+        "    assert adopting\n"
+        f"    done = procs.run(['sh', '-c', {shell!r}], timeout=60)\n"
+        "print(done.returncode, done.text().strip(), round(done.seconds))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(REPO),
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[:2] == ["0", "started"]
+    left = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                words = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if any(m.encode() in words for m in marks):
+            left.append(pid)
+            os.kill(int(pid), 9)
+    assert not left
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl")
+def test_adopting_orphans_ends_on_the_way_out_and_leaves_no_zombie(tmp_path):
+    """The process adopts only while it probes (scan), and reaps what it adopted: afterwards a
+    killed helper is gone, not a zombie that kill(pid, 0) still finds."""
+    import ctypes
+
+    def subreaper() -> int:
+        value = ctypes.c_int(-1)
+        ctypes.CDLL(None).prctl(37, ctypes.byref(value), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER
+        return value.value
+
+    assert subreaper() == 0
+    pidfile = tmp_path / "helper.pid"
+    code = (
+        "import subprocess, time\n"
+        "p = subprocess.Popen(['sleep', '600'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(600)\n"
+    )
+    with procs.adopting_orphans() as adopting:
+        assert adopting and subreaper() == 1
+        child = procs.Child([sys.executable, "-c", code], timeout=60)
+        while not pidfile.exists() or not pidfile.read_text():
+            time.sleep(0.05)
+        helper = int(pidfile.read_text())
+        child.kill()
+    assert subreaper() == 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(helper, 0)

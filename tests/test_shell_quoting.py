@@ -77,6 +77,12 @@ HOSTILE = [
     "C:\\CUDA",
     "lib64",
     "-",
+    "\x1b]52;c;dG91Y2g=\x07",  # OSC 52: a terminal would write this to the clipboard
+    "\x1b[2J",
+    "\x9b",
+    "\u202e",
+    "\u200b",
+    "\r",
 ]
 folders = st.one_of(
     st.lists(st.sampled_from(HOSTILE), min_size=1, max_size=6).map("".join),
@@ -127,6 +133,21 @@ def test_bash_sees_a_hostile_folder_as_one_literal_word(folder, tmp_path_factory
     assert fix.shell == "bash"
     assert run_bash(fix.line, "LD_LIBRARY_PATH", cwd) == folder
     assert not os.listdir(cwd), os.listdir(cwd)  # nothing ran
+
+
+@pytest.mark.skipif(BASH is None, reason="no bash")
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(folder=folders | st.binary(min_size=1, max_size=12).map(lambda b: os.fsdecode(b.replace(b"\0", b"x"))))
+def test_a_control_character_is_written_as_an_escape_that_bash_reads_back_exactly(folder, tmp_path_factory):
+    """A printed line never holds a raw control character (a terminal would obey it), yet pasted
+    it still names the folder byte for byte, undecodable bytes included."""
+    from envcheck.printable import is_hidden
+
+    line = shell.set_variable("CUDA_HOME", folder, shell.BASH)
+    assert not any(is_hidden(c) for c in line), line
+    cwd = tmp_path_factory.mktemp("ansi")
+    assert os.fsencode(run_bash(line, "CUDA_HOME", cwd)) == os.fsencode(folder)
+    assert not os.listdir(cwd)
 
 
 @settings(max_examples=examples(300), deadline=None)

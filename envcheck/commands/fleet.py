@@ -59,6 +59,7 @@ def _jobs(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from envcheck.compare.fleet import read_fleet
     from envcheck.errors import UsageError
+    from envcheck.printable import printable
     from envcheck.render import emit
 
     if any(not f.strip() for f in args.files):
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     jobs = args.jobs or max(1, min(8, os.cpu_count() or 1))
     fleet = read_fleet(args.files, jobs=jobs)
     for r in fleet.refused:
-        print(f"envcheck: fleet: {r.source}: {r.reason}", file=sys.stderr)
+        print(f"envcheck: fleet: {printable(r.source)}: {printable(r.reason)}", file=sys.stderr)
     if not fleet.nodes:
         raise UsageError(
             f"fleet: no readable snapshot among {len(fleet.refused)} file{'s' if len(fleet.refused) != 1 else ''}"

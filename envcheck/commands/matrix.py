@@ -9,6 +9,7 @@ from envcheck.errors import NotFoundError, UsageError
 from envcheck.matrix import BUILD_OSES, Matrix, TfBuild, as_version, load_matrix, unknown_gpu_message
 from envcheck.matrix.runs import NATIVE, NONE, PTX, release_runs_on_gpu
 from envcheck.platform import DRIVER_OSES, OSES, platform_named
+from envcheck.printable import printable
 from envcheck.render import emit, json_text
 from envcheck.render.matrix import render_cuda, render_gpu, render_tf
 
@@ -49,13 +50,13 @@ def run(args: argparse.Namespace) -> int:
     matrix = load_matrix(path) if path else load_matrix()
     if args.query == "tf":
         answer = tf_answer(matrix, args.version, args.os)
-        text = render_tf(answer)
+        text = render_tf(shown(answer))
     elif args.query == "cuda":
         answer = cuda_answer(matrix, args.version)
-        text = render_cuda(answer)
+        text = render_cuda(shown(answer))
     else:
         answer = gpu_answer(matrix, " ".join(args.name))
-        text = render_gpu(answer, listed_releases(matrix))
+        text = render_gpu(shown(answer), shown(listed_releases(matrix)))
     emit(json_text("matrix", {"query": args.query, **answer}, 0) if args.json else text, is_json=args.json)
     return 0
 
@@ -220,3 +221,15 @@ def _driver(matrix: Matrix, build: TfBuild, os: str) -> dict[str, Any] | None:
         "min_driver": _str(need.full),
         "minor_version_compatibility": need.minor_compat,
     }
+
+
+def shown(answer: Any) -> Any:
+    """An answer with every string as it may be printed: a --matrix file is anyone's text, and one
+    value must stay one line (``printable``); the JSON output keeps the values exact."""
+    if isinstance(answer, str):
+        return printable(answer)
+    if isinstance(answer, list):
+        return [shown(v) for v in answer]
+    if isinstance(answer, dict):
+        return {k: shown(v) for k, v in answer.items()}
+    return answer

@@ -17,8 +17,10 @@ folders: a kernel's argv[0] is its interpreter). pipx's environments are left ou
 interpreter reached several ways is one line. Nothing is changed anywhere.
 
 Each environment gets the doctor (--quick unless --full), {min(4, os.cpu_count() or 1)} at a time (--jobs), each
-within --timeout ({QUICK_TIMEOUT:g} s quick, {FULL_TIMEOUT:g} s full), all within --budget; what does not
-finish in time is listed as not checked.
+within --timeout ({QUICK_TIMEOUT:g} s quick, {FULL_TIMEOUT:g} s full), all within --budget (asking each
+interpreter what it is included); what does not finish in time is listed as not checked. A kernel's
+own variables (kernel.json's env) reach only its interpreter, never envcheck. A folder or file that
+cannot be read is one "skipped:" line, and the scan goes on.
 
 exit status:
   0  every environment was checked (whatever its verdict: see the table)

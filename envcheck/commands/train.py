@@ -11,6 +11,7 @@ from pathlib import Path
 
 from envcheck.commands.arguments import positive_float
 from envcheck.errors import UsageError, require_modules
+from envcheck.printable import printable
 from envcheck.render import json_text
 from envcheck.train.config import JIT_WITH_CPU_REPLICAS, PRESETS, TrainConfig
 from envcheck.train.speed import MIXED, PRECISION_CHOICES
@@ -143,7 +144,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--multi-worker",
         action="store_true",
-        help="MultiWorkerMirroredStrategy over the cluster in TF_CONFIG, or SLURM's (run under srun)",
+        help="MultiWorkerMirroredStrategy over the cluster in TF_CONFIG, or SLURM's (run under srun); a worker "
+        "waits at most 5 minutes for the others (ENVCHECK_CLUSTER_WAIT=SECONDS)",
     )
     add_data_flags(parser)
     parser.add_argument(
@@ -248,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if result.already_finished and not args.json:
         print(
-            f"envcheck: {config.output} holds a finished run; nothing was trained (--overwrite trains again)",
+            f"envcheck: {printable(config.output)} holds a finished run; nothing was trained (--overwrite trains again)",
             file=sys.stderr,
         )
     if args.json:
@@ -283,13 +285,13 @@ def format_summary(summary: dict, output: Path) -> str:
 
     return "\n".join(
         [
-            f"MiniGoogLeNet ({summary['parameters']:,} parameters) on {summary['data']['source']}: "
+            f"MiniGoogLeNet ({summary['parameters']:,} parameters) on {printable(summary['data']['source'])}: "
             f"{plural(summary['epochs'], 'epoch')} on {plural(summary['replicas'], 'replica')} "
             f"({', '.join(summary['devices']['devices'])})",
             f"final: loss {fmt(final['loss'])}  accuracy {fmt(final['accuracy'])}  "
             f"val_loss {fmt(final['val_loss'])}  val_accuracy {fmt(final['val_accuracy'])}",
             f"time: {fmt(summary['seconds'], '.1f')} s, {fmt(summary['images_per_second_steady'], '.1f')} images/s "
             f"({fmt(summary['images_per_second_per_replica'], '.1f')} per replica)",
-            f"outputs: {output}/ (history.png, history.json, history.csv, summary.json, model.keras)",
+            f"outputs: {printable(output)}/ (history.png, history.json, history.csv, summary.json, model.keras)",
         ]
     )

@@ -142,5 +142,14 @@ def _is_mapping(path: str) -> bool:
 
 
 def _unkeyed(path: str) -> str:
-    """ "libraries.libraries[cudnn].copies" -> "libraries.libraries.copies"."""
-    return re.sub(r"\[[^\]]*\]", "", path)
+    """ "libraries.libraries[cudnn].copies" -> "libraries.libraries.copies". By str.find, not
+    re.sub(r"\\[[^\\]]*\\]"), which is quadratic on a key of many "[" (keys are snapshot text)."""
+    kept, start = [], 0
+    while True:
+        opening = path.find("[", start)
+        closing = path.find("]", opening + 1) if opening >= 0 else -1
+        if closing < 0:
+            kept.append(path[start:])
+            return "".join(kept)
+        kept.append(path[start:opening])
+        start = closing + 1

@@ -16,7 +16,6 @@ import glob
 import json
 import os
 import re
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,8 +153,15 @@ def expand_inputs(inputs: Iterable[str]) -> tuple[list[str], list[Refused]]:
             files.extend(found)
         else:
             files.append(item)
-    unique = list(dict.fromkeys(files))
+    unique = list({_same_file(f): f for f in reversed(files)}.values())[::-1]  # one file named twice: once
     return unique, refused
+
+
+def _same_file(path: str) -> str:
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return path
 
 
 def read_fleet(inputs: Iterable[str], jobs: int = 1) -> Fleet:
@@ -186,14 +192,22 @@ def _read_parallel(files: list[str], jobs: int) -> list:
     from concurrent.futures import ProcessPoolExecutor
 
     chunks = [files[i : i + _CHUNK] for i in range(0, len(files), _CHUNK)]
+    workers = workers_for(jobs, len(chunks))
+    if workers < 2:
+        return _read_files(files)
     try:
         import multiprocessing
 
         context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             return [outcome for chunk in pool.map(_read_files, chunks) for outcome in chunk]
     except (OSError, ImportError, RuntimeError):  # no processes to be had here: one at a time
         return _read_files(files)
+
+
+def workers_for(jobs: int, chunks: int) -> int:
+    """Worker processes for ``chunks`` of files: never more than the chunks, nor than the CPUs."""
+    return max(1, min(jobs, chunks, os.cpu_count() or 1))
 
 
 def _read_files(files: list[str]) -> list:
@@ -343,14 +357,26 @@ def _check_noise(noise: dict) -> None:
 
 
 def _unique_names(nodes: list[Node]) -> list[Node]:
-    """Two files of one host (a rerun, a copy) are told apart by their file names."""
-    counts = Counter(n.name for n in nodes)
-    out = []
+    """Two files of one host (a rerun, a copy) are told apart by their paths: each by as many of
+    its last path parts as it takes ("n1 (a/node.json)", "n1 (b/node.json)")."""
+    by_name: dict[str, list[Node]] = {}
     for n in nodes:
-        if counts[n.name] > 1:
-            n = Node(**{**n.__dict__, "name": f"{n.name} ({os.path.basename(n.source)})"})
-        out.append(n)
-    return out
+        by_name.setdefault(n.name, []).append(n)
+    shown: dict[int, str] = {}
+    for name, same in by_name.items():
+        if len(same) > 1:
+            for n, tail in zip(same, _distinct_tails([n.source for n in same])):
+                shown[id(n)] = f"{name} ({tail})"
+    return [Node(**{**n.__dict__, "name": shown[id(n)]}) if id(n) in shown else n for n in nodes]
+
+
+def _distinct_tails(paths: list[str]) -> list[str]:
+    parts = [Path(os.path.normpath(p)).parts for p in paths]
+    for k in range(1, max(len(p) for p in parts) + 1):
+        tails = ["/".join(p[-k:]) for p in parts]
+        if len(set(tails)) == len(tails):
+            return tails
+    return [f"{os.path.normpath(p)} #{i}" for i, p in enumerate(paths, 1)]  # one file named twice
 
 
 def group(nodes: tuple[Node, ...], refused: tuple[Refused, ...], judged: int) -> Fleet:
@@ -416,23 +442,47 @@ def _differing(facet: str, node: Node, other: Node) -> str:
     return text_of(parts) if parts and len(parts) < len(mine) else text_of(mine)
 
 
+_DIGITS = re.compile(r"([0-9]+)")
+
+
 def natural_key(text: str) -> list:
-    """ "node-2" before "node-10"."""
-    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
+    """ "node-2" before "node-10": each run of digits compared as a number, by its length without
+    leading zeros and then its digits (never int(): a run of 5,000 digits is past its limit)."""
+    key: list = []
+    for i, part in enumerate(_DIGITS.split(text)):
+        if i % 2:  # re.split puts the digit runs at the odd places
+            number = part.lstrip("0") or "0"
+            key.append((len(number), number, part))
+        else:
+            key.append(part.lower())
+    return key
+
+
+def _numbered(name: str) -> tuple[str, str] | None:
+    """ "gpu-node-07" -> ("gpu-node-", "07"): the name's last run of ASCII digits, found from the
+    end (linear; a regex with a lazy prefix is quadratic on a long name). A run longer than a
+    node number can be (18 digits) keeps the name whole."""
+    end = len(name)
+    start = end
+    while start > 0 and name[start - 1] in "0123456789":
+        start -= 1
+    if start == end or end - start > 18:
+        return None
+    return name[:start], name[start:]
 
 
 def hostlist(names: Iterable[str]) -> str:
     """SLURM's compact form: gpu-node-01 ... gpu-node-38 -> "gpu-node-[01-38]"."""
     names = list(names)
-    split = [re.match(r"^(.*?)(\d+)$", name) for name in names]
-    padded = {(m.group(1), len(m.group(2))) for m in split if m and len(m.group(2)) > 1 and m.group(2).startswith("0")}
+    split = [_numbered(name) for name in names]
+    padded = {(m[0], len(m[1])) for m in split if m and len(m[1]) > 1 and m[1].startswith("0")}
     runs: dict[tuple[str, int], list[int]] = {}
     order: list[object] = []
     for name, match in zip(names, split):
         if not match:
             order.append(name)
             continue
-        prefix, digits = match.groups()
+        prefix, digits = match
         key = (prefix, len(digits) if (prefix, len(digits)) in padded else 0)
         if key not in runs:
             runs[key] = []

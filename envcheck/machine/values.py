@@ -8,6 +8,8 @@ from typing import Optional
 
 from packaging.version import InvalidVersion, Version
 
+from envcheck.words import bracketed
+
 # Whether a machine has an NVIDIA GPU, as its probes can tell (``Machine.gpu_presence``).
 PRESENT = "present"
 ABSENT = "absent"
@@ -33,8 +35,15 @@ def short_device(device: Optional[str]) -> str:
     """ "/job:localhost/replica:0/task:0/device:GPU:1", "/device:GPU:1", "/gpu:1" -> "GPU:1"."""
     if not device:
         return "?"
-    match = re.search(r"([A-Za-z_]+):(\d+)$", device.rstrip("/"))
-    return f"{match.group(1).upper()}:{match.group(2)}" if match else device
+    # Read from the end, not by re.search("([A-Za-z_]+):(\\d+)$"), which is quadratic on a long
+    # string (87 s for 100,000 characters). An ordinal past 9 digits is no device: left as it is.
+    kind, colon, index = device.rstrip("/").rpartition(":")
+    if not colon or not 0 < len(index) <= 9 or not (index.isascii() and index.isdigit()):
+        return device
+    start = len(kind)
+    while start > 0 and (kind[start - 1] == "_" or (kind[start - 1].isascii() and kind[start - 1].isalpha())):
+        start -= 1
+    return f"{kind[start:].upper()}:{index}" if start < len(kind) else device
 
 
 _ERROR_LINE = re.compile(
@@ -56,8 +65,7 @@ def pci_product_name(name: Optional[str]) -> Optional[str]:
     """pci.ids spells "GP106 [GeForce GTX 1060 6GB]": the marketing name is in the brackets."""
     if not name:
         return None
-    match = re.search(r"\[([^\]]+)\]", name)
-    return match.group(1) if match else name
+    return bracketed(name) or name
 
 
 _CAPABILITY = re.compile(r"^\d{1,2}\.\d{1,2}$", re.ASCII)

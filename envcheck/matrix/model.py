@@ -13,11 +13,12 @@ from packaging.version import InvalidVersion, Version
 from envcheck.errors import UsageError
 from envcheck.matrix.libraries import LibraryUse, basename, library_family, library_os
 from envcheck.platform import WHEEL_OSES, platform_named
+from envcheck.words import bracketed
 
 BUILD_OSES = WHEEL_OSES  # the OSes of the matrix's TensorFlow rows ("linux", "windows", "macos")
 _DOTTED = re.compile(r"^\d+(\.\d+)*$")
 _LONG_NUMBER = re.compile(r"\d{10}")
-_ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)$")
+_ARCH = re.compile(r"^(sm|compute)_(\d{1,8})(\d)$")  # int() of its parts: never past 9 digits
 
 
 class MatrixVersion(Version):
@@ -231,9 +232,7 @@ def gpu_name_key(name: str) -> tuple[str, bool]:
     "Super", "D" and every model letter are kept: an RTX 3080 Ti is not an RTX 3080. "Laptop GPU",
     "Mobile", "Max-Q" and a bare "3080M" only mark the laptop part. pci.ids' "GP106 [GeForce GTX
     1060 6GB]" is read as the bracketed name."""
-    bracket = re.search(r"\[([^\]]+)\]", name)
-    if bracket:
-        name = bracket.group(1)
+    name = bracketed(name) or name
     tokens = [t for t in re.split(r"[^0-9a-z]+", name.lower()) if t]
     while tokens and (
         tokens[0] in _GPU_PREFIXES
@@ -629,7 +628,7 @@ class Matrix:
         arch = _ARCH.match(text.lower())
         if arch:
             return self._capability_index.get((int(arch.group(2)), int(arch.group(3))))
-        if re.fullmatch(r"\d+\.\d+", text):
+        if re.fullmatch(r"\d{1,9}\.\d{1,9}", text):
             return self._capability_index.get(tuple(int(p) for p in text.split(".")))
         return None
 

@@ -25,8 +25,9 @@ if TYPE_CHECKING:  # pragma: no cover
 OS_TITLES = {name: platform_named(name).title for name in OSES}
 
 # ASCII digits only: "８.６" is not a version, and packaging cannot parse it.
-_PYTHON = re.compile(r"^3\.(\d+)(\.\d+)?$", re.ASCII)
-_PYTHON_PREFIX = re.compile(r"^\s*(\d+)\.(\d+)", re.ASCII)
+# Version parts of at most 9 digits: a longer run (past int()'s limit, or merely absurd) is no version.
+_PYTHON = re.compile(r"^3\.(\d{1,9})(\.\d{1,9})?$", re.ASCII)
+_PYTHON_PREFIX = re.compile(r"^\s*(\d{1,9})\.(\d{1,9})(?!\d)", re.ASCII)
 _CAPABILITY = re.compile(r"^(\d{1,2})\.(\d)$", re.ASCII)
 _DRIVER = re.compile(r"^\d{2,4}(\.\d{1,3}){1,2}$", re.ASCII)
 

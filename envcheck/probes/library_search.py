@@ -219,7 +219,7 @@ def windows_toolkits(env: Mapping[str, str]) -> tuple[CudaToolkit, ...]:
     current = env_get(env, "CUDA_PATH")
     versioned = []
     for key, value in env.items():
-        m = re.fullmatch(r"CUDA_PATH_V(\d+)_(\d+)", key, re.IGNORECASE)
+        m = re.fullmatch(r"CUDA_PATH_V(\d{1,3})_(\d{1,3})", key, re.IGNORECASE)  # as probes.system records them
         if m and value:
             versioned.append(((int(m.group(1)), int(m.group(2))), key.upper(), value))
     versioned.sort(reverse=True)
@@ -298,7 +298,8 @@ def search_windows(
 
 # --- Linux ---------------------------------------------------------------------------------------
 
-_LDCONFIG_LINE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S.*?)\s*$")
+# The path ends at its last non-blank: "(\S.*?)\s*$" would try every split of a run of blanks.
+_LDCONFIG_LINE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S(?:.*\S)?)\s*$")
 
 
 def parse_ldconfig(text: str, want_64bit: bool = True) -> list[tuple[str, str]]:

@@ -34,6 +34,9 @@ MARKER = tf_worker.MARKER
 
 MAX_LOG_LINES = 80
 MAX_LOG_LINE_CHARS = 500
+# The patterns look at this much of a line, as explain's scanner does: no message TensorFlow prints
+# is longer, and a regex never meets a line of megabytes (a flood is capped at 8 MiB, not per line).
+MAX_SCANNED_CHARS = 8192
 
 # Lines of the worker's output that explain what TensorFlow did with the GPU. Everything else
 # (oneDNN notices, CPU feature hints) is noise for this question.
@@ -155,7 +158,7 @@ def important_log_lines(*texts: str) -> tuple[str, ...]:
     seen: set[str] = set()
     for text in texts:
         for raw in text.splitlines():
-            line = raw.strip()
+            line = raw.strip()[:MAX_SCANNED_CHARS]
             if not line or line == MARKER or line.startswith("{"):
                 continue
             if not any(p.search(line) for p in IMPORTANT_LOG_PATTERNS):

@@ -19,6 +19,7 @@ import sys
 from typing import Any, Optional, TextIO
 
 from envcheck import __version__
+from envcheck.printable import printable_json
 
 # The version of every --json document's own layout. 2: the envelope, ``url`` for pages and
 # ``link`` for chain links, ``gpus`` in the doctor's report. 3: one key per meaning for drivers
@@ -39,7 +40,9 @@ def document(command: str, body: dict[str, Any], exit_code: int) -> dict[str, An
 
 
 def json_text(command: str, body: dict[str, Any], exit_code: int, ensure_ascii: bool = False) -> str:
-    return _json.dumps(document(command, body, exit_code), indent=2, ensure_ascii=ensure_ascii) + "\n"
+    """The document as JSON text: every value exact, and no character a terminal would act on
+    written raw (C1 controls, bidi overrides and the like as \\uXXXX, as JSON allows)."""
+    return printable_json(_json.dumps(document(command, body, exit_code), indent=2, ensure_ascii=ensure_ascii)) + "\n"
 
 
 def emit(text: str, stream: Optional[TextIO] = None, *, is_json: bool = False) -> None:

@@ -7,6 +7,7 @@ from rich.text import Text
 from envcheck.compare.diff import Diff, Difference
 from envcheck.compare.facets import GROUP_TITLES
 from envcheck.machine import telling_line
+from envcheck.printable import printable
 from envcheck.render import json_text
 from envcheck.render.lines import Lines
 from envcheck.render.terminal import SHORT_TITLES
@@ -21,13 +22,13 @@ def render_json(diff: Diff, exit_code: int) -> str:
 
 def render(diff: Diff, width: int | None = None, color: bool | None = None) -> str:
     out = Lines(width, color)
-    out.line(out.style("envcheck diff", "bold"), f"  A: {diff.a.name}  B: {diff.b.name}", hang=2)
+    out.line(out.style("envcheck diff", "bold"), f"  A: {printable(diff.a.name)}  B: {printable(diff.b.name)}", hang=2)
     for note in diff.notes:
-        out.line(out.style(f"note: {note}", "dim"), hang=6)
+        out.line(out.style(f"note: {printable(note)}", "dim"), hang=6)
     out.blank()
     for letter, side in (("A", diff.a), ("B", diff.b)):
         verdict = side.report.verdict
-        out.line(f"  {letter}  ", out.style(verdict.line, _verdict_style(verdict.status)), hang=5)
+        out.line(f"  {letter}  ", out.style(printable(verdict.line), _verdict_style(verdict.status)), hang=5)
     if not diff.differences:
         out.blank()
         out.line(
@@ -83,7 +84,7 @@ _STATUS_LINKS = set(SHORT_TITLES)
 
 
 def _difference(out: Lines, d: Difference) -> None:
-    label = d.label
+    label = printable(d.label)
     if isinstance(d.a, tuple) or isinstance(d.b, tuple):
         _entries(out, label, d.a or (), d.b or ())
         return
@@ -105,13 +106,13 @@ def _one_line(value) -> str:
     if value is None:
         return "(none)"
     text = str(value)
-    return telling_line(text) if "\n" in text else text
+    return printable(telling_line(text) if "\n" in text else text)
 
 
 def _entries(out: Lines, label: str, a: tuple[str, ...], b: tuple[str, ...]) -> None:
     """A search path entry by entry: what B adds (+), what it lacks (-), or only the order."""
-    removed = [x for x in a if x not in b]
-    added = [x for x in b if x not in a]
+    removed = [printable(x) for x in a if x not in b]
+    added = [printable(x) for x in b if x not in a]
     out.line(f"    {label}", hang=6)
     for entry in added:
         out.line("      ", out.style("+ " + entry, "green"), hang=8)
@@ -121,5 +122,5 @@ def _entries(out: Lines, label: str, a: tuple[str, ...], b: tuple[str, ...]) -> 
         common = [x for x in a if x in b]
         first = next((i for i, (x, y) in enumerate(zip(common, [y for y in b if y in a])) if x != y), 0)
         out.line(f"      the same entries in another order; from entry {first + 1}:", hang=8)
-        out.line("      A: ", out.style(", ".join(a[first : first + 3]), "red"), hang=9)
-        out.line("      B: ", out.style(", ".join(b[first : first + 3]), "green"), hang=9)
+        out.line("      A: ", out.style(printable(", ".join(a[first : first + 3])), "red"), hang=9)
+        out.line("      B: ", out.style(printable(", ".join(b[first : first + 3])), "green"), hang=9)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from envcheck.compare.facets import FACET_BY_NAME, FACETS
 from envcheck.compare.fleet import VERDICT, Fleet, Group, hostlist
+from envcheck.printable import printable
 from envcheck.render import json_text
 from envcheck.render.lines import Lines, clip, wrap_words
 from envcheck.words import plural
@@ -49,8 +50,8 @@ def render(fleet: Fleet, width: int | None = None, color: bool | None = None) ->
     if fleet.odd:
         out.line(out.style(f"Odd ones out ({len(fleet.odd)})", "bold"))
         for names, differences in odd_groups(fleet):
-            who = hostlist(names)
-            out.line(f"  {who}  ", "; ".join(_odd_text(o) for o in differences), hang=4)
+            who = printable(hostlist(names))
+            out.line(f"  {who}  ", printable("; ".join(_odd_text(o) for o in differences)), hang=4)
     elif fleet.uniform:
         out.line("Every node agrees in every fact that matters.")
     else:
@@ -89,17 +90,22 @@ def _section(
     head_width = (title_width + 4) if title_width else 2
     room = out.width - head_width - count_width - 2
     names = [
-        "all" if len(g.nodes) == total else "the rest" if i == 0 and 2 * len(g.nodes) > total else hostlist(g.names)
+        "all"
+        if len(g.nodes) == total
+        else "the rest"
+        if i == 0 and 2 * len(g.nodes) > total
+        else printable(hostlist(g.names))
         for i, g in enumerate(groups)
     ]
-    longest = max(len(g.shown or g.value) for g in groups)
+    values = [printable(g.shown or g.value) for g in groups]
+    longest = max(len(v) for v in values)
     widest_names = max(len(n) for n in names)
     value_width = min(longest, max(24, room - min(widest_names, room // 2) - 2))
-    for i, (g, who) in enumerate(zip(groups, names)):
+    for i, (g, who, value) in enumerate(zip(groups, names, values)):
         head = f"  {(title if i == 0 else '').ljust(title_width)}  " if title_width else "  "
         count = f"{len(g.nodes):>{count_width}}  "
         # A value too long for its column goes on under it (never cut: it is what differs).
-        pieces = wrap_words(g.shown or g.value, value_width)
+        pieces = wrap_words(value, value_width)
         rest = room - value_width - 2
         who = clip(who, rest) if rest >= min(8, len(who)) else ""
         style = _VERDICT_STYLE.get(g.nodes[0].status, "") if styled else ""
@@ -109,7 +115,7 @@ def _section(
             out.line(" " * (head_width + count_width + 2), out.style(piece, style), hang=head_width + count_width + 2)
     if groups[0].alike:
         pad = " " * (head_width + count_width + 2)
-        out.line(pad, out.style(f"alike on all: {groups[0].alike}", "dim"), hang=len(pad))
+        out.line(pad, out.style(f"alike on all: {printable(groups[0].alike)}", "dim"), hang=len(pad))
 
 
 def render_markdown(fleet: Fleet) -> str:
@@ -117,7 +123,7 @@ def render_markdown(fleet: Fleet) -> str:
     numbers replaced (envcheck.redact); node names stay, they are what the ticket is about."""
 
     def cell(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
+        return printable(text).replace("|", "\\|")
 
     lines = [f"## envcheck fleet: {_headline(fleet)}", "", "| nodes | verdict | which |", "| ---: | --- | --- |"]
     total = len(fleet.nodes)
@@ -152,5 +158,5 @@ def render_markdown(fleet: Fleet) -> str:
         lines.append(f"- **{cell(hostlist(names))}**: {cell('; '.join(parts))}")
     if fleet.refused:
         lines += ["", "### Files refused", ""]
-        lines += [f"- `{r.source}`: {cell(r.reason)}" for r in fleet.refused]
+        lines += [f"- `{cell(r.source)}`: {cell(r.reason)}" for r in fleet.refused]
     return "\n".join(lines) + "\n"

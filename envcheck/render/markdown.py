@@ -12,6 +12,7 @@ import json
 
 from envcheck.facts import to_dict
 from envcheck.findings import Report
+from envcheck.printable import printable
 from envcheck.redact import redactor, with_fields_redacted
 
 _STATUS_WORD = {"ok": "ok", "warning": "warning", "error": "**error**", "skipped": "skipped"}
@@ -35,9 +36,9 @@ def _markdown(report: Report) -> str:
     lines = [
         "## envcheck report",
         "",
-        f"**Verdict:** {v.line}",
+        f"**Verdict:** {printable(v.line)}",
         "",
-        f"envcheck {report.envcheck_version}, snapshot taken {facts.created or 'unknown'}"
+        f"envcheck {report.envcheck_version}, snapshot taken {printable(facts.created or 'unknown')}"
         + (" (TensorFlow not probed: --quick)" if facts.quick else ""),
         "",
         "| Link | Status | Seen |",
@@ -49,7 +50,7 @@ def _markdown(report: Report) -> str:
     lines += _ways_forward(report)
     lines += _environment(report)
     if facts.tensorflow.log_lines:
-        lines.extend(_details("TensorFlow log lines", "\n".join(facts.tensorflow.log_lines), "text"))
+        lines.extend(_details("TensorFlow log lines", "\n".join(map(printable, facts.tensorflow.log_lines)), "text"))
     lines.extend(_details("Facts snapshot (JSON)", json.dumps(to_dict(facts), indent=2), "json"))
     return "\n".join(lines) + "\n"
 
@@ -62,20 +63,22 @@ def _findings(report: Report) -> list[str]:
     in_a_path = _fixes_in_the_paths(report.verdict)
     for f in report.findings:
         cause = f" (because of {f.caused_by})" if f.caused_by else ""
-        lines.append(f"- **{f.id}** ({f.severity.value}) {f.title}{cause}")
+        lines.append(f"- **{f.id}** ({f.severity.value}) {printable(f.title)}{cause}")
         if f.detail:
-            lines.append(f"  - {f.detail}")
+            lines.append(f"  - {printable(f.detail)}")
         shown_below = _step_of(f.fix, in_a_path) if f.fix is not None else None
         if shown_below is not None:
-            lines.append(f"  - Fix: {f.fix.text} (step {shown_below} below)")
+            lines.append(f"  - Fix: {printable(f.fix.text)} (step {shown_below} below)")
         elif f.fix is not None:
-            lines.append(f"  - Fix: {f.fix.text}")
+            lines.append(f"  - Fix: {printable(f.fix.text)}")
             if f.fix.commands:
                 lines += ["", "    ```"]
-                lines.extend(f"    {c.line}" + (f"   # {c.shell}" if c.shell != "any" else "") for c in f.fix.commands)
+                lines.extend(
+                    f"    {printable(c.line)}" + (f"   # {c.shell}" if c.shell != "any" else "") for c in f.fix.commands
+                )
                 lines.append("    ```")
             if f.fix.url:
-                lines.append(f"  - See <{f.fix.url}>")
+                lines.append(f"  - See <{printable(f.fix.url)}>")
     return lines
 
 
@@ -90,9 +93,9 @@ def _ways_forward(report: Report) -> list[str]:
             continue
         lines += [f"**{heading}**", ""]
         for n, step in enumerate(steps, 1):
-            lines.append(f"{n}. {step.text}" + (f" See <{step.url}>" if step.url else ""))
+            lines.append(f"{n}. {printable(step.text)}" + (f" See <{printable(step.url)}>" if step.url else ""))
             if step.commands:
-                lines += ["", "   ```"] + [f"   {c.line}" for c in step.commands] + ["   ```"]
+                lines += ["", "   ```"] + [f"   {printable(c.line)}" for c in step.commands] + ["   ```"]
         lines.append("")
     return lines
 
@@ -107,10 +110,10 @@ def _environment(report: Report) -> list[str]:
         ("GPUs", ", ".join(f"{g.name} (cc {g.compute_capability})" for g in facts.nvml.gpus) or "none seen by NVML"),
         ("TensorFlow", facts.tensorflow.version or facts.tensorflow.status),
     ]
-    lines = ["### Environment", ""] + [f"- **{name}:** {value}" for name, value in rows]
+    lines = ["### Environment", ""] + [f"- **{name}:** {printable(value)}" for name, value in rows]
     dists = facts.packages.distributions
     if dists:
-        lines.append("- **Packages:** " + ", ".join(f"{d.name} {d.version}" for d in dists))
+        lines.append("- **Packages:** " + printable(", ".join(f"{d.name} {d.version}" for d in dists)))
     return lines + [""]
 
 
@@ -136,7 +139,7 @@ def _details(summary: str, body: str, lang: str) -> list[str]:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return printable(text).replace("|", "\\|")
 
 
 def redact_text(text: str, report: Report) -> str:

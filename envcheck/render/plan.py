@@ -16,6 +16,7 @@ from envcheck.planner.options import (
 from envcheck.planner.steps import BASH, POWERSHELL, Step, requirement
 from envcheck.planner.target import OS_TITLES
 from envcheck.platform import platform_named
+from envcheck.printable import printable
 from envcheck.render import json_text
 from envcheck.shell import quote_always
 
@@ -28,9 +29,9 @@ def render_json(plan: Plan) -> str:
 
 
 def _wrap(text: str, indent: str) -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False) or [
-        indent.rstrip()
-    ]
+    return textwrap.wrap(
+        printable(text), WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
+    ) or [indent.rstrip()]
 
 
 def _driver_line(plan: Plan) -> str:
@@ -48,18 +49,18 @@ def _driver_line(plan: Plan) -> str:
 
 def render_text(plan: Plan) -> str:
     o = plan.option
-    out = [f"envcheck plan for: {describe_target(plan.target)}", ""]
+    out = [f"envcheck plan for: {printable(describe_target(plan.target))}", ""]
     where = "on the GPU" if o.kind == GPU else "on the CPU only"
-    out.append(f"Recommended: TensorFlow {o.tf} {where}, {OS_TITLES[o.os]}")
-    out.append(f"  install   {requirement(o)}")
+    out.append(f"Recommended: TensorFlow {printable(o.tf)} {where}, {OS_TITLES[o.os]}")
+    out.append(f"  install   {printable(requirement(o))}")
     python = f"{o.python} (TensorFlow {o.tf} supports {o.python_range})"
     if o.python_change:
         python += " -- not the Python you have"
-    out.append(f"  Python    {python}")
+    out.append(f"  Python    {printable(python)}")
     if o.kind == GPU:
-        out.append(f"  CUDA      {o.cuda}")
-        out.append(f"  cuDNN     {o.cudnn}")
-        out.append(f"  driver    {_driver_line(plan)}")
+        out.append(f"  CUDA      {printable(o.cuda)}")
+        out.append(f"  cuDNN     {printable(o.cudnn)}")
+        out.append(f"  driver    {printable(_driver_line(plan))}")
     out += ["", "Why"]
     for reason in plan.choice.reasons:
         wrapped = _wrap(reason, "    ")
@@ -97,15 +98,15 @@ def _rerun_hint(plan: Plan, alt) -> str:
 
 def _text_step(number: int, step: Step, shell: str) -> list[str]:
     side = {"windows": "[on Windows] ", "wsl": "[inside WSL2] "}.get(step.side, "")
-    out = [f"  {number}. {side}{step.title}"]
+    out = [f"  {number}. {side}{printable(step.title)}"]
     if step.detail:
         out += _wrap(step.detail, "     ")
     if step.url:
-        out.append(f"     {step.url}")
+        out.append(f"     {printable(step.url)}")
     for line in step.lines:
         marker = "" if line.shell == shell or step.side else f"({SHELL_TITLES[line.shell]}) "
-        out.append(f"       {marker}{line.line}")
-        out.append(f"         # {line.why}")
+        out.append(f"       {marker}{printable(line.line)}")
+        out.append(f"         # {printable(line.why)}")
     return out
 
 
@@ -121,7 +122,7 @@ def render_script(plan: Plan, shell: str) -> str:
         out.append("#!/usr/bin/env bash")
     out += [
         f"# TensorFlow {o.tf} on the {where}, {OS_TITLES[o.os]}: written by 'envcheck plan' (envcheck {__version__}).",
-        f"# For: {describe_target(plan.target)}",
+        f"# For: {printable(describe_target(plan.target))}",
         "#",
         "# Read it before you run it. It stops at the first check that fails. Downloads that need a",
         "# browser (driver, CUDA, cuDNN) are links: do them first. It creates ./tf-env and installs",
@@ -151,16 +152,16 @@ def _checked(line: str, shell: str) -> str:
 
 def _script_step(number: int, step: Step, shell: str) -> list[str]:
     side = {"windows": " [on Windows, PowerShell]", "wsl": " [inside WSL2, bash]"}.get(step.side, "")
-    out = [f"# {number}. {step.title}{side}"]
+    out = [f"# {number}. {printable(step.title)}{side}"]
     if step.detail:
         out += _wrap(step.detail, "#    ")
     if step.url:
-        out.append(f"#    {step.url}")
+        out.append(f"#    {printable(step.url)}")
     for line in step.lines:
         if line.shell == shell:
-            out.append(f"# {line.why}")
-            out.append(_checked(line.line, shell))
+            out.append(f"# {printable(line.why)}")
+            out.append(_checked(printable(line.line), shell))
         else:
-            out.append(f"# ({SHELL_TITLES[line.shell]}; {line.why})")
-            out.append(f"#   {line.line}")
+            out.append(f"# ({SHELL_TITLES[line.shell]}; {printable(line.why)})")
+            out.append(f"#   {printable(line.line)}")
     return out

@@ -3,9 +3,11 @@ the first broken link), then the scan's own findings with their fixes."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
+from envcheck.printable import printable
 from envcheck.render import json_text
 from envcheck.render.lines import Lines, clip, clip_middle, wrap_words
 from envcheck.render.terminal import SHORT_TITLES
@@ -59,6 +61,14 @@ def environment_folder(interpreter: str) -> str:
 
 
 def row(env: Environment, home: str = "") -> Row:
+    """One environment's cells, each as it may be shown (every value here came from the machine)."""
+    cells = _cells(env, home)
+    return dataclasses.replace(
+        cells, **{f.name: printable(getattr(cells, f.name)) for f in dataclasses.fields(cells) if f.name != "status"}
+    )
+
+
+def _cells(env: Environment, home: str) -> Row:
     where = tilde(environment_folder(env.interpreter), home)
     kinds = [_SHORT_HOW.get(c.how, c.how) for c in sorted(env.reached, key=lambda c: HOW_ORDER.index(c.how))]
     kernels = [c.detail for c in env.reached if c.how == KERNEL]
@@ -150,26 +160,42 @@ def render(
         _table(out, rows)
     else:
         out.line("  No Python environment found.")
+    _kernel_variables(out, result.environments)
     if verbose:
         for env, r in zip(result.environments, rows):
             out.blank()
             out.line(f"  {r.where}", hang=4)
-            out.line("    reached: ", ", ".join(env.labels), hang=13)
+            out.line("    reached: ", printable(", ".join(env.labels)), hang=13)
             if env.report:
-                out.line("    verdict: ", (env.report.get("verdict") or {}).get("line", ""), hang=13)
+                out.line("    verdict: ", printable((env.report.get("verdict") or {}).get("line", "")), hang=13)
             if env.seconds is not None:
                 out.line(f"    checked in {env.seconds:.1f} s")
+    if result.skipped:
+        out.blank()
+        for s in result.skipped:
+            out.line(out.style(printable(f"skipped: {tilde(s.where, home)}: {s.why}"), "dim"), hang=9)
     if result.findings:
         out.blank()
         out.line(out.style(f"Found by the scan ({len(result.findings)})", "bold"))
         for n, f in enumerate(result.findings, 1):
             label = f"  {n}. "
-            out.line(label, _tilde_words(f.title, home), hang=len(label))
+            out.line(label, printable(_tilde_words(f.title, home)), hang=len(label))
             if f.fix:
-                out.line(" " * len(label), out.style(f.fix, "dim"), hang=len(label))
+                out.line(" " * len(label), out.style(printable(f.fix), "dim"), hang=len(label))
             for command in f.commands:
-                out.command(command.line, len(label) + 2)
+                out.command(printable(command.line), len(label) + 2)
     return out.value()
+
+
+def _kernel_variables(out: Lines, environments) -> None:
+    """Which variables each kernel's kernel.json set, and that only its interpreter got them."""
+    for env in environments:
+        if not env.env:
+            continue
+        kernels = ", ".join(dict.fromkeys(repr(c.detail) for c in env.reached if c.how == KERNEL))
+        names = ", ".join(sorted(name for name, _ in env.env))
+        line = f"kernel {kernels} sets {names}: applied to its interpreter only, not to envcheck"
+        out.line(out.style("  " + printable(line), "dim"), hang=4)
 
 
 _HEADERS = ("environment", "Python", "TF", "GPU", "reached", "first broken link")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from typing import Optional
 
+from envcheck.printable import printable
+
 WORTH_A_LINE = 1.0  # seconds: a stage shorter than this leaves no line behind
 
 
@@ -32,6 +34,8 @@ class Stages:
 
     def __call__(self, doing: str, done: Optional[str] = None) -> None:
         self._finish()
+        # A stage names an archive or a folder: shown escaped, like every name from outside.
+        doing, done = printable(doing), None if done is None else printable(done)
         self._current = (doing, done, time.perf_counter())
         if self.animated:
             if self._status is None:

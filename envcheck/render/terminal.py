@@ -32,6 +32,7 @@ from envcheck.findings import (
     Report,
     Severity,
 )
+from envcheck.printable import printable
 from envcheck.render.width import DEFAULT_WIDTH, MIN_WIDTH, terminal_width  # noqa: F401 - part of this module's interface
 from envcheck.shell import SHELL_TITLES, Command
 
@@ -140,7 +141,7 @@ class _Out:
         from envcheck.invocation import runnable
 
         text = Text(" " * indent)
-        text.append(runnable(command.line, command.shell), style="cyan" if self.color else "")
+        text.append(printable(runnable(command.line, command.shell)), style="cyan" if self.color else "")
         self.console.print(text, soft_wrap=True, crop=False)
 
     def blank(self) -> None:
@@ -158,7 +159,7 @@ def render(report: Report, verbose: bool = False, color: Optional[bool] = None, 
     facts = report.facts
     header = Text(f"envcheck {report.envcheck_version} doctor", style="bold" if color else "")
     if facts.python.executable:
-        where = f"  {facts.python.executable}"
+        where = f"  {printable(facts.python.executable)}"
         if header.cell_len + len(where) <= out.console.width:
             header.append(where, style="dim" if color else "")
         else:
@@ -166,7 +167,7 @@ def render(report: Report, verbose: bool = False, color: Optional[bool] = None, 
             header = Text(where, style="dim" if color else "")
     out.console.print(header, crop=False, overflow="ignore")
     for note in report.notes:
-        out.line(Text(f"note: {note}", style="dim" if color else ""), hang=6)
+        out.line(Text(f"note: {printable(note)}", style="dim" if color else ""), hang=6)
     out.blank()
     chain(out, report, verbose)
     gpu_table(out, report)
@@ -174,7 +175,7 @@ def render(report: Report, verbose: bool = False, color: Optional[bool] = None, 
     verdict = report.verdict
     out.line(
         Text("Verdict: ", style="bold" if color else ""),
-        Text(verdict.line, style=_VERDICT_STYLE.get(verdict.status, "bold") if color else ""),
+        Text(printable(verdict.line), style=_VERDICT_STYLE.get(verdict.status, "bold") if color else ""),
         hang=9,
     )
     shown = ways_forward(out, report)
@@ -206,7 +207,7 @@ def chain(out: _Out, report: Report, verbose: bool) -> None:
             Text("  "),
             mark,
             Text(f" {titles[link.name].ljust(width)}  "),
-            Text(link.summary + timing),
+            Text(printable(link.summary) + timing),
             hang=width + 5 + mark.cell_len,
         )
 
@@ -217,22 +218,23 @@ def gpu_table(out: _Out, report: Report) -> None:
     if len(gpus) < 2:
         return
     out.blank()
-    name_width = min(28, max(len(g.name) for g in gpus))
+    names = [printable(g.name) for g in gpus]
+    name_width = min(28, max(len(name) for name in names))
     out.line(
         Text(f"  {'GPU':<4}{'name':<{name_width + 2}}{'CUDA':<6}{'TF':<8}status", style="dim" if out.color else "")
     )
-    for g in gpus:
+    for g, name in zip(gpus, names):
         index = "?" if g.index is None else str(g.index)
         cuda = "-" if g.cuda_index is None else str(g.cuda_index)
-        tf = g.tf_device or "-"
+        tf = printable(g.tf_device or "-")
         status = (
             "usable" if g.usable and not g.reason else ("usable, " + g.reason if g.usable else g.reason or "not usable")
         )
         style = "" if not out.color else ("green" if g.usable else "red")
-        name = g.name if len(g.name) <= name_width else g.name[: name_width - 1] + "…"
+        name = name if len(name) <= name_width else name[: name_width - 1] + "…"
         out.line(
             Text(f"  {index:<4}{name:<{name_width + 2}}{cuda:<6}{tf:<8}"),
-            Text(status, style=style),
+            Text(printable(status), style=style),
             hang=name_width + 20,
         )
 
@@ -286,7 +288,7 @@ def ways_forward(out: _Out, report: Report) -> set[str]:
             # One short block: what the steps do in one sentence, then their commands.
             parts = [_first_sentence(s.text).rstrip(".") for s in verdict.cpu_path]
             what = "; ".join([parts[0]] + [p[:1].lower() + p[1:] for p in parts[1:]])
-            out.line(Text(label + " ", style="bold" if out.color else ""), Text(what + "."), hang=2)
+            out.line(Text(label + " ", style="bold" if out.color else ""), Text(printable(what) + "."), hang=2)
             for step in verdict.cpu_path:
                 for command in step.commands:
                     out.command(command, 5)
@@ -319,14 +321,14 @@ def _step(
     tail = ""
     if finding is not None:
         tail = f"  [{finding.id}" + (f"; also clears {', '.join(clears)}" if clears else "") + "]"
-    out.line(Text(label), Text(text), Text(tail, style="dim" if out.color else ""), hang=len(label))
+    out.line(Text(label), Text(printable(text)), Text(tail, style="dim" if out.color else ""), hang=len(label))
     shells = {c.shell for c in step.commands if c.shell not in ("any",)}
     for command in step.commands:
         if len(shells) > 1 and command.shell in SHELL_TITLES:
             out.line(Text(f"     {SHELL_TITLES[command.shell]}:", style="dim" if out.color else ""))
         out.command(command, 5)
     if step.url:
-        out.line(Text(f"     {step.url}", style="dim" if out.color else ""))
+        out.line(Text(f"     {printable(step.url)}", style="dim" if out.color else ""))
 
 
 def findings(out: _Out, report: Report) -> None:
@@ -337,22 +339,27 @@ def findings(out: _Out, report: Report) -> None:
     out.line(Text("Findings", style="bold" if out.color else ""))
     for f in report.findings:
         cause = f" (because of {f.caused_by})" if f.caused_by else ""
-        out.line(Text("  "), out.mark(_SEVERITY_MARK, f.severity), Text(f" {f.id}  "), Text(f.title + cause), hang=6)
+        title = printable(f.title) + cause
+        out.line(Text("  "), out.mark(_SEVERITY_MARK, f.severity), Text(f" {f.id}  "), Text(title), hang=6)
         if f.detail:
-            out.line(Text(f.detail), indent=6, hang=6)
+            out.line(Text(printable(f.detail)), indent=6, hang=6)
         if f.evidence:
             out.line(Text("evidence:", style="dim" if out.color else ""), indent=6)
         for what, value in f.evidence:
-            first, *more = (value or "").splitlines() or [""]
-            out.line(Text(f"{what}: {first}", style="dim" if out.color else ""), indent=8, hang=10)
+            # A value of many lines (a traceback) goes on behind a gutter, so no line of it reads
+            # as one of the report's own.
+            first, *more = (value or "").split("\n")
+            out.line(
+                Text(f"{printable(what)}: {printable(first)}", style="dim" if out.color else ""), indent=8, hang=10
+            )
             for extra in more[:20]:
-                out.line(Text(extra, style="dim" if out.color else ""), indent=10, hang=10)
+                out.line(Text("| " + printable(extra), style="dim" if out.color else ""), indent=10, hang=12)
         if f.fix is not None:
-            out.line(Text("Fix: " + f.fix.text), indent=6, hang=6)
+            out.line(Text("Fix: " + printable(f.fix.text)), indent=6, hang=6)
             for command in f.fix.commands:
                 out.command(command, 8)
             if f.fix.url:
-                out.line(Text(f.fix.url, style="dim" if out.color else ""), indent=8)
+                out.line(Text(printable(f.fix.url), style="dim" if out.color else ""), indent=8)
 
 
 def multigpu(out: _Out, report: Report) -> None:

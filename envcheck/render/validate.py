@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rich.markup import escape
 
+from envcheck.printable import printable
 from envcheck.render.terminal import console_for
 from envcheck.render.width import terminal_width
 
@@ -22,10 +23,10 @@ def validation_lines(report) -> list[str]:
     for check in report.checks:
         mark = "[green]PASS[/]" if check.passed else "[bold red]FAIL[/]"
         took = f" [dim]({check.seconds:.1f} s)[/]" if check.seconds is not None else ""
-        lines.append(f"{mark}  level {check.level}  {escape(check.name)}: {escape(check.summary)}{took}")
-    lines += [f"[dim]note: {escape(note)}[/]" for note in report.notes]
+        lines.append(f"{mark}  level {check.level}  {_shown(check.name)}: {_shown(check.summary)}{took}")
+    lines += [f"[dim]note: {_shown(note)}[/]" for note in report.notes]
     if report.doctor is not None:
-        lines.append(f"[dim]doctor: {escape(str(report.doctor.get('line')))}[/]")
+        lines.append(f"[dim]doctor: {_shown(report.doctor.get('line'))}[/]")
     lines.append(_last_line(report))
     return lines
 
@@ -36,7 +37,13 @@ def _last_line(report) -> str:
     if failed:
         return f"[bold red]validation failed[/]: {len(failed)} of {len(report.checks)} checks"
     if report.problems:
-        return f"[bold red]validation not passed[/]: the checks passed {where}, but " + escape(
+        return f"[bold red]validation not passed[/]: the checks passed {where}, but " + _shown(
             "; ".join(report.problems)
         )
     return f"[bold green]validation passed[/]: {len(report.checks)} checks up to level {report.level}, {where}"
+
+
+def _shown(text) -> str:
+    """A value in rich markup: its control characters escaped, its brackets never read as markup
+    (an error text with "[/]" in it would otherwise stop the report)."""
+    return escape(printable(str(text)))

@@ -252,7 +252,9 @@ def allow_growth_value(ctx: Context) -> Iterator[Hit]:
 def log_level_hides(ctx: Context) -> Iterator[Hit]:
     """Level 2 drops warnings ("Could not load dynamic library ..."), level 3 errors too."""
     value = ctx.facts.env_var("TF_CPP_MIN_LOG_LEVEL")
-    if value is None or not re.fullmatch(r"[0-9]+", value.strip()) or int(value) < 2:
+    # TensorFlow reads it into an int64 and takes 0 when that fails (LogLevelStrToInt in tsl's
+    # platform/default/logging.cc): 19 digits or more hide nothing.
+    if value is None or not re.fullmatch(r"0*[0-9]{1,18}", value.strip()) or int(value) < 2:
         return
     yield Hit(
         title=f"TF_CPP_MIN_LOG_LEVEL={value} hides TensorFlow's {'warnings' if int(value) == 2 else 'warnings and errors'}, which name the missing GPU libraries",

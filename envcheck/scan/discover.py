@@ -22,13 +22,25 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from envcheck import procs
+from envcheck.scan.kernels import Kernel, kernelspecs
+from envcheck.scan.places import (
+    Places,
+    Unreadable,
+    children,
+    kind_of,
+    path_problem,
+    places_from,
+    read_small,
+    venv_python,
+    which,
+    why,
+)
+
+__all__ = ["Candidate", "Kernel", "Places", "discover", "places_from", "venv_python", "which"]
 
 LISTING_TIMEOUT = 15.0  # conda env list, jupyter kernelspec list
 
@@ -41,23 +53,6 @@ KERNEL = "kernel"
 HOW_ORDER = (RUNNING, PATH_HOW, VIRTUALENV, PYENV, CONDA, KERNEL)
 
 _PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)?)?(\.exe)?$", re.IGNORECASE)
-_PYTHON_WORD = re.compile(
-    r"^(i?python|pythonw)[\d.]*[mtd]?(\.exe)?$", re.IGNORECASE
-)  # what a kernel's interpreter is called
-_WINDOWS = os.name == "nt"
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """One Jupyter kernelspec, as its kernel.json says."""
-
-    name: str  # the folder's name: what `jupyter kernelspec remove NAME` takes
-    spec_file: str  # the kernel.json
-    display_name: str
-    argv0: str | None  # its interpreter as written; None when argv is missing or empty
-    interpreter: str | None  # argv0 resolved to a path (a bare "python" looked up); None if not found
-    env: tuple[tuple[str, str], ...] = ()  # the variables kernel.json sets for the kernel
-    problem: str | None = None  # why it cannot start, found without running it
 
 
 @dataclass(frozen=True)
@@ -78,23 +73,6 @@ class Candidate:
         return f"{self.how} {self.detail}".strip()
 
 
-@dataclass(frozen=True)
-class Places:
-    """What discovery reads: the environment, the home and project folders, the running Python."""
-
-    environ: Mapping[str, str]
-    home: Path
-    cwd: Path
-    running: str | None = sys.executable
-    system: str = "Windows" if _WINDOWS else ("Darwin" if sys.platform == "darwin" else "Linux")
-    runner: object = field(default=None)  # procs.run or a stand-in (tests)
-
-
-def places_from(environ: Mapping[str, str], cwd: Path | None = None, running: str | None = sys.executable) -> Places:
-    home = Path(environ.get("HOME") or environ.get("USERPROFILE") or Path.home())
-    return Places(environ=environ, home=home, cwd=cwd or Path.cwd(), running=running)
-
-
 def discover(places: Places) -> tuple[list[Candidate], list[Kernel]]:
     """Every candidate interpreter, in HOW_ORDER, and every Python kernelspec."""
     out: list[Candidate] = []
@@ -104,7 +82,8 @@ def discover(places: Places) -> tuple[list[Candidate], list[Kernel]]:
     out += virtualenvs(places)
     out += pyenv_versions(places)
     out += conda_environments(places)
-    kernels = kernelspecs(places)
+    jupyter = which("jupyter", places)
+    kernels = kernelspecs(places, _run_json(places, [jupyter, "kernelspec", "list", "--json"]) if jupyter else None)
     out += [Candidate(k.interpreter, KERNEL, k.name, k) for k in kernels if k.interpreter and not k.problem]
     pipx = pipx_folders(places)
     return [c for c in out if not _inside(c.path, pipx)], kernels
@@ -141,41 +120,24 @@ def _python_name_order(name: str) -> tuple:
     return (len(name), name)  # python, python3, python3.11 ...
 
 
-def which(name: str, places: Places) -> str | None:
-    return shutil.which(name, path=places.environ.get("PATH", ""))
-
-
 # --- virtualenvs and pyenv -------------------------------------------------------------------------
 
 
-def venv_python(folder: Path) -> Path:
-    """The interpreter of a venv or conda folder (whether or not it is still there)."""
-    windows = (folder / "Scripts" / "python.exe", folder / "python.exe")
-    for candidate in windows:
-        if candidate.exists():
-            return candidate
-    return folder / "bin" / "python"
+def _is_venv(folder: Path, places: Places) -> bool:
+    return kind_of(folder / "pyvenv.cfg", places, is_dir=False, where=folder)
 
 
-def _is_venv(folder: Path) -> bool:
-    return (folder / "pyvenv.cfg").is_file()
-
-
-def _venvs_in(folder: Path) -> list[Path]:
-    try:
-        children = sorted(p for p in folder.iterdir() if p.is_dir())
-    except OSError:
-        return []
-    return [c for c in children if _is_venv(c)]
+def _venvs_in(folder: Path, places: Places) -> list[Path]:
+    return [c for c in children(folder, places) if kind_of(c, places) and _is_venv(c, places)]
 
 
 def virtualenvs(places: Places) -> list[Candidate]:
     home = places.home
     found: list[tuple[Path, str]] = []
     project = places.cwd
-    if _is_venv(project):
+    if _is_venv(project, places):
         found.append((project, "project folder"))
-    found += [(v, "project folder") for v in _venvs_in(project)]
+    found += [(v, "project folder") for v in _venvs_in(project, places)]
     roots = [
         home / ".virtualenvs",
         home / ".local" / "share" / "virtualenvs",
@@ -184,16 +146,13 @@ def virtualenvs(places: Places) -> list[Candidate]:
     if places.environ.get("WORKON_HOME"):
         roots.insert(0, Path(places.environ["WORKON_HOME"]).expanduser())
     for root in roots:
-        found += [(v, _tilde(str(root), home)) for v in _venvs_in(root)]
-    try:
-        dotted = sorted(p for p in home.glob(".venv*") if p.is_dir())
-    except OSError:
-        dotted = []
+        found += [(v, _tilde(str(root), home)) for v in _venvs_in(root, places)]
+    dotted = [p for p in children(home, places) if p.name.startswith(".venv") and kind_of(p, places)]
     for folder in dotted:
-        if _is_venv(folder):
+        if _is_venv(folder, places):
             found.append((folder, _tilde(str(folder), home)))
         else:
-            found += [(v, _tilde(str(folder), home)) for v in _venvs_in(folder)]
+            found += [(v, _tilde(str(folder), home)) for v in _venvs_in(folder, places)]
     seen: set[Path] = set()
     out = []
     for folder, where in found:
@@ -210,15 +169,13 @@ def pyenv_root(places: Places) -> Path:
 
 def pyenv_versions(places: Places) -> list[Candidate]:
     versions = pyenv_root(places) / "versions"
-    try:
-        folders = sorted((p for p in versions.iterdir() if p.is_dir()), key=lambda p: _version_key(p.name))
-    except OSError:
-        return []
+    folders = sorted((p for p in children(versions, places) if kind_of(p, places)), key=lambda p: _version_key(p.name))
     return [Candidate(str(venv_python(f)), PYENV, f.name) for f in folders]
 
 
 def _version_key(name: str) -> list:
-    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", name)]
+    # Digits as numbers (3.9 before 3.10), a run too long for int() as its length first.
+    return [(len(x), x) if x.isdigit() else (0, x) for x in re.split(r"(\d+)", name)]
 
 
 def is_pyenv_shim(path: str, places: Places) -> bool:
@@ -229,28 +186,49 @@ def is_pyenv_shim(path: str, places: Places) -> bool:
 
 
 def conda_environments(places: Places) -> list[Candidate]:
-    prefixes: list[str] = []
+    prefixes: list[tuple[str, str]] = []  # (folder, where it was listed)
     for tool in ("conda", "mamba", "micromamba"):
         exe = which(tool, places)
         if not exe:
             continue
         listed = _run_json(places, [exe, "env", "list", "--json"])
         if isinstance(listed, dict) and isinstance(listed.get("envs"), list):
-            prefixes += [p for p in listed["envs"] if isinstance(p, str)]
+            prefixes += [(p, f"{tool} env list") for p in listed["envs"] if isinstance(p, str)]
             break
-    listing = places.home / ".conda" / "environments.txt"
-    try:
-        prefixes += [
-            line.strip() for line in listing.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()
-        ]
-    except OSError:
-        pass
+    prefixes += _environments_txt(places)
     out = []
-    for prefix in dict.fromkeys(prefixes):
+    first: dict[str, str] = {}
+    for prefix, where in prefixes:
+        first.setdefault(prefix, where)
+    for prefix, where in first.items():
+        problem = path_problem(prefix)
+        if problem is not None:
+            places.skip(where, f"{_shown(prefix)}: {problem}")
+            continue
         folder = Path(prefix)
-        name = "base" if (folder / "condabin").is_dir() else folder.name
+        try:
+            name = "base" if (folder / "condabin").is_dir() else folder.name
+        except OSError as exc:
+            places.skip(where, f"{_shown(prefix)}: {why(exc)}")
+            continue
         out.append(Candidate(str(venv_python(folder)), CONDA, name))
     return out
+
+
+def _environments_txt(places: Places) -> list[tuple[str, str]]:
+    """The folders ~/.conda/environments.txt lists, with their line numbers for a skipped line."""
+    listing = places.home / ".conda" / "environments.txt"
+    try:
+        raw = read_small(listing, "a conda environments list")
+    except Unreadable as exc:
+        places.skip(listing, str(exc))
+        return []
+    text = (raw or b"").decode("utf-8", errors="replace")
+    return [(line.strip(), f"{listing} line {n}") for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def _shown(prefix: str) -> str:
+    return prefix if len(prefix) <= 80 else f"{prefix[:40]}...{prefix[-20:]} ({len(prefix)} characters)"
 
 
 def _run_json(places: Places, argv: list[str]):
@@ -265,131 +243,6 @@ def _run_json(places: Places, argv: list[str]):
         return json.loads(done.text())
     except ValueError:
         return None
-
-
-# --- Jupyter kernels -------------------------------------------------------------------------------
-
-
-def jupyter_data_dir(places: Places) -> Path:
-    environ, home = places.environ, places.home
-    if environ.get("JUPYTER_DATA_DIR"):
-        return Path(environ["JUPYTER_DATA_DIR"]).expanduser()
-    if places.system == "Windows":
-        return Path(environ.get("APPDATA") or home / "AppData" / "Roaming") / "jupyter"
-    if places.system == "Darwin":
-        return home / "Library" / "Jupyter"
-    return Path(environ.get("XDG_DATA_HOME") or home / ".local" / "share") / "jupyter"
-
-
-def kernel_folders(places: Places, prefixes: tuple[str, ...] = ()) -> list[Path]:
-    """Where Jupyter looks for kernelspecs, in its order: JUPYTER_PATH, the user's data folder,
-    the environments' share/jupyter, the system's."""
-    roots = [Path(p).expanduser() for p in places.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
-    roots.append(jupyter_data_dir(places))
-    roots += [Path(p) / "share" / "jupyter" for p in prefixes]
-    if places.system == "Windows":
-        if places.environ.get("PROGRAMDATA"):
-            roots.append(Path(places.environ["PROGRAMDATA"]) / "jupyter")
-    else:
-        roots += [Path("/usr/local/share/jupyter"), Path("/usr/share/jupyter")]
-    return list(dict.fromkeys(r / "kernels" for r in roots))
-
-
-def kernelspecs(places: Places) -> list[Kernel]:
-    """Every Python kernelspec Jupyter would offer (the first of each name, as Jupyter takes it)."""
-    specs: dict[str, Path] = {}
-    jupyter = which("jupyter", places)
-    if jupyter:
-        listed = _run_json(places, [jupyter, "kernelspec", "list", "--json"])
-        if isinstance(listed, dict) and isinstance(listed.get("kernelspecs"), dict):
-            for name, entry in listed["kernelspecs"].items():
-                if isinstance(entry, dict) and isinstance(entry.get("resource_dir"), str):
-                    specs.setdefault(name, Path(entry["resource_dir"]))
-    prefixes = tuple(str(Path(p).parent.parent) for p in (places.running,) if p)
-    for folder in kernel_folders(places, prefixes):
-        try:
-            children = sorted(p for p in folder.iterdir() if (p / "kernel.json").is_file())
-        except OSError:
-            continue
-        for child in children:
-            specs.setdefault(child.name, child)
-    kernels = [read_kernel(name, folder, places) for name, folder in specs.items()]
-    return [k for k in kernels if k is not None]
-
-
-def read_kernel(name: str, folder: Path, places: Places) -> Kernel | None:
-    spec_file = folder / "kernel.json"
-    try:
-        spec = json.loads(spec_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        reason = "cannot be read" if isinstance(exc, OSError) else "is not valid JSON"
-        return Kernel(name, str(spec_file), name, None, None, problem=f"its kernel.json {reason}")
-    if not isinstance(spec, dict):
-        return Kernel(name, str(spec_file), name, None, None, problem="its kernel.json is not a JSON object")
-    language = str(spec.get("language") or "python").lower()
-    if language != "python":
-        return None  # R, Julia, ...: not a Python environment
-    display = str(spec.get("display_name") or name)
-    env = spec.get("env") if isinstance(spec.get("env"), dict) else {}
-    env_items = tuple(sorted((str(k), str(v)) for k, v in env.items()))
-    argv = spec.get("argv")
-    if not isinstance(argv, list) or not argv or not isinstance(argv[0], str) or not argv[0].strip():
-        return Kernel(
-            name, str(spec_file), display, None, None, env_items, problem="its kernel.json has no argv to start"
-        )
-    argv0 = argv[0]
-    if not _PYTHON_WORD.match(os.path.basename(argv0)):
-        # A launcher ("/usr/bin/env python3 ...", a wrapper script): its Python is the first
-        # python-looking word after it, if any; otherwise there is no interpreter to check.
-        named = next((a for a in argv[1:] if isinstance(a, str) and _PYTHON_WORD.match(os.path.basename(a))), None)
-        if named is None:
-            return Kernel(name, str(spec_file), display, argv0, None, env_items)
-        argv0 = named
-    if os.path.isabs(os.path.expanduser(argv0)):
-        path = os.path.expanduser(argv0)
-        if not os.path.lexists(path):
-            return Kernel(
-                name, str(spec_file), display, argv0, None, env_items, problem=f"its interpreter {argv0} does not exist"
-            )
-        if not os.path.exists(path):
-            return Kernel(
-                name,
-                str(spec_file),
-                display,
-                argv0,
-                None,
-                env_items,
-                problem=f"its interpreter {argv0} is a broken link",
-            )
-        if not os.access(path, os.X_OK) or os.path.isdir(path):
-            return Kernel(
-                name,
-                str(spec_file),
-                display,
-                argv0,
-                None,
-                env_items,
-                problem=f"its interpreter {argv0} is not executable",
-            )
-        return Kernel(name, str(spec_file), display, argv0, path, env_items)
-    # A bare name ("python3"): the Python of the environment that holds the kernelspec, else PATH's.
-    owner = _prefix_of_share(folder)
-    if owner is not None and venv_python(owner).exists():
-        return Kernel(name, str(spec_file), display, argv0, str(venv_python(owner)), env_items)
-    found = which(argv0, places)
-    if found is None:
-        return Kernel(
-            name, str(spec_file), display, argv0, None, env_items, problem=f"its interpreter {argv0!r} is not on PATH"
-        )
-    return Kernel(name, str(spec_file), display, argv0, found, env_items)
-
-
-def _prefix_of_share(folder: Path) -> Path | None:
-    """<prefix>/share/jupyter/kernels/<name> -> <prefix>."""
-    parts = folder.parts
-    if len(parts) >= 4 and parts[-4:-1] == ("share", "jupyter", "kernels"):
-        return Path(*parts[:-4])
-    return None
 
 
 # --- pipx and helpers ------------------------------------------------------------------------------

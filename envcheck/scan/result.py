@@ -3,13 +3,16 @@ kernels that cannot start, interpreters that do not run, environments not checke
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck import shell
+from envcheck import procs, shell
 from envcheck.scan.discover import KERNEL, Kernel, Places, discover
+from envcheck.scan.kernels import VALID_NAME
+from envcheck.scan.places import Skipped
 from envcheck.scan.run import (
     OK,
     Environment,
@@ -50,6 +53,7 @@ class Scan:
     seconds: float
     budget: float
     timeout: float
+    skipped: tuple[Skipped, ...] = ()  # what could not be read: one line each, and the scan went on
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,29 +63,55 @@ class Scan:
             "timeout": self.timeout,
             "environments": [e.to_dict() for e in self.environments],
             "findings": [f.to_dict() for f in self.findings],
+            "skipped": [s.to_dict() for s in self.skipped],
         }
 
 
 def scan(
     environ: Mapping[str, str], places: Places, *, full: bool, timeout: float, budget: float, jobs: int, progress=None
 ) -> Scan:
+    # What a probed interpreter leaves running, in a session of its own too, is ended with it.
+    with procs.adopting_orphans():
+        return _scan(environ, places, full=full, timeout=timeout, budget=budget, jobs=jobs, progress=progress)
+
+
+def _scan(
+    environ: Mapping[str, str], places: Places, *, full: bool, timeout: float, budget: float, jobs: int, progress
+) -> Scan:
     started = time.perf_counter()
     candidates, kernels = discover(places)
-    environments, unusable = identify(candidates, places, jobs)
+    environments, unusable = identify(candidates, places, jobs, deadline=started + budget)
     left = max(0.0, budget - (time.perf_counter() - started))
     checked = check_all(
-        running_first(environments), environ, full=full, timeout=timeout, budget=left, jobs=jobs, progress=progress
+        running_first(environments),
+        environ,
+        full=full,
+        timeout=timeout,
+        budget=left,
+        whole_budget=budget,
+        jobs=jobs,
+        progress=progress,
     )
     findings = kernel_findings(kernels, unusable) + interpreter_findings(unusable) + unchecked_findings(checked)
-    return Scan(tuple(checked), tuple(findings), full, round(time.perf_counter() - started, 2), budget, timeout)
+    seconds = round(time.perf_counter() - started, 2)
+    return Scan(tuple(checked), tuple(findings), full, seconds, budget, timeout, tuple(places.skipped))
 
 
 def _kernel_fix(kernel: Kernel) -> tuple[str, tuple[shell.Command, ...]]:
-    name = shell.quote(kernel.name, shell.BASH)
+    """Jupyter's own commands, the name after ``--`` or ``=`` (a kernel called ``-rf`` is a name,
+    never an option); a name Jupyter does not accept can only go with its folder."""
+    if not VALID_NAME.fullmatch(kernel.name):
+        folder = shell.quote(os.path.dirname(kernel.spec_file), shell.BASH)
+        text = (
+            "Jupyter takes no kernel by this name: remove its folder, or register the kernel again under a plain name:"
+        )
+        return text, (shell.Command(f"rm -r -- {folder}", shell=shell.BASH),)
     text = "Remove it, or register it again from the environment it should use (activated, with ipykernel installed):"
     return text, (
-        shell.Command(f"jupyter kernelspec remove -y {name}", shell=shell.BASH),
-        shell.Command(f"python -m ipykernel install --user --name {name}", shell=shell.BASH),
+        shell.Command(f"jupyter kernelspec remove -y -- {shell.quote(kernel.name, shell.BASH)}", shell=shell.BASH),
+        shell.Command(
+            f"python -m ipykernel install --user {shell.quote('--name=' + kernel.name, shell.BASH)}", shell=shell.BASH
+        ),
     )
 
 
@@ -90,11 +120,11 @@ def kernel_findings(kernels: list[Kernel], unusable: list[Unusable]) -> list[Sca
     broken = {
         u.candidate.kernel.name: u.reason
         for u in unusable
-        if u.candidate.how == KERNEL and u.candidate.kernel is not None
+        if u.candidate.how == KERNEL and u.candidate.kernel is not None and not u.timed_out
     }
     for kernel in kernels:
         problem = kernel.problem or (
-            f"its interpreter {kernel.interpreter} is {broken[kernel.name]}" if kernel.name in broken else None
+            f"its interpreter {kernel.interpreter} {broken[kernel.name]}" if kernel.name in broken else None
         )
         if problem is None:
             continue
@@ -112,19 +142,27 @@ def kernel_findings(kernels: list[Kernel], unusable: list[Unusable]) -> list[Sca
 
 
 def interpreter_findings(unusable: list[Unusable]) -> list[ScanFinding]:
+    """Interpreters that do not run (a kernel's are its kernel's finding), and those not asked in
+    time, each once: "<path> (<how it was reached>) <why>"."""
     out = []
     seen: set[str] = set()
     for u in unusable:
         c = u.candidate
-        if c.how == KERNEL or c.path in seen:
+        if (c.how == KERNEL and not u.timed_out) or c.path in seen:
             continue
         seen.add(c.path)
+        title = f"{c.path} ({c.label}) {u.reason}"
+        if u.timed_out:
+            command = shell.Command("envcheck doctor --python " + shell.quote(c.path, shell.BASH), shell=shell.BASH)
+            fix = "Check it on its own, or give the scan more time (--budget, --timeout):"
+            out.append(ScanFinding(NOT_CHECKED, title, c.path, fix, (command,)))
+            continue
         fix = (
             "Recreate the virtual environment with a Python that exists (its base interpreter may have been removed or upgraded)."
             if c.how in ("virtualenv", "conda")
             else "Remove it, or point it at a working interpreter."
         )
-        out.append(ScanFinding(NOT_AN_INTERPRETER, f"{c.path} ({c.label}) is {u.reason}", c.path, fix))
+        out.append(ScanFinding(NOT_AN_INTERPRETER, title, c.path, fix))
     return out
 
 

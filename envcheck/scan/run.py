@@ -6,8 +6,9 @@ one environment, listed once with every way it was reached. A kernel that sets v
 own (kernel.json's ``env``) runs differently from its interpreter in a terminal, so it is an
 environment of its own.
 
-Each environment then gets ``envcheck doctor --json --python ... [--quick]`` in a child process,
-at most ``jobs`` at a time, each with its own timeout, all within the scan's budget: an
+Each environment then gets the doctor (``envcheck doctor --json --python ... [--quick]``) in an
+isolated child process (scan/child.py: a kernel's variables reach its interpreter only), at most
+``jobs`` at a time, each with its own timeout, all within the scan's budget: an
 environment whose doctor did not finish in time is reported as timed out, not dropped.
 """
 
@@ -16,16 +17,16 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-import envcheck
 from envcheck import procs
+from envcheck.scan import child
 from envcheck.scan.discover import (
     HOW_ORDER,
     PATH_HOW,
@@ -95,25 +96,33 @@ class Environment:
 
 @dataclass(frozen=True)
 class Unusable:
-    """A candidate that is no working interpreter: a venv whose base Python is gone, a broken link."""
+    """A candidate that is no working interpreter (a venv whose base Python is gone, a broken
+    link), or one that was not asked in time (``timed_out``: its own limit, or the budget)."""
 
     candidate: Candidate
-    reason: str
+    reason: str  # reads after the interpreter's path: "cannot be run: ...", "did not answer ..."
+    timed_out: bool = False
 
 
-def identify(candidates: list[Candidate], places: Places, jobs: int) -> tuple[list[Environment], list[Unusable]]:
-    """Ask each distinct path what it is, and merge the candidates that agree."""
+def identify(
+    candidates: list[Candidate], places: Places, jobs: int, deadline: float | None = None
+) -> tuple[list[Environment], list[Unusable]]:
+    """Ask each distinct path what it is (all within ``deadline``, a perf_counter time), and
+    merge the candidates that agree."""
     paths = list(dict.fromkeys(c.path for c in candidates))
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        answers = dict(zip(paths, pool.map(lambda p: _ask(p, places.environ), paths)))
+    end = deadline if deadline is not None else time.perf_counter() + IDENTIFY_TIMEOUT * max(1, len(paths))
+    # An empty folder to run them in: a json.py in the current folder must not answer for them.
+    with tempfile.TemporaryDirectory(prefix="envcheck-scan-") as neutral:
+        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(paths) or 1))) as pool:
+            answers = dict(zip(paths, pool.map(lambda p: _ask(p, places.environ, end, neutral), paths)))
     environments: dict[tuple, Environment] = {}
     unusable: list[Unusable] = []
     for c in candidates:
         answer = answers[c.path]
-        if isinstance(answer, str):
+        if isinstance(answer, Unusable):
             if c.how == PATH_HOW and is_pyenv_shim(c.path, places):
                 continue  # a shim for a version pyenv has not selected: the version itself is listed
-            unusable.append(Unusable(c, answer))
+            unusable.append(replace(answer, candidate=c))
             continue
         env = c.kernel.env if c.kernel is not None else ()
         key = (os.path.realpath(answer["executable"] or c.path), os.path.realpath(answer["prefix"]), env)
@@ -131,24 +140,45 @@ def identify(candidates: list[Candidate], places: Places, jobs: int) -> tuple[li
     return ordered, unusable
 
 
-def _ask(path: str, environ: Mapping[str, str]):
-    """The interpreter's own answer, or why there is none (a string)."""
+def _ask(path: str, environ: Mapping[str, str], deadline: float, cwd: str):
+    """The interpreter's own answer (checked), or an ``Unusable`` saying why there is none."""
+    nobody = Candidate(path, "")
+    if not os.path.exists(path):  # said without a process, so even when no time is left
+        return Unusable(nobody, "is a broken link" if os.path.lexists(path) else "does not exist")
+    left = deadline - time.perf_counter()
+    if left < 0.5:
+        return Unusable(nobody, "was not asked what it is: the scan's budget ran out first", timed_out=True)
+    limit = min(IDENTIFY_TIMEOUT, left)
     try:
-        done = procs.run([path, "-E", "-c", _IDENTIFY], timeout=IDENTIFY_TIMEOUT, env=dict(environ))
-    except OSError as exc:
-        return f"cannot run it: {exc.strerror or exc}"
+        done = procs.run([path, "-E", "-c", _IDENTIFY], timeout=limit, env=dict(environ), cwd=cwd)
+    except (OSError, ValueError) as exc:
+        return Unusable(nobody, f"cannot be run: {getattr(exc, 'strerror', None) or exc}")
     if done.timed_out:
-        return f"did not answer within {IDENTIFY_TIMEOUT:.0f} s"
+        cause = " (the scan's budget)" if limit < IDENTIFY_TIMEOUT else ""
+        return Unusable(nobody, f"did not answer within {limit:.3g} s{cause}", timed_out=True)
     if done.returncode != 0:
         last = (done.text("stderr").strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        return f"not a working Python ({last[:160]})"
-    try:
-        answer = json.loads(done.text().strip().splitlines()[-1])
-        if not isinstance(answer, dict) or not answer.get("prefix"):
-            raise ValueError
-    except (ValueError, IndexError):
-        return "not a Python interpreter (unexpected output)"
+        return Unusable(nobody, f"is not a working Python ({last[:160]})")
+    answer = _answer(done.text())
+    if answer is None:
+        return Unusable(nobody, "is not a Python interpreter (unexpected output)")
     return answer
+
+
+def _answer(text: str) -> dict | None:
+    """The identifying line as the fields it must hold, of the types they must have, or None."""
+    try:
+        answer = json.loads(text.strip().splitlines()[-1])
+    except (ValueError, IndexError, RecursionError):
+        return None
+    if not isinstance(answer, dict):
+        return None
+    fields = {k: answer.get(k) for k in ("executable", "prefix", "base_prefix", "version")}
+    if not all(isinstance(v, str) and "\0" not in v and len(v) < 4096 for v in fields.values() if v is not None):
+        return None
+    if not fields["prefix"] or not isinstance(fields["version"], str) or len(fields["version"]) > 64:
+        return None
+    return {**fields, "conda": answer.get("conda") is True}
 
 
 def _best_path(c: Candidate, answer: dict) -> str:
@@ -172,30 +202,6 @@ def _kind(answer: dict, c: Candidate, places: Places) -> str:
 
 # --- the doctor on each ----------------------------------------------------------------------------
 
-# Runs this very envcheck in a child, whatever installed it (a checkout on PYTHONPATH included).
-_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from envcheck.cli import main; sys.exit(main(sys.argv[1:]))"
-
-
-def doctor_argv(env: Environment, *, full: bool, timeout: float) -> list[str]:
-    package_parent = str(Path(envcheck.__file__).resolve().parent.parent)
-    argv = [
-        sys.executable,
-        "-c",
-        _BOOT,
-        package_parent,
-        "doctor",
-        "--json",
-        "--python",
-        env.interpreter,
-        "--timeout",
-        f"{timeout:g}",
-    ]
-    if full:
-        argv += ["--tf-timeout", f"{max(1.0, timeout - 5):g}"]
-    else:
-        argv.append("--quick")
-    return argv
-
 
 def check_all(
     environments: list[Environment],
@@ -204,23 +210,33 @@ def check_all(
     full: bool,
     timeout: float,
     budget: float,
+    whole_budget: float | None = None,
     jobs: int,
     progress=None,
 ) -> list[Environment]:
-    """The doctor on every environment, ``jobs`` at a time, each within ``timeout``, all within ``budget``."""
+    """The doctor on every environment, ``jobs`` at a time, each within ``timeout``, all within
+    ``budget`` (what is left of the scan's ``whole_budget``, the figure a message names)."""
     deadline = time.perf_counter() + budget
     lock = threading.Lock()
 
     def one(env: Environment) -> Environment:
         left = deadline - time.perf_counter()
         if left < 1.0:
-            return replace(env, status=TIMED_OUT, error=f"not started: the scan's {budget:g} s budget ran out first")
+            return replace(
+                env,
+                status=TIMED_OUT,
+                error=f"not started: the scan's {whole_budget or budget:g} s budget ran out first",
+            )
         limit = min(timeout, left)
-        child_env = {**environ, **dict(env.env)}
+        # The kernel's variables are for its interpreter: they travel in the request, and envcheck's
+        # own child runs isolated. The doctor stops at its own timeout; the child gets a little more.
+        probed = {**environ, **dict(env.env)}
+        ask = child.request(env.interpreter, probed, full=full, timeout=max(1.0, limit - 2))
         started = time.perf_counter()
         try:
-            # The doctor stops its probes at its own --timeout; the child gets a little more to say so.
-            done = procs.run(doctor_argv(env, full=full, timeout=max(1.0, limit - 2)), timeout=limit, env=child_env)
+            done = procs.run(
+                [sys.executable, "-I", "-c", child.BOOT], timeout=limit, env=child.child_environment(environ), input=ask
+            )
         except OSError as exc:
             return replace(env, status=FAILED, error=f"cannot start the doctor: {exc.strerror or exc}")
         seconds = round(time.perf_counter() - started, 2)
@@ -243,7 +259,7 @@ def check_all(
         last = (done.text("stderr").strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return replace(env, status=FAILED, seconds=seconds, error=last.removeprefix("envcheck: error: ")[:300])
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(environments) or 1))) as pool:
         return list(pool.map(one, environments))
 
 

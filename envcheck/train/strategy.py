@@ -12,13 +12,12 @@ at the start of a process, before any tensor exists.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from envcheck.errors import UsageError
+from envcheck.train.cluster import check_slurm_step, cluster_wait_seconds, parse_tf_config, within_wait
 from envcheck.words import plural
 
 
@@ -147,14 +146,16 @@ SLURM_PORT_BASE = 8888  # SlurmClusterResolver's own default, when srun reserved
 
 def cluster_source(environ=os.environ) -> str:
     """Where a multi-worker run finds its cluster: "TF_CONFIG" when it is set, else "SLURM" when
-    srun's variables are; otherwise a one-line error saying what to set. Checked before
-    TensorFlow is imported, so a missing cluster costs nothing."""
+    srun's variables are; otherwise a one-line error saying what to set. Every variable is checked
+    here (envcheck/train/cluster.py), before TensorFlow is imported, so a missing or malformed
+    cluster costs nothing and TensorFlow never sees one."""
+    cluster_wait_seconds(environ)
     if environ.get("TF_CONFIG"):
-        _parse_tf_config(environ["TF_CONFIG"])
+        parse_tf_config(environ["TF_CONFIG"])
         return "TF_CONFIG"
     missing = [name for name in SLURM_STEP_VARIABLES if not environ.get(name)]
     if not missing:
-        slurm_tasks(environ)
+        check_slurm_step(environ, SLURM_PORT_BASE)
         return "SLURM"
     if any(name.startswith("SLURM_") for name in environ):
         raise UsageError(
@@ -172,53 +173,20 @@ def read_tf_config(environ=os.environ) -> dict[str, Any]:
     built from SLURM's variables by TensorFlow's SlurmClusterResolver; a one-line error otherwise.
     A SLURM cluster also carries ``slurm``: this task's slot on its node and the tasks there."""
     if cluster_source(environ) == "TF_CONFIG":
-        return _parse_tf_config(environ["TF_CONFIG"])
+        return parse_tf_config(environ["TF_CONFIG"])
     return slurm_tf_config(environ)
 
 
-def _parse_tf_config(raw: str) -> dict[str, Any]:
-    try:
-        config = json.loads(raw)
-        cluster, task = config["cluster"], config["task"]
-        members = cluster[task["type"]]
-        index = int(task["index"])
-        if not 0 <= index < len(members):
-            raise ValueError(f"task index {index} is not in the cluster's {plural(len(members), task['type'])}")
-    except (ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"TF_CONFIG is not a valid cluster description ({type(exc).__name__}: {exc})") from None
-    return config
-
-
-_TASKS_PER_NODE = re.compile(r"^(\d+)(?:\(x(\d+)\))?$")
-
-
 def slurm_tasks(environ=os.environ) -> list[int]:
-    """SLURM_STEP_TASKS_PER_NODE ("2(x3),1") as tasks per node ([2, 2, 2, 1]), with SLURM_PROCID
-    and SLURM_STEP_NUM_TASKS checked against it: one line naming the variable that is wrong."""
-    counts: list[int] = []
-    raw = environ.get("SLURM_STEP_TASKS_PER_NODE", "")
-    for part in raw.split(","):
-        match = _TASKS_PER_NODE.match(part.strip())
-        if not match:
-            raise UsageError(f"SLURM_STEP_TASKS_PER_NODE={raw!r} is not a tasks-per-node list such as '2(x3),1'")
-        counts += [int(match.group(1))] * int(match.group(2) or 1)
-    try:
-        rank, tasks = int(environ["SLURM_PROCID"]), int(environ["SLURM_STEP_NUM_TASKS"])
-    except ValueError:
-        raise UsageError("SLURM_PROCID and SLURM_STEP_NUM_TASKS must be whole numbers") from None
-    if tasks != sum(counts):
-        raise UsageError(f"SLURM_STEP_NUM_TASKS={tasks} but SLURM_STEP_TASKS_PER_NODE={raw!r} adds up to {sum(counts)}")
-    if not 0 <= rank < tasks:
-        raise UsageError(f"SLURM_PROCID={rank} is not one of the step's {tasks} tasks")
-    return counts
+    """SLURM_STEP_TASKS_PER_NODE ("2(x3),1") as tasks per node ([2, 2, 2, 1]), with the step's other
+    variables checked against it: one line naming the variable that is wrong."""
+    return check_slurm_step(environ, SLURM_PORT_BASE)[0]
 
 
 def slurm_port_base(environ=os.environ) -> int:
     """The first port srun reserved for the step (--resv-ports sets SLURM_STEP_RESV_PORTS=12000-12003),
     else the resolver's default."""
-    raw = environ.get("SLURM_STEP_RESV_PORTS", "")
-    match = re.match(r"^\s*(\d+)", raw)
-    return int(match.group(1)) if match else SLURM_PORT_BASE
+    return check_slurm_step(environ, SLURM_PORT_BASE)[1]
 
 
 def slurm_tf_config(environ=os.environ) -> dict[str, Any]:
@@ -229,10 +197,9 @@ def slurm_tf_config(environ=os.environ) -> dict[str, Any]:
     must not set CUDA_VISIBLE_DEVICES behind TensorFlow's back), and this process's GPUs are
     chosen from its slot afterwards (``plan_devices``).
     """
-    counts = slurm_tasks(environ)
+    counts, port_base = check_slurm_step(environ, SLURM_PORT_BASE)
     import tensorflow as tf
 
-    port_base = slurm_port_base(environ)
     with _process_environment(environ, SLURM_STEP_VARIABLES):
         try:
             resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
@@ -240,8 +207,9 @@ def slurm_tf_config(environ=os.environ) -> dict[str, Any]:
             )
             cluster = resolver.cluster_spec().as_dict()
             task_type, task_id = resolver.get_task_info()
-        except (RuntimeError, ValueError, KeyError) as exc:
-            raise UsageError(f"SLURM's variables do not describe a cluster TensorFlow can use: {exc}") from None
+        except (RuntimeError, ValueError, KeyError, AssertionError, TypeError) as exc:
+            said = " ".join(str(exc).split())[:300]
+            raise UsageError(f"SLURM's variables do not describe a cluster TensorFlow can use: {said}") from None
     address = cluster[task_type][task_id]
     slot = int(address.rsplit(":", 1)[1]) - port_base
     host = address.rsplit(":", 1)[0]
@@ -308,7 +276,7 @@ def plan_devices(gpus: Optional[int] = None, cpu_replicas: int = 1, multi_worker
                 tf.config.set_visible_devices([], "GPU")
             else:
                 select_gpus(gpus, may_start_runtime=False)
-            strategy = tf.distribute.MultiWorkerMirroredStrategy()
+            strategy = _multi_worker(tf, None, f"{config['task']['type']} {config['task']['index']}", config["cluster"])
         return DevicePlan(
             strategy, "multi-worker", _local_devices(strategy), strategy.num_replicas_in_sync, workers, index, is_chief
         )
@@ -362,7 +330,25 @@ def _slurm_strategy(tf, config: dict[str, Any], gpus: int | None):
         num_accelerators={"GPU": len(chosen)},
         rpc_layer="grpc",
     )
-    return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+    return _multi_worker(
+        tf, resolver, f"SLURM task {task['index']} ({task['type']} {task['index']})", config["cluster"]
+    )
+
+
+def _multi_worker(tf, resolver, who: str, cluster: dict):
+    """MultiWorkerMirroredStrategy, waiting for the other workers at most cluster_wait_seconds();
+    what TensorFlow refuses of the cluster is one line."""
+
+    def start():
+        try:
+            if resolver is None:
+                return tf.distribute.MultiWorkerMirroredStrategy()
+            return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+        except (ValueError, TypeError, KeyError) as exc:
+            said = " ".join(str(exc).split())[:300]
+            raise UsageError(f"--multi-worker: TensorFlow refused the cluster: {said}") from None
+
+    return within_wait(tf, cluster_wait_seconds(), who, cluster, start)
 
 
 def gpu_unavailable_reason(tf) -> str:

@@ -25,6 +25,7 @@ from typing import Any, Optional
 from envcheck import interrupts
 from envcheck.errors import EXIT_FINDINGS, EnvcheckError, UsageError
 from envcheck.machine import short_device
+from envcheck.printable import printable
 from envcheck.render.stages import Stages
 from envcheck.render.width import terminal_width, wrap
 from envcheck.tfquiet import quiet_tensorflow
@@ -295,10 +296,10 @@ def _print_header(config: TrainConfig, data: CifarData, run) -> None:
     """What this run is and how it goes fast, before the first step (stderr, as every message)."""
     plan = run.plan
     if plan.note:
-        print(f"envcheck: note: {plan.note}", file=sys.stderr)
+        print(f"envcheck: note: {printable(plan.note)}", file=sys.stderr)
     if run.epochs_done:
         print(
-            f"envcheck: resuming the run in {config.output} after epoch {run.epochs_done} of {config.recipe.epochs} "
+            f"envcheck: resuming the run in {printable(config.output)} after epoch {run.epochs_done} of {config.recipe.epochs} "
             "(--overwrite starts over)",
             file=sys.stderr,
         )
@@ -479,7 +480,7 @@ def _say_what_an_interruption_kept(config: TrainConfig, recorder, plan) -> None:
     kept = len(recorder.rows)
     if kept:
         print(
-            f"envcheck: stopped; {_kept(kept)} kept in {config.output}: the same command resumes after epoch {kept}",
+            f"envcheck: stopped; {_kept(kept)} kept in {printable(config.output)}: the same command resumes after epoch {kept}",
             file=sys.stderr,
         )
     else:

@@ -182,8 +182,8 @@ def test_one_interpreter_reached_many_ways_is_one_environment(machine):
     gone = next(f for f in findings if "'old-project'" in f.title)
     assert gone.kind == KERNEL_CANNOT_START and gone.where == str(machine["gone"])
     assert [c.line for c in gone.commands] == [
-        "jupyter kernelspec remove -y old-project",
-        "python -m ipykernel install --user --name old-project",
+        "jupyter kernelspec remove -y -- old-project",
+        "python -m ipykernel install --user --name=old-project",
     ]
 
 
@@ -269,7 +269,7 @@ def test_the_scan_end_to_end(machine, cli, monkeypatch):
     verbose = " ".join(render(again, home=str(home), verbose=True, width=120, color=False).split())
     assert "reached: PATH python, PATH python3" in verbose and "kernel 'tf'" in verbose
     assert "kernel tf-cpu" in rows[2]
-    assert "jupyter kernelspec remove -y old-project" in text
+    assert "jupyter kernelspec remove -y -- old-project" in text
 
 
 def test_an_environment_past_its_time_is_reported_not_dropped(machine):
@@ -291,10 +291,10 @@ def test_a_budget_that_runs_out_gives_exit_1_and_names_each_environment(cli, mac
     result = cli("scan", "--json", "--budget", "0.01")
     data = result.json()
     assert result.code == 1
-    assert data["environments"] and all(e["status"] == TIMED_OUT for e in data["environments"])
+    assert all(e["status"] == TIMED_OUT for e in data["environments"])  # the budget covers asking what each is
     unchecked = [f for f in data["findings"] if f["kind"] == NOT_CHECKED]
-    assert len(unchecked) == len(data["environments"])
-    assert unchecked[0]["commands"][0]["line"].startswith("envcheck doctor --python ")
+    assert unchecked and len(unchecked) >= len(data["environments"])
+    assert all(f["commands"][0]["line"].startswith("envcheck doctor --python ") for f in unchecked)
     assert any(f["kind"] == NOT_AN_INTERPRETER for f in data["findings"])  # the deleted conda prefix
 
 

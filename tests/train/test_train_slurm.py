@@ -48,7 +48,7 @@ def test_tf_config_wins_over_slurm():
         (_step(2), "SLURM_PROCID=2 is not one of the step's 2 tasks"),
         (_step(0, tasks=3), "SLURM_STEP_NUM_TASKS=3 but SLURM_STEP_TASKS_PER_NODE='2' adds up to 2"),
         (_step(0, per_node="two"), "is not a tasks-per-node list"),
-        ({**_step(0), "SLURM_PROCID": "x"}, "must be whole numbers"),
+        ({**_step(0), "SLURM_PROCID": "x"}, "SLURM_PROCID='x' is not a whole number"),
     ],
 )
 def test_what_is_missing_or_wrong_is_one_line(env, message):
@@ -58,7 +58,7 @@ def test_what_is_missing_or_wrong_is_one_line(env, message):
 
 
 def test_tasks_per_node_and_reserved_ports_read_as_srun_writes_them():
-    assert slurm_tasks(_step(0, tasks=7, per_node="2(x3),1")) == [2, 2, 2, 1]
+    assert slurm_tasks(_step(0, tasks=7, nodes="n[1-3],m1", per_node="2(x3),1")) == [2, 2, 2, 1]
     assert slurm_port_base(_step(0, ports="12000-12003")) == 12000
     assert slurm_port_base(_step(0)) == 8888  # the resolver's default
 
