@@ -166,7 +166,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return EXIT_USAGE
         module = importlib.import_module(COMMANDS[args.command][0])
-        return int(module.run(args))
+        from envcheck.invocation import targeting
+
+        with targeting():  # what the command records for its follow-ups ends with it
+            return int(module.run(args))
     except EnvcheckError as exc:
         if want_traceback:
             raise

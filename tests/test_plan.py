@@ -239,7 +239,7 @@ def test_as_a_real_process(envcheck_proc):
     assert result.code == 0 and json.loads(result.out)["tensorflow"] == "2.10"
 
 
-def test_the_docs_show_what_the_command_prints(cli):
+def test_the_docs_show_what_the_command_prints(cli, plain_envcheck_word):
     """docs/plan.md's example is the command's real output, alternatives included."""
     from pathlib import Path
 

@@ -9,7 +9,7 @@ import re
 
 from rich.text import Text
 
-from envcheck.render.terminal import console_for, terminal_width, use_color
+from envcheck.render.terminal import console_for, print_wrapped, terminal_width, use_color
 
 
 class Lines:
@@ -26,17 +26,7 @@ class Lines:
 
     def line(self, *parts, indent: int = 0, hang: int | None = None) -> None:
         """One logical line, wrapped without breaking words; continuation lines start at ``hang``."""
-        text = Text(" " * indent)
-        for part in parts:
-            text.append(part if isinstance(part, Text) else Text(str(part)))
-        hang = indent if hang is None else hang
-        if text.cell_len <= self.width or hang <= 0 or hang >= self.width - 10:
-            self.console.print(text, overflow="fold", crop=False)
-            return
-        head, body = text[:hang], text[hang:]
-        body.rstrip()
-        for i, piece in enumerate(body.wrap(self.console, self.width - hang, overflow="fold")):
-            self.console.print((head if i == 0 else Text(" " * hang)) + piece, crop=False, overflow="ignore")
+        print_wrapped(self.console, parts, indent=indent, hang=hang)
 
     def command(self, line: str, indent: int) -> None:
         """A command to copy: whole, on its own line, written the way this user runs envcheck."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 from typing import Optional
 
@@ -99,6 +100,52 @@ def console_for(width: int, color: bool) -> Console:
     )
 
 
+# Stands for a space inside a whole part while a line is wrapped: not whitespace to the wrapper,
+# one cell wide like the space it replaces.
+_GLUE = "\ue000"
+_BACKTICKED = re.compile(r"`[^`\n]+`")
+
+
+def whole(text: str, style: str = "") -> Text:
+    """Text that wrapping never breaks (a command in a sentence): it moves to the next line
+    whole, and stays whole on a line narrower than itself."""
+    return Text(text.replace(" ", _GLUE), style=style)
+
+
+def _glued(part) -> Text:
+    """A part of a line as Text, its backticked spans glued (``whole`` parts already are)."""
+    text = part.copy() if isinstance(part, Text) else Text(str(part))
+    plain = _BACKTICKED.sub(lambda m: m.group().replace(" ", _GLUE), text.plain)
+    if plain != text.plain:
+        text = Text(plain, style=text.style, spans=text.spans)
+    return text
+
+
+def _unglued(text: Text) -> Text:
+    return Text(text.plain.replace(_GLUE, " "), style=text.style, spans=text.spans, end="")
+
+
+def print_wrapped(console: Console, parts, indent: int = 0, hang: Optional[int] = None) -> None:
+    """One logical line at the console's width: wrapped at spaces, continuation lines starting
+    at column ``hang``; a word longer than a line (a path) is folded, a whole part never is."""
+    text = Text(" " * indent)
+    for part in parts:
+        text.append_text(_glued(part))
+    hang = indent if hang is None else hang
+    width = console.width
+    if text.cell_len <= width:
+        console.print(_unglued(text), crop=False, overflow="ignore")
+        return
+    if hang < 0 or hang >= width - 10:
+        hang = 0
+    head, body = text[:hang], text[hang:]
+    body.rstrip()
+    longest_whole = max((len(w) for w in body.plain.split() if _GLUE in w), default=0)
+    overflow = "ignore" if longest_whole > width - hang else "fold"
+    for i, piece in enumerate(body.wrap(console, width - hang, overflow=overflow)):
+        console.print(_unglued((head if i == 0 else Text(" " * hang)) + piece), crop=False, overflow="ignore")
+
+
 class _Out:
     """Lines of rich Text, wrapped at the width; commands never wrapped."""
 
@@ -114,19 +161,7 @@ class _Out:
     def line(self, *parts, indent: int = 0, hang: Optional[int] = None) -> None:
         """One logical line, wrapped at the width without breaking words; continuation lines
         start at column ``hang`` (the text after a label lines up under itself)."""
-        text = Text(" " * indent)
-        for part in parts:
-            text.append(part if isinstance(part, Text) else Text(str(part)))
-        hang = indent if hang is None else hang
-        width = self.console.width
-        if hang <= 0 or hang >= width - 10 or text.cell_len <= width:
-            self.console.print(text, overflow="fold", crop=False)
-            return
-        head, body = text[:hang], text[hang:]
-        body.rstrip()
-        pieces = body.wrap(self.console, width - hang, overflow="fold")
-        for i, piece in enumerate(pieces):
-            self.console.print((head if i == 0 else Text(" " * hang)) + piece, crop=False, overflow="ignore")
+        print_wrapped(self.console, parts, indent=indent, hang=hang)
 
     def command(self, command: Command, indent: int) -> None:
         from envcheck.invocation import runnable
@@ -181,9 +216,8 @@ def render(report: Report, verbose: bool = False, color: Optional[bool] = None, 
             )
             from envcheck.invocation import runnable
 
-            out.line(
-                Text(f"Also: {listed}. Details: {runnable('envcheck doctor -v')}", style="dim" if color else ""), hang=6
-            )
+            dim = "dim" if color else ""
+            out.line(Text(f"Also: {listed}. Details: ", style=dim), whole(runnable("envcheck doctor -v"), dim), hang=6)
     return out.value()
 
 
