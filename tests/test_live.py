@@ -134,3 +134,32 @@ def test_a_longer_wait_gets_the_live_lines(monkeypatch):
         while "importing TensorFlow" not in screen.getvalue() and time.monotonic() < deadline:
             time.sleep(0.02)
     assert "importing TensorFlow" in screen.getvalue()
+
+
+def worker_that_waits(tmp_path: Path, seconds: float) -> Path:
+    """An interpreter whose TensorFlow check answers nothing for ``seconds``, then fails (no
+    TensorFlow import: the live lines of the other links are what is looked at)."""
+    wrapper = tmp_path / "python"
+    wrapper.write_text(
+        f'#!/bin/sh\ncase "$*" in *tf_worker.py*) sleep {seconds}; exit 1;; esac\nexec "' + sys.executable + '" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+@pytest.mark.slow
+def test_a_link_checked_while_the_doctor_runs_is_neutral_until_the_report(tmp_path):
+    """The live lines say "checked" with a neutral mark: on this machine the GPU and driver rows are
+    "–" in the report and TensorFlow's is not ok, so a green tick there would say the opposite."""
+    from envcheck.render.live import DONE_MARK
+
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "PYTHONPATH": str(REPO)}
+    env.pop("NO_COLOR", None)
+    wrapper = worker_that_waits(tmp_path, 2)
+    text = b"".join(
+        run_in_pty([sys.executable, "-m", "envcheck", "doctor", "--python", str(wrapper)], env, b"Verdict:")
+    )
+    live, report = text.split(b"Verdict:", 1)[0].rsplit(b"envcheck 0.1", 1)[0], text
+    assert b"checked" in live and DONE_MARK.encode() in live
+    assert "✔".encode() not in live  # no mark of a result before there is one
+    assert b"Verdict:" in report
