@@ -143,6 +143,7 @@ def print_wrapped(console: Console, parts, indent: int = 0, hang: Optional[int] 
     longest_whole = max((len(w) for w in body.plain.split() if _GLUE in w), default=0)
     overflow = "ignore" if longest_whole > width - hang else "fold"
     for i, piece in enumerate(body.wrap(console, width - hang, overflow=overflow)):
+        piece.rstrip()
         console.print(_unglued((head if i == 0 else Text(" " * hang)) + piece), crop=False, overflow="ignore")
 
 

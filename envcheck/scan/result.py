@@ -63,11 +63,23 @@ class Scan:
 
 
 def scan(
-    environ: Mapping[str, str], places: Places, *, full: bool, timeout: float, budget: float, jobs: int, progress=None
+    environ: Mapping[str, str],
+    places: Places,
+    *,
+    full: bool,
+    timeout: float,
+    budget: float,
+    jobs: int,
+    progress=None,
+    found=None,
 ) -> Scan:
+    """``found(environments)`` is told what will be checked once it is known, ``progress(env)``
+    each one checked."""
     started = time.perf_counter()
     candidates, kernels = discover(places)
     environments, unusable = identify(candidates, places, jobs)
+    if found is not None:
+        found(environments)
     left = max(0.0, budget - (time.perf_counter() - started))
     checked = check_all(
         running_first(environments), environ, full=full, timeout=timeout, budget=left, jobs=jobs, progress=progress

@@ -84,22 +84,33 @@ def render_terminal(report: ValidationReport, console) -> None:
     for check in report.checks:
         mark = "[green]PASS[/]" if check.passed else "[bold red]FAIL[/]"
         took = f" [dim]({check.seconds:.1f} s)[/]" if check.seconds is not None else ""
-        console.print(f"{mark}  level {check.level}  {check.name}: {check.summary}{took}", soft_wrap=True)
+        _print(console, f"{mark}  level {check.level}  {check.name}: {check.summary}{took}", hang=15)
     for note in report.notes:
-        console.print(f"[dim]note: {note}[/]", soft_wrap=True)
+        _print(console, f"[dim]note: {note}[/]", hang=6)
     failed = [c for c in report.checks if not c.passed]
     where = "on the GPU" if report.used_gpu else "on the CPU"
     if report.doctor is not None:
-        console.print(f"[dim]doctor: {report.doctor.get('line')}[/]", soft_wrap=True)
+        _print(console, f"[dim]doctor: {report.doctor.get('line')}[/]", hang=8)
     if failed:
-        console.print(f"[bold red]validation failed[/]: {len(failed)} of {len(report.checks)} checks", soft_wrap=True)
+        _print(console, f"[bold red]validation failed[/]: {len(failed)} of {len(report.checks)} checks", hang=2)
     elif report.problems:
-        console.print(
+        _print(
+            console,
             f"[bold red]validation not passed[/]: the checks passed {where}, but " + "; ".join(report.problems),
-            soft_wrap=True,
+            hang=2,
         )
     else:
-        console.print(
+        _print(
+            console,
             f"[bold green]validation passed[/]: {len(report.checks)} checks up to level {report.level}, {where}",
-            soft_wrap=True,
+            hang=2,
         )
+
+
+def _print(console, markup: str, hang: int) -> None:
+    """A line at the console's width (the terminal's, or COLUMNS), continuations under ``hang``."""
+    from rich.text import Text
+
+    from envcheck.render.terminal import print_wrapped
+
+    print_wrapped(console, [Text.from_markup(markup)], hang=hang)
