@@ -29,9 +29,37 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """--help at the width every command prints at (COLUMNS, the terminal's, else 100): the
+    descriptions and epilogs, written as paragraphs, tables and commands, are rewrapped to it;
+    commands and examples stay whole."""
+
+    def __init__(self, prog: str) -> None:
+        from envcheck.render.width import terminal_width
+
+        width = terminal_width()
+        super().__init__(prog, width=width, max_help_position=min(30, max(16, width // 4)))
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        from envcheck.render.width import reflow
+
+        return reflow(text, width, indent)
+
+    def start_section(self, heading: str | None) -> None:
+        """A group's title wrapped too ("the machine to plan for (default: this one):")."""
+        if heading and len(heading) + 1 > self._width - self._current_indent:
+            from envcheck.render.width import wrap_lines
+
+            heading = "\n".join(wrap_lines(heading, self._width - self._current_indent - 1))
+        super().start_section(heading)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting, so every usage error is one line and exit 2,
     naming the command it belongs to and the nearest spelling of a mistyped word."""
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        return _HelpFormatter(prog=self.prog)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         where = self.prog[len("envcheck") :].strip()
@@ -105,9 +133,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--traceback", action="store_true", help="show the full traceback on errors (for bug reports)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module_name, help_text) in COMMANDS.items():
-        p = sub.add_parser(
-            name, help=help_text, description=help_text, formatter_class=argparse.RawDescriptionHelpFormatter
-        )
+        p = sub.add_parser(name, help=help_text, description=help_text)
         p.add_argument(
             "--traceback",
             action="store_true",

@@ -238,8 +238,23 @@ def run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(json_text("train", summary, 0))
     else:
-        print(format_summary(summary, config.output))
+        print(fit_to_terminal(format_summary(summary, config.output)))
     return 0
+
+
+def fit_to_terminal(text: str, width: int | None = None) -> str:
+    """The summary at the terminal's width (or COLUMNS): each line wrapped at spaces, never inside
+    a word, its continuation under the text after its label ("final: ", "outputs: ")."""
+    import re
+
+    from envcheck.render.width import terminal_width, wrap_lines
+
+    width = width or terminal_width()
+    out = []
+    for line in text.splitlines():
+        label = re.match(r"[a-z]+: ", line)
+        out += wrap_lines(line, width, "", " " * (label.end() if label else 2))
+    return "\n".join(out)
 
 
 def format_summary(summary: dict, output: Path) -> str:

@@ -5,11 +5,10 @@ width, colour and console come from the doctor's terminal renderer, so every com
 
 from __future__ import annotations
 
-import re
-
 from rich.text import Text
 
 from envcheck.render.terminal import console_for, print_wrapped, terminal_width, use_color
+from envcheck.render.width import path_pieces
 
 
 class Lines:
@@ -89,7 +88,7 @@ def wrap_words(text: str, width: int) -> list[str]:
     lines: list[str] = []
     current = ""
     for word in text.split():
-        pieces = [word] if len(word) <= width else _path_pieces(word, width)
+        pieces = [word] if len(word) <= width else path_pieces(word, width)
         for i, piece in enumerate(pieces):
             joiner = "" if i else " "
             if current and len(current) + len(joiner) + len(piece) <= width:
@@ -101,17 +100,3 @@ def wrap_words(text: str, width: int) -> list[str]:
     if current:
         lines.append(current)
     return lines or [""]
-
-
-def _path_pieces(word: str, width: int) -> list[str]:
-    parts = [p for p in re.split(r"(?<=[/\\])", word) if p]
-    pieces: list[str] = []
-    for part in parts:
-        while len(part) > width:
-            pieces.append(part[:width])
-            part = part[width:]
-        if pieces and len(pieces[-1]) + len(part) <= width:
-            pieces[-1] += part
-        else:
-            pieces.append(part)
-    return pieces

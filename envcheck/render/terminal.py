@@ -32,7 +32,7 @@ from envcheck.findings import (
     Report,
     Severity,
 )
-from envcheck.render.width import DEFAULT_WIDTH, MIN_WIDTH, terminal_width  # noqa: F401 - part of this module's interface
+from envcheck.render.width import DEFAULT_WIDTH, MIN_WIDTH, path_pieces, terminal_width  # noqa: F401 - part of this module's interface
 from envcheck.shell import SHELL_TITLES, Command
 
 # status: (ascii, glyph, style)
@@ -138,13 +138,37 @@ def print_wrapped(console: Console, parts, indent: int = 0, hang: Optional[int] 
         return
     if hang < 0 or hang >= width - 10:
         hang = 0
-    head, body = text[:hang], text[hang:]
+    head, body = text[:hang], _breakable_paths(text[hang:], width - hang)
     body.rstrip()
     longest_whole = max((len(w) for w in body.plain.split() if _GLUE in w), default=0)
     overflow = "ignore" if longest_whole > width - hang else "fold"
     for i, piece in enumerate(body.wrap(console, width - hang, overflow=overflow)):
         piece.rstrip()
         console.print(_unglued((head if i == 0 else Text(" " * hang)) + piece), crop=False, overflow="ignore")
+
+
+_LONG_PATH = re.compile(r"(?<!\S)(?!https?://)[^\s\ue000]*[/\\][^\s\ue000]*")
+
+
+def _breakable_paths(text: Text, room: int) -> Text:
+    r"""A path longer than a line can break after a ``/`` (or ``\``) rather than anywhere: it is
+    cut into pieces that each fill a line, with a space between (greedy, so no two pieces ever
+    share a line: the space never shows inside a path). URLs and whole parts stay as they are."""
+    plain = text.plain
+    cuts = [m for m in _LONG_PATH.finditer(plain) if len(m.group()) > room]
+    if not cuts:
+        return text
+    out = Text(style=text.style, end="")
+    last = 0
+    for match in cuts:
+        out.append_text(text[last : match.start()])
+        at = match.start()
+        for i, piece in enumerate(path_pieces(match.group(), room)):
+            out.append_text((Text(" ") if i else Text()) + text[at : at + len(piece)])
+            at += len(piece)
+        last = match.end()
+    out.append_text(text[last:])
+    return out
 
 
 class _Out:

@@ -75,3 +75,62 @@ def wrap_lines(text: str, width: int, first: str = "", rest: str | None = None) 
         break_on_hyphens=False,
     )
     return [line.replace(_KEEP, " ") for line in lines] or [first.rstrip()]
+
+
+_DEFINITION = re.compile(r"^(?P<lead> +\S+ {2,})(?P<text>\S.*)$")  # "  0  GPU ready, ..." (a table row)
+
+
+def reflow(text: str, width: int, indent: str = "") -> str:
+    """Help text written at one width, rewrapped at another: paragraphs of unindented lines are
+    joined and wrapped (a line ending with ":" ends one); a table row (``  0  meaning``) is wrapped
+    under its text, its continuation lines joined to it; any other indented line (a command, an
+    example) stays as it is."""
+    out: list[str] = []
+    for block in _blocks(text):
+        kind, first, lines = block
+        if kind == "verbatim":
+            out += [indent + line for line in lines]
+            continue
+        joined = " ".join(line.strip() for line in lines)
+        lead = first if kind == "row" else ""
+        out += wrap_lines(joined, width, indent + lead, indent + " " * len(lead))
+    return "\n".join(out)
+
+
+def _blocks(text: str) -> list[tuple[str, str, list[str]]]:
+    """(kind, the row's lead, lines): kind "text" (a paragraph), "row" or "verbatim"."""
+    blocks: list[tuple[str, str, list[str]]] = []
+    for line in text.splitlines():
+        last = blocks[-1] if blocks else None
+        if not line.strip():
+            blocks.append(("verbatim", "", [""]))
+            continue
+        row = _DEFINITION.match(line)
+        if row:
+            blocks.append(("row", row.group("lead"), [row.group("text")]))
+            continue
+        indent = len(line) - len(line.lstrip())
+        if last and last[0] == "row" and indent >= len(last[1]):
+            last[2].append(line)  # the row's text goes on
+        elif indent:
+            blocks.append(("verbatim", "", [line]))
+        elif last and last[0] == "text" and not last[2][-1].rstrip().endswith(":"):
+            last[2].append(line)
+        else:
+            blocks.append(("text", "", [line]))
+    return blocks
+
+
+def path_pieces(word: str, width: int) -> list[str]:
+    """``word`` (a path) in pieces of at most ``width``, cut after a separator where it can be."""
+    parts = [p for p in re.split(r"(?<=[/\\])", word) if p]
+    pieces: list[str] = []
+    for part in parts:
+        while len(part) > width:
+            pieces.append(part[:width])
+            part = part[width:]
+        if pieces and len(pieces[-1]) + len(part) <= width:
+            pieces[-1] += part
+        else:
+            pieces.append(part)
+    return pieces
