@@ -200,6 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if want_traceback:
             raise
         print(f"envcheck: error: {one_line(str(exc))}", file=sys.stderr)
+        _json_error(argv, exc.exit_code, str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
         print("envcheck: interrupted", file=sys.stderr)
@@ -217,4 +218,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             "This is a bug in envcheck. Rerun with --traceback and include the output in a report.",
             file=sys.stderr,
         )
+        _json_error(argv, EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
         return EXIT_INTERNAL
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    end = list(argv).index("--") if "--" in argv else len(argv)
+    words = list(argv[:end])
+    return (
+        "--json" in words
+        or "--format=json" in words
+        or any(a == "--format" and b == "json" for a, b in zip(words, words[1:]))
+    )
+
+
+def _json_error(argv: Sequence[str], code: int, message: str) -> None:
+    """A run asked for --json gets its one document on stdout even when it fails: the envelope,
+    the exit code and the error (the same line is on stderr for a person)."""
+    if not _wants_json(argv):
+        return
+    from envcheck.render import emit, json_text
+
+    try:
+        emit(json_text(_command_in(argv) or "envcheck", {"error": message}, code), is_json=True)
+    except (OSError, ValueError):
+        pass  # stdout itself is what failed

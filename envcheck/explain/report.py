@@ -192,9 +192,14 @@ def _commands(commands: Any, shell: Optional[str], indent: str) -> list[str]:
     mine = [c for c in commands if shell is not None and c.shell in ("any", shell)]
     label_all = not mine
     out = []
+    shown = None
     for command in mine or commands:
-        label = f"   ({SHELL_LABELS[command.shell]})" if label_all and command.shell in SHELL_LABELS else ""
-        out.append(f"{indent}$ {command.line}{label}")
+        # Printed as they run, without a prompt; another shell's commands under its name, on a
+        # line of its own (a label after the command would be pasted with it).
+        if label_all and command.shell in SHELL_LABELS and command.shell != shown:
+            out.append(f"{indent}{SHELL_LABELS[command.shell]}:")
+            shown = command.shell
+        out.append(f"{indent}{'  ' if shown else ''}{command.line}")
     return out
 
 

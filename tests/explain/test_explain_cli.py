@@ -73,7 +73,7 @@ def test_setup_post_message_with_its_machine_snapshot(cli, tmp_path):
     assert "error · EC-LIB-001 · line 1" in out
     assert "envcheck doctor (EC-LIB-001): cudart64_100.dll (CUDA 10.0 runtime) is missing" in " ".join(out.split())
     assert "https://developer.nvidia.com/cuda-10.0-download-archive" in out
-    assert "$ where.exe cudart64_100.dll" in out
+    assert "\n      where.exe cudart64_100.dll\n" in out  # as it runs: no prompt
     assert "(bash)" not in out and "export " not in out  # a Windows machine gets its own shell's commands
     assert "the snapshot" in out
 
