@@ -69,11 +69,14 @@ def test_validate_says_what_it_waits_for_then_reports_at_the_terminal_s_width():
     env.pop("NO_COLOR", None)
     env.pop("COLUMNS", None)
     master_width = 60
+    status = {}
     chunks = run_in_pty(
         [sys.executable, "-m", "envcheck", "validate", "--level", "1", "--gpus", "0"],
         {**env, "COLUMNS": str(master_width)},
         b"validation passed",
+        exit_status=status,
     )
+    assert status["code"] == 0
     raw = b"".join(chunks)
     text = ANSI.sub(b"", raw).decode("utf-8", "replace")
     report_at = text.index("PASS  level 1")
@@ -83,4 +86,6 @@ def test_validate_says_what_it_waits_for_then_reports_at_the_terminal_s_width():
     assert "cuInit" not in text and "oneDNN" not in text  # TensorFlow's noise stays captured
     report = text[report_at:].replace("\r", "").splitlines()
     assert report and all(len(line) <= master_width for line in report), report
-    assert "validation passed" in text
+    joined = " ".join(" ".join(report).split())
+    assert "PASS level 1 matmul on CPU:0" in joined and "validation passed" in joined
+    assert "level 2" not in joined
