@@ -222,7 +222,11 @@ def test_bad_input_is_one_line_and_the_right_exit_code(cli, args, code, message)
     result = cli("plan", *args)
     assert result.code == code
     assert message in result.err and "Traceback" not in result.err
-    assert result.err.count("\n") == 1 and result.out == ""
+    assert result.err.count("\n") == 1
+    if "--json" in args:  # asked for JSON: the error comes as its one document
+        assert json.loads(result.out)["exit_code"] == code
+    else:
+        assert result.out == ""
 
 
 def test_missing_snapshot_and_bad_matrix_are_usage_errors(cli, tmp_path):
