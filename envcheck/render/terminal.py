@@ -147,6 +147,19 @@ def print_wrapped(console: Console, parts, indent: int = 0, hang: Optional[int] 
         console.print(_unglued((head if i == 0 else Text(" " * hang)) + piece), crop=False, overflow="ignore")
 
 
+# A line's own label, and where its continuation lines start: validate's "PASS  level 1  ",
+# "note: ", "doctor: "; any other line goes on two columns in.
+_LABELS = re.compile(r"^(?:(?:PASS|FAIL)  level \d+  |[a-z]+: )")
+
+
+def print_markup(console: Console, markup: str) -> None:
+    """A line of rich markup (values in it escaped) at the console's width, its continuation
+    lines under the text after its label."""
+    text = Text.from_markup(markup)
+    label = _LABELS.match(text.plain)
+    print_wrapped(console, [text], hang=label.end() if label else 2)
+
+
 _LONG_PATH = re.compile(r"(?<!\S)(?!https?://)[^\s\ue000]*[/\\][^\s\ue000]*")
 
 

@@ -80,37 +80,28 @@ class ValidationReport:
 
 
 def render_terminal(report: ValidationReport, console) -> None:
-    """One line per check with its figures, then the verdict line; colour only here."""
+    """One line per check with its figures, then the verdict line; colour only here. Each line
+    at the console's width, under its label (render.terminal.print_markup)."""
+    from envcheck.render.terminal import print_markup
+
     for check in report.checks:
         mark = "[green]PASS[/]" if check.passed else "[bold red]FAIL[/]"
         took = f" [dim]({check.seconds:.1f} s)[/]" if check.seconds is not None else ""
-        _print(console, f"{mark}  level {check.level}  {check.name}: {check.summary}{took}", hang=15)
+        print_markup(console, f"{mark}  level {check.level}  {check.name}: {check.summary}{took}")
     for note in report.notes:
-        _print(console, f"[dim]note: {note}[/]", hang=6)
+        print_markup(console, f"[dim]note: {note}[/]")
     failed = [c for c in report.checks if not c.passed]
     where = "on the GPU" if report.used_gpu else "on the CPU"
     if report.doctor is not None:
-        _print(console, f"[dim]doctor: {report.doctor.get('line')}[/]", hang=8)
+        print_markup(console, f"[dim]doctor: {report.doctor.get('line')}[/]")
     if failed:
-        _print(console, f"[bold red]validation failed[/]: {len(failed)} of {len(report.checks)} checks", hang=2)
+        print_markup(console, f"[bold red]validation failed[/]: {len(failed)} of {len(report.checks)} checks")
     elif report.problems:
-        _print(
-            console,
-            f"[bold red]validation not passed[/]: the checks passed {where}, but " + "; ".join(report.problems),
-            hang=2,
+        print_markup(
+            console, f"[bold red]validation not passed[/]: the checks passed {where}, but " + "; ".join(report.problems)
         )
     else:
-        _print(
+        print_markup(
             console,
             f"[bold green]validation passed[/]: {len(report.checks)} checks up to level {report.level}, {where}",
-            hang=2,
         )
-
-
-def _print(console, markup: str, hang: int) -> None:
-    """A line at the console's width (the terminal's, or COLUMNS), continuations under ``hang``."""
-    from rich.text import Text
-
-    from envcheck.render.terminal import print_wrapped
-
-    print_wrapped(console, [Text.from_markup(markup)], hang=hang)
