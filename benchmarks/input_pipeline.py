@@ -280,21 +280,25 @@ def main(argv=None) -> int:
     }
     if reference != "image_data_generator":
         result["note"] = "tf_keras or scipy is not installed: the real ImageDataGenerator was not measured"
-    if args.json:
-        print(json.dumps(result, indent=2))
-        return 0
-    print(
-        f"input pipeline with augmentation: {args.images} images a round, {args.rounds} rounds, batches of "
-        f"{args.batch}; medians"
-    )
-    print(f"  data: {source}; machine: {result['machine']}; augmentation on {device}; {result['date']}")
+    print(json.dumps(result, indent=2) if args.json else text_of(result))
+    return 0
+
+
+def text_of(result: dict) -> str:
+    """The figures for a person: one line per pipeline, its ratio to the reference."""
+    lines = [
+        f"input pipeline with augmentation: {result['images_per_round']} images a round, {result['rounds']} rounds, "
+        f"batches of {result['batch']}; medians",
+        f"  data: {result['data']}; machine: {result['machine']}; augmentation on {result['augmentation_device']}; "
+        f"{result['date']}",
+    ]
     for name, column in result["columns"].items():
         ratio = f"  ({column['ratio']:.1f}x)" if "ratio" in column else ""
-        print(f"  {COLUMNS[name]:<44} {column['images_per_second']:10.1f} images/s{ratio}")
-    print(f"  ratios against: {COLUMNS[reference]}")
+        lines.append(f"  {COLUMNS[name]:<44} {column['images_per_second']:10.1f} images/s{ratio}")
+    lines.append(f"  ratios against: {COLUMNS[result['ratios_against']]}")
     if "note" in result:
-        print(f"  note: {result['note']}")
-    return 0
+        lines.append(f"  note: {result['note']}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -30,9 +30,37 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """--help at the width every command prints at (COLUMNS, the terminal's, else 100): the
+    descriptions and epilogs, written as paragraphs, tables and commands, are rewrapped to it;
+    commands and examples stay whole."""
+
+    def __init__(self, prog: str) -> None:
+        from envcheck.render.width import terminal_width
+
+        width = terminal_width()
+        super().__init__(prog, width=width, max_help_position=min(30, max(16, width // 4)))
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        from envcheck.render.width import reflow
+
+        return reflow(text, width, indent)
+
+    def start_section(self, heading: str | None) -> None:
+        """A group's title wrapped too ("the machine to plan for (default: this one):")."""
+        if heading and len(heading) + 1 > self._width - self._current_indent:
+            from envcheck.render.width import wrap_lines
+
+            heading = "\n".join(wrap_lines(heading, self._width - self._current_indent - 1))
+        super().start_section(heading)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting, so every usage error is one line and exit 2,
     naming the command it belongs to and the nearest spelling of a mistyped word."""
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        return _HelpFormatter(prog=self.prog)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         where = self.prog[len("envcheck") :].strip()
@@ -109,9 +137,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--traceback", action="store_true", help="show the full traceback on errors (for bug reports)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module_name, help_text) in COMMANDS.items():
-        p = sub.add_parser(
-            name, help=help_text, description=help_text, formatter_class=argparse.RawDescriptionHelpFormatter
-        )
+        p = sub.add_parser(name, help=help_text, description=help_text)
         p.add_argument(
             "--traceback",
             action="store_true",
@@ -167,11 +193,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return EXIT_USAGE
         module = importlib.import_module(COMMANDS[args.command][0])
-        return int(module.run(args))
+        from envcheck.invocation import targeting
+
+        with targeting():  # what the command records for its follow-ups ends with it
+            return int(module.run(args))
     except EnvcheckError as exc:
         if want_traceback:
             raise
         print(f"envcheck: error: {one_line(str(exc))}", file=sys.stderr)
+        _json_error(argv, exc.exit_code, str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
         print("envcheck: interrupted", file=sys.stderr)
@@ -189,4 +219,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             "This is a bug in envcheck. Rerun with --traceback and include the output in a report.",
             file=sys.stderr,
         )
+        _json_error(argv, EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
         return EXIT_INTERNAL
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    end = list(argv).index("--") if "--" in argv else len(argv)
+    words = list(argv[:end])
+    return (
+        "--json" in words
+        or "--format=json" in words
+        or any(a == "--format" and b == "json" for a, b in zip(words, words[1:]))
+    )
+
+
+def _json_error(argv: Sequence[str], code: int, message: str) -> None:
+    """A run asked for --json gets its one document on stdout even when it fails: the envelope,
+    the exit code and the error (the same line is on stderr for a person)."""
+    if not _wants_json(argv):
+        return
+    from envcheck.render import emit, json_text
+
+    try:
+        emit(json_text(_command_in(argv) or "envcheck", {"error": message}, code), is_json=True)
+    except (OSError, ValueError):
+        pass  # stdout itself is what failed

@@ -49,8 +49,18 @@ def require_modules(command: str, extra: str, *modules: str) -> None:
         verb = "is" if len(missing) == 1 else "are"
         raise MissingDependencyError(
             f"{command} needs {', '.join(names)}, which {verb} not installed in this interpreter; "
-            f"install with: pip install {' '.join(names)} (envcheck's [{extra}] extra)"
+            f"install with: {_pip_install(names)} (envcheck's [{extra}] extra)"
         )
+
+
+def _pip_install(names: list[str]) -> str:
+    """The pip of the interpreter envcheck runs in: a bare ``pip`` may be another one (a venv that
+    is not activated, as in the README's quick start)."""
+    import sys
+
+    from envcheck import shell
+
+    return shell.run(sys.executable, ("-m", "pip", "install", *names), shell.BASH)
 
 
 _PIP_NAMES = {"PIL": "pillow", "yaml": "PyYAML"}

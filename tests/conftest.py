@@ -26,6 +26,14 @@ class CliResult:
 
 
 @pytest.fixture
+def plain_envcheck_word(monkeypatch):
+    """Printed envcheck commands as a user with envcheck on PATH sees them (the documents' form)."""
+    from envcheck import invocation
+
+    monkeypatch.setattr(invocation, "envcheck_word", lambda shell_name="bash": "envcheck")
+
+
+@pytest.fixture
 def cli(capsys):
     """Run ``envcheck ARGS`` in-process; returns exit code, stdout, stderr."""
     from envcheck.cli import main

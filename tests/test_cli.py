@@ -186,7 +186,7 @@ def test_commands_that_need_tensorflow_say_so_without_it(args, needs):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(REPO))
     assert out.returncode == 2, out.stderr
-    assert needs in out.stderr and "install with: pip install numpy tensorflow" in out.stderr
+    assert needs in out.stderr and "-m pip install numpy tensorflow" in out.stderr  # this interpreter's pip
     assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1
 
 

@@ -53,5 +53,5 @@ def test_the_readme_quick_start_prints_runnable_commands(tmp_path):
     env = {**os.environ, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     facts = Path(__file__).parent / "fixtures" / "facts" / "linux_cuda_build_no_gpu.json"
     out = subprocess.run([str(script), "doctor", "--facts", str(facts)], capture_output=True, text=True, env=env).stdout
-    assert f"Details: {script} doctor -v" in out
+    assert f"Details: {script} doctor --facts {facts} -v" in out
     invocation.envcheck_word.cache_clear()

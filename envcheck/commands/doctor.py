@@ -152,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
     if args.save_facts:
         save_to = expand(args.save_facts, os.environ)  # a bad %-field is exit 2 before anything is probed
     report = build_report(args)
+    _record_target(args, report)
     if save_to:
         _write_facts(save_to, report.facts)
     if args.apply:
@@ -169,6 +170,20 @@ def run(args: argparse.Namespace) -> int:
         from envcheck.render.terminal import render  # start-up: see the module's note
     emit(render(report, verbose=args.verbose), is_json=args.json)
     return report.exit_code
+
+
+def _record_target(args: argparse.Namespace, report) -> None:
+    """What this doctor looked at, and how: the printed follow-ups (``doctor -v``, ``plan``,
+    ``explain``) keep it."""
+    from envcheck.invocation import set_target
+
+    options = [("--python", args.python), ("--facts", args.facts), ("--matrix", args.matrix), ("--quick", args.quick)]
+    options += [("--select", args.select.strip() or None), ("--ignore", args.ignore.strip() or None)]
+    if args.tf_timeout != TF_TIMEOUT:
+        options.append(("--tf-timeout", f"{args.tf_timeout:g}"))
+    if args.timeout != DOCTOR_TIMEOUT:
+        options.append(("--timeout", f"{args.timeout:g}"))
+    set_target("doctor", options, python_version=report.facts.python.version)
 
 
 def _write_facts(path: str, facts) -> None:

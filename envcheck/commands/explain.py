@@ -58,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
         emit(render_catalogue_json(catalogue) if args.json else render_catalogue(catalogue), is_json=args.json)
         return 0
     _check_options(args)
+    from envcheck.invocation import set_target
+
+    set_target("explain", [("--python", args.python), ("--facts", args.facts), ("--matrix", args.matrix)])
     # Bad --matrix or --facts files are usage errors whatever the text holds, so read them first.
     matrix_loader = _matrix_loader(args.matrix)
     snapshot = _load_snapshot(args.facts)

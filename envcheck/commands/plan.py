@@ -90,6 +90,16 @@ def _check_numbers(args: argparse.Namespace) -> None:
             raise UsageError(f"--{flag.replace('_', '-')} {shown}: not a version (no part of one is that long)")
 
 
+# The flags that say which machine a plan is for, in --help's order: its follow-ups keep them.
+TARGET_FLAGS = ("os", "python", "gpu", "cpu", "compute_capability", "driver", "tf", "facts", "matrix")
+
+
+def _record_target(args: argparse.Namespace) -> None:
+    from envcheck.invocation import set_target
+
+    set_target("plan", [("--" + name.replace("_", "-"), getattr(args, name)) for name in TARGET_FLAGS])
+
+
 def run(args: argparse.Namespace) -> int:
     fmt = "json" if args.json else args.format
     matrix = load_matrix(args.matrix) if args.matrix else load_matrix()
@@ -108,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         cpu=args.cpu,
     )
     plan = make_plan(matrix, target)
+    _record_target(args)
     if fmt == "json":
         text = render_json(plan)
     elif fmt == "text":

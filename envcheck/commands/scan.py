@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
+import threading
 
 from envcheck.scan.run import FULL_TIMEOUT, QUICK_TIMEOUT
+from envcheck.words import plural
 
 EPILOG = f"""\
 Where it looks: the interpreter envcheck runs in, every python/python3/python3.X on PATH,
@@ -92,6 +93,38 @@ def _count(text: str) -> int:
     return value
 
 
+class ScanProgress:
+    """What the scan is doing while a person waits (render/stages.py): looking for environments,
+    then the doctor on each, counted as they finish. Nothing when stderr is not a terminal."""
+
+    def __init__(self, full: bool, enabled: bool) -> None:
+        from envcheck.render.stages import Stages
+
+        self.stages = Stages(enabled=None if enabled else False)
+        self.mode = "the full doctor" if full else "the quick doctor"
+        self.total = self.done = 0
+        self.lock = threading.Lock()  # environments finish on the scan's worker threads
+
+    def __enter__(self) -> ScanProgress:
+        self.stages("Looking for Python environments (PATH, virtualenvs, pyenv, conda, Jupyter kernels)")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stages.__exit__(*exc)
+
+    def found(self, environments) -> None:
+        self.total = len(environments)
+        self.stages(self._checking())
+
+    def checked(self, env) -> None:
+        with self.lock:
+            self.done += 1
+            self.stages.update(self._checking())
+
+    def _checking(self) -> str:
+        return f"Checking {plural(self.total, 'environment')} with {self.mode}: {self.done} of {self.total} done"
+
+
 def run(args: argparse.Namespace) -> int:
     from envcheck.render import emit
     from envcheck.scan.discover import places_from
@@ -102,17 +135,17 @@ def run(args: argparse.Namespace) -> int:
     budget = args.budget or 4 * timeout
     jobs = args.jobs or max(1, min(4, os.cpu_count() or 1))
     places = places_from(environ)
-    progress = None
-    if not args.json and sys.stderr.isatty():
-
-        def progress(env):
-            sys.stderr.write(".")
-            sys.stderr.flush()
-
-    result = scan(environ, places, full=args.full, timeout=timeout, budget=budget, jobs=jobs, progress=progress)
-    if progress is not None:
-        sys.stderr.write("\r\033[K")
-        sys.stderr.flush()
+    with ScanProgress(args.full, enabled=not args.json) as shown:
+        result = scan(
+            environ,
+            places,
+            full=args.full,
+            timeout=timeout,
+            budget=budget,
+            jobs=jobs,
+            progress=shown.checked,
+            found=shown.found,
+        )
     code = exit_code(result, args.fail_on)
     if args.json:
         from envcheck.render.scan import render_json

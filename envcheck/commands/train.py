@@ -256,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json_text("train", summary, 0))
     else:
-        print(format_summary(summary, config.output))
+        print(fit_to_terminal(format_summary(summary, config.output)))
         against = one_device_line(summary)
         if against:
             print(against)
@@ -275,6 +275,21 @@ def one_device_line(summary: dict) -> str | None:
         summary.get("images_per_second_steady"), replicas, kind, summary["global_batch"] // replicas
     )
     return f"against one device: {text}" if text else None
+
+
+def fit_to_terminal(text: str, width: int | None = None) -> str:
+    """The summary at the terminal's width (or COLUMNS): each line wrapped at spaces, never inside
+    a word, its continuation under the text after its label ("final: ", "outputs: ")."""
+    import re
+
+    from envcheck.render.width import terminal_width, wrap_lines
+
+    width = width or terminal_width()
+    out = []
+    for line in text.splitlines():
+        label = re.match(r"[a-z]+: ", line)
+        out += wrap_lines(line, width, "", " " * (label.end() if label else 2))
+    return "\n".join(out)
 
 
 def format_summary(summary: dict, output: Path) -> str:

@@ -113,15 +113,18 @@ def run(args: argparse.Namespace) -> int:
             check_output_folder(output)  # before levels 1 and 2, not after them
     else:
         require_modules("envcheck validate", "tf", "numpy", "tensorflow")
+    from envcheck.render.stages import Stages
+    from envcheck.render.terminal import print_markup
     from envcheck.render.validate import validation_lines
     from envcheck.tfquiet import quiet_tensorflow
     from envcheck.validation import run_validation
 
     console = _console()
-    live = not args.json and console.is_terminal and not console.is_dumb_terminal and level < 3
-    status = console.status("starting TensorFlow", spinner="dots") if live else None
-    announce = (lambda text: status.update(text)) if status is not None else None
-    with quiet_tensorflow(verbose=args.verbose), status if status is not None else _nothing():
+    terminal = None if args.json else _terminal()  # taken before TensorFlow's noise is sent away
+    with (
+        Stages(console=terminal, enabled=None if terminal is not None else False) as stage,
+        quiet_tensorflow(verbose=args.verbose),
+    ):
         report = run_validation(
             level,
             full=args.full,
@@ -131,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
             cpu_replicas=args.cpu_replicas,
             progress=not args.json,
             require_gpu=args.require_gpu,
-            announce=announce,
+            announce=_announcer(stage),
+            console=terminal,
         )
     if args.json:
         from envcheck.render import json_text
@@ -139,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json_text("validate", report.to_dict(), report.exit_code))
     else:
         for line in validation_lines(report):
-            console.print(line, soft_wrap=True)
+            print_markup(console, line)
     return report.exit_code
 
 
@@ -202,6 +206,39 @@ def _nothing():
     return contextlib.nullcontext()
 
 
+def _terminal():
+    """A console on the terminal behind stderr, kept while TensorFlow's start-up lines are captured
+    (they go to file descriptor 2): what validate waits for is shown there. None off a terminal."""
+    import os
+
+    from rich.console import Console
+
+    try:
+        if not os.isatty(2):
+            return None
+        stream = os.fdopen(os.dup(2), "w", encoding=sys.stderr.encoding or "utf-8", errors="replace")
+    except (OSError, ValueError):
+        return None
+    return Console(file=stream, highlight=False)
+
+
+# What run_validation announces before the trainer starts: the trainer draws its own stages and
+# bar on the same terminal, so the live line gives way to it.
+TRAINING_STARTS = "level 3: a training run"
+
+
+def _announcer(stage):
+    """Each stage on the live line, its seconds counting."""
+
+    def announce(text: str) -> None:
+        if text == TRAINING_STARTS:
+            stage.close()
+        else:
+            stage(text[:1].upper() + text[1:])
+
+    return announce
+
+
 def _console():
     """A rich console that, when the reader goes away (`| head`), stops printing instead of exiting 1."""
     import os
@@ -214,4 +251,6 @@ def _console():
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())  # so that the exit's final flush does not fail either
 
-    return PipeTolerantConsole()
+    from envcheck.render.width import terminal_width
+
+    return PipeTolerantConsole(width=terminal_width(sys.stdout))  # the width every command wraps at

@@ -10,13 +10,14 @@ machine is (its home folder, user, host, GPU UUIDs) are compared in their redact
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from envcheck.compare.facets import GROUPS, group_of, grouping_for, priority
 from envcheck.compare.flat import FlatValue, flatten
-from envcheck.facts import Facts
+from envcheck.facts import SKIPPED, Facts, TensorflowFacts
 from envcheck.findings import Report, Severity
 from envcheck.machine import Machine
 
@@ -118,19 +119,34 @@ class Diff:
 
 def compare(a: Side, b: Side) -> Diff:
     grouping = grouping_for(Machine(a.facts), Machine(b.facts))
-    flat_a, flat_b = flatten(a.facts), flatten(b.facts)
+    one_quick = a.facts.quick != b.facts.quick
+    # What one side did not probe is absent there, not different (said in a note): compared is
+    # what both probed.
+    probed = _what_quick_probes if one_quick else (lambda facts: facts)
+    flat_a, flat_b = flatten(probed(a.facts)), flatten(probed(b.facts))
     explaining = explaining_links(a, b)
     found: list[Difference] = []
-    one_quick = a.facts.quick != b.facts.quick
     for path, change, va, vb in _differences(flat_a, flat_b):
-        if one_quick and path.startswith("tensorflow.") and path not in ("tensorflow.status", "tensorflow.error_kind"):
-            continue  # not probed on one side: absent there, not different (said in a note)
         if _shown_as_winner(path, flat_a if change == REMOVED else flat_b):
             continue
         link = group_of(path, grouping)
         found.append(Difference(link, path, label_of(path), va, vb, change, link in explaining))
     found.sort(key=lambda d: (not d.explains, GROUPS.index(d.link), priority(d.path), d.path))
     return Diff(a, b, tuple(found), tuple(g for g in GROUPS if g in explaining), _notes(a, b))
+
+
+def _what_quick_probes(facts: Facts) -> Facts:
+    """The snapshot as ``--quick`` would have taken it: TensorFlow not imported, no library loaded
+    (so none reports its own version)."""
+    libraries = [
+        dataclasses.replace(lib, copies=[dataclasses.replace(c, loads=None, reported_version=None) for c in lib.copies])
+        for lib in facts.libraries.libraries
+    ]
+    return dataclasses.replace(
+        facts,
+        libraries=dataclasses.replace(facts.libraries, libraries=libraries),
+        tensorflow=TensorflowFacts(status=SKIPPED),
+    )
 
 
 def _shown_as_winner(path: str, flat: dict[str, FlatValue]) -> bool:
@@ -298,7 +314,8 @@ def _notes(a: Side, b: Side) -> tuple[str, ...]:
     for side, other, letter in ((a, b, "A"), (b, a, "B")):
         if side.facts.quick and not other.facts.quick:
             notes.append(
-                f"{letter} was taken with --quick: TensorFlow was not imported there, so its TensorFlow facts are missing, not different"
+                f"{letter} was taken with --quick: TensorFlow was not imported there and no library loaded, so "
+                "TensorFlow's own facts and which libraries load are left out of the comparison"
             )
     if a.facts.envcheck_version and b.facts.envcheck_version and a.facts.envcheck_version != b.facts.envcheck_version:
         notes.append(

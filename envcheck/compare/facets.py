@@ -358,7 +358,7 @@ FACETS: tuple[Facet, ...] = (
         "tensorflow",
         "TensorFlow",
         (
-            r"^packages\.distributions\[tensorflow[^\]]*\]\.version$",
+            r"^packages\.distributions\[tensorflow[^\]]*\](\.version)?$",
             r"^tensorflow\.status$",
             r"^tensorflow\.error_kind$",
             r"^tensorflow\.version$",

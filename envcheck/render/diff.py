@@ -5,12 +5,13 @@ from __future__ import annotations
 from rich.text import Text
 
 from envcheck.compare.diff import Diff, Difference
-from envcheck.compare.facets import GROUP_TITLES
+from envcheck.compare.facets import FACETS, GROUP_TITLES, priority
 from envcheck.machine import telling_line
 from envcheck.printable import printable
 from envcheck.render import json_text
 from envcheck.render.lines import Lines
 from envcheck.render.terminal import SHORT_TITLES
+from envcheck.words import plural
 
 _STATUS = {"ok": "ok", "warning": "warn", "error": "FAIL", "skipped": "skip", None: "-"}
 _TITLES = {**GROUP_TITLES, **SHORT_TITLES}
@@ -20,7 +21,10 @@ def render_json(diff: Diff, exit_code: int) -> str:
     return json_text("diff", diff.to_dict(), exit_code)
 
 
-def render(diff: Diff, width: int | None = None, color: bool | None = None) -> str:
+def render(diff: Diff, width: int | None = None, color: bool | None = None, verbose: bool = False) -> str:
+    """The verdicts, then the differences that explain them, then the rest; without ``verbose``
+    what says least (packages only one side has, log lines, facts that are not among the ones that
+    matter where the verdicts part) is counted, not listed."""
     out = Lines(width, color)
     out.line(out.style("envcheck diff", "bold"), f"  A: {printable(diff.a.name)}  B: {printable(diff.b.name)}", hang=2)
     for note in diff.notes:
@@ -40,7 +44,7 @@ def render(diff: Diff, width: int | None = None, color: bool | None = None) -> s
         if diff.explaining:
             out.blank()
             out.line(out.style("Why the verdicts differ", "bold"))
-            _groups(out, diff, diff.explaining)
+            _groups(out, diff, diff.explaining, None if verbose else _matters)
         else:
             out.blank()
             out.line("No recorded fact of the links where the verdicts part differs (see the notes).", hang=0)
@@ -52,7 +56,7 @@ def render(diff: Diff, width: int | None = None, color: bool | None = None) -> s
     if diff.others:
         out.blank()
         out.line(out.style(heading, "bold"))
-        _groups(out, diff, diff.others)
+        _groups(out, diff, diff.others, None if verbose else _worth_a_line)
     return out.value()
 
 
@@ -66,18 +70,61 @@ def _verdict_style(status: str) -> str:
     }.get(status, "bold")
 
 
-def _groups(out: Lines, diff: Diff, items: tuple[Difference, ...]) -> None:
-    current = None
+def _groups(out: Lines, diff: Diff, items: tuple[Difference, ...], listed=None) -> None:
+    """Each link's differences under its title; those ``listed`` rejects counted on one line."""
+    links = list(dict.fromkeys(d.link for d in items))
+    for link in links:
+        title = _TITLES.get(link, link)
+        sa, sb = diff.a.link_status(link), diff.b.link_status(link)
+        status = f"  A {_STATUS.get(sa, sa)}, B {_STATUS.get(sb, sb)}" if link in _STATUS_LINKS and (sa or sb) else ""
+        out.line(Text("  "), out.style(title, "bold"), out.style(status, "dim"))
+        mine = [d for d in items if d.link == link]
+        counted = [d for d in mine if listed is not None and not listed(d)]
+        for d in mine:
+            if d not in counted:
+                _difference(out, d)
+        if counted:
+            out.line(out.style(f"    {_counted(counted, len(counted) < len(mine))} (-v lists each)", "dim"), hang=6)
+
+
+def _matters(d: Difference) -> bool:
+    """Where the verdicts part: the facts that matter (compare.facets, listed first), and what
+    changed; what only one side has there (TensorFlow's details where the other has none) is counted."""
+    return priority(d.path) < (len(FACETS), 0) or (d.change == "changed" and _worth_a_line(d))
+
+
+def _worth_a_line(d: Difference) -> bool:
+    """Elsewhere: all but packages only one side has (or that moved) and TensorFlow's log lines,
+    unless they are among the facts that matter (the pip CUDA wheels)."""
+    if priority(d.path) < (len(FACETS), 0):
+        return True
+    if d.path.startswith("tensorflow.log_lines["):
+        return False
+    return not d.path.startswith("packages.distributions[") or (d.change == "changed" and d.path.endswith(".version"))
+
+
+def _counted(items: list[Difference], more: bool) -> str:
+    """ "and 30 more: 21 packages only in B, 5 log lines, 4 other facts"."""
+    kinds: dict[str, int] = {}
     for d in items:
-        if d.link != current:
-            current = d.link
-            title = _TITLES.get(d.link, d.link)
-            sa, sb = diff.a.link_status(d.link), diff.b.link_status(d.link)
-            status = (
-                f"  A {_STATUS.get(sa, sa)}, B {_STATUS.get(sb, sb)}" if d.link in _STATUS_LINKS and (sa or sb) else ""
-            )
-            out.line(Text("  "), out.style(title, "bold"), out.style(status, "dim"))
-        _difference(out, d)
+        kinds[_kind(d)] = kinds.get(_kind(d), 0) + 1
+    parts = [plural(n, kind) if not kind.startswith("package") else _packages(n, kind) for kind, n in kinds.items()]
+    return (
+        f"{'and ' if more else ''}{plural(len(items), 'more difference' if more else 'difference')}: {', '.join(parts)}"
+    )
+
+
+def _kind(d: Difference) -> str:
+    if d.path.startswith("packages.distributions["):
+        return {"added": "package only in B", "removed": "package only in A"}.get(d.change, "package changed")
+    if d.path.startswith("tensorflow.log_lines["):
+        return "TensorFlow log line"
+    return "other fact"
+
+
+def _packages(n: int, kind: str) -> str:
+    """ "21 packages only in B", "1 package changed"."""
+    return f"{n} package{'' if n == 1 else 's'}{kind[len('package') :]}"
 
 
 _STATUS_LINKS = set(SHORT_TITLES)

@@ -9,6 +9,7 @@ from typing import Any, Optional
 from envcheck.explain.explanations import Explanation, explain
 from envcheck.explain.report import ExplainReport
 from envcheck.explain.scanner import Catalogue
+from envcheck.printable import printable
 from envcheck.render import json_text
 from envcheck.render.width import terminal_width, wrap
 from envcheck.words import plural
@@ -23,7 +24,16 @@ def render_json(report: ExplainReport) -> str:
 
 
 def render_text(report: ExplainReport, show_harmless: bool = True, width: Optional[int] = None) -> str:
-    width = width or terminal_width()
+    """The report as text; every line of it shown with the characters a terminal would obey
+    escaped (``printable``): the excerpts, file names and captured values are the log's text."""
+    return _shown(_report_text(report, show_harmless, width or terminal_width()))
+
+
+def _shown(text: str) -> str:
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
+def _report_text(report: ExplainReport, show_harmless: bool, width: int) -> str:
     scan = report.scan
     if scan.bytes == 0:
         lines = [f"envcheck explain: {report.source} is empty; there is nothing to explain.", _doctor_hint()]
@@ -195,7 +205,7 @@ def render_catalogue(catalogue: Catalogue, width: Optional[int] = None) -> str:
         tag = "harmless" if pattern.harmless else ", ".join(pattern.rule_ids) or "code"
         out.append(pattern.id)
         out.extend(_paragraph("", f"{_example_title(catalogue, pattern)}  [{tag}]", width))
-    return "\n".join(out) + "\n"
+    return _shown("\n".join(out) + "\n")  # a --patterns file is anyone's text
 
 
 def render_catalogue_json(catalogue: Catalogue) -> str:

@@ -5,11 +5,10 @@ width, colour and console come from the doctor's terminal renderer, so every com
 
 from __future__ import annotations
 
-import re
-
 from rich.text import Text
 
-from envcheck.render.terminal import console_for, terminal_width, use_color
+from envcheck.render.terminal import console_for, print_wrapped, terminal_width, use_color
+from envcheck.render.width import path_pieces
 
 
 class Lines:
@@ -26,17 +25,7 @@ class Lines:
 
     def line(self, *parts, indent: int = 0, hang: int | None = None) -> None:
         """One logical line, wrapped without breaking words; continuation lines start at ``hang``."""
-        text = Text(" " * indent)
-        for part in parts:
-            text.append(part if isinstance(part, Text) else Text(str(part)))
-        hang = indent if hang is None else hang
-        if text.cell_len <= self.width or hang <= 0 or hang >= self.width - 10:
-            self.console.print(text, overflow="fold", crop=False)
-            return
-        head, body = text[:hang], text[hang:]
-        body.rstrip()
-        for i, piece in enumerate(body.wrap(self.console, self.width - hang, overflow="fold")):
-            self.console.print((head if i == 0 else Text(" " * hang)) + piece, crop=False, overflow="ignore")
+        print_wrapped(self.console, parts, indent=indent, hang=hang)
 
     def command(self, line: str, indent: int) -> None:
         """A command to copy: whole, on its own line, written the way this user runs envcheck."""
@@ -99,7 +88,7 @@ def wrap_words(text: str, width: int) -> list[str]:
     lines: list[str] = []
     current = ""
     for word in text.split():
-        pieces = [word] if len(word) <= width else _path_pieces(word, width)
+        pieces = [word] if len(word) <= width else path_pieces(word, width)
         for i, piece in enumerate(pieces):
             joiner = "" if i else " "
             if current and len(current) + len(joiner) + len(piece) <= width:
@@ -111,17 +100,3 @@ def wrap_words(text: str, width: int) -> list[str]:
     if current:
         lines.append(current)
     return lines or [""]
-
-
-def _path_pieces(word: str, width: int) -> list[str]:
-    parts = [p for p in re.split(r"(?<=[/\\])", word) if p]
-    pieces: list[str] = []
-    for part in parts:
-        while len(part) > width:
-            pieces.append(part[:width])
-            part = part[width:]
-        if pieces and len(pieces[-1]) + len(part) <= width:
-            pieces[-1] += part
-        else:
-            pieces.append(part)
-    return pieces

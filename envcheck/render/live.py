@@ -1,7 +1,8 @@
 """Live progress while the doctor probes, in the manner of ``flutter doctor``: one line per link of
-the chain, a spinner until the probes behind it have answered, the TensorFlow import last with its
-elapsed seconds. Only on a terminal with colour, and only when the probes take longer than a
-quarter of a second (a quick doctor is done by then); the final report replaces it (transient).
+the chain, a spinner until the probes behind it have answered, then a neutral mark ("checked": the
+verdict on it comes with the report), the TensorFlow import last with its elapsed seconds. Only on
+a terminal with colour, and only when the probes take longer than a quarter of a second (a quick
+doctor is done by then); the final report replaces it (transient).
 
 ``NO_COLOR`` or ``TERM=dumb`` on a terminal: no animation, one plain line on stderr when the wait
 is for TensorFlow. Not a terminal, ``--json`` or ``--markdown``: nothing at all.
@@ -21,6 +22,10 @@ from envcheck.render.terminal import SHORT_TITLES, use_color
 
 # Seconds before the live lines appear: a wait shorter than this needs no display.
 SHOW_AFTER = 0.25
+
+# A link whose probes have answered: neutral, since the rules have not judged it yet (a green tick
+# here would say "ok" of a link the report then marks "–" or "!").
+DONE_MARK = "•"
 
 # Which probes each link waits for.
 LINK_PROBES = {
@@ -67,7 +72,8 @@ class Progress:
                 if link in ("tensorflow", "placement") and self.quick:
                     mark, note = Text("–", style="dim"), "not run (--quick)"
                 elif all(p in self.done for p in probes):
-                    mark, note = Text("✔", style="green"), "checked"
+                    # Done, not judged: whether the link is ok is known only from the report.
+                    mark, note = Text(DONE_MARK), "checked"
                 else:
                     mark, note = Spinner("dots", style="cyan").render(now), "waiting"
                     if "tensorflow" in probes and "tensorflow" in self.started:

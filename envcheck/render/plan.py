@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import textwrap
+import re
 
 from envcheck import __version__
 from envcheck.errors import UsageError
+from envcheck.invocation import runnable
 from envcheck.planner import GPU, Plan, describe_target
 from envcheck.planner.options import (
     DRIVER_INSTALL,
@@ -18,9 +19,10 @@ from envcheck.planner.target import OS_TITLES
 from envcheck.platform import platform_named
 from envcheck.printable import printable
 from envcheck.render import json_text
+from envcheck.render.width import keep_together, terminal_width, wrap_lines
 from envcheck.shell import quote_always
 
-WIDTH = 100
+SCRIPT_WIDTH = 100  # a script is a file: its comments wrap at 100 whatever the terminal
 SHELL_TITLES = {BASH: "bash", POWERSHELL: "PowerShell"}
 
 
@@ -28,10 +30,24 @@ def render_json(plan: Plan) -> str:
     return json_text("plan", plan.to_dict(), 0)
 
 
-def _wrap(text: str, indent: str) -> list[str]:
-    return textwrap.wrap(
-        printable(text), WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
-    ) or [indent.rstrip()]
+def _wrap(text: str, indent: str, width: int = SCRIPT_WIDTH, first: str | None = None) -> list[str]:
+    return wrap_lines(printable(text), width, indent if first is None else first, indent)
+
+
+def _header(plan: Plan, width: int) -> list[str]:
+    """ "envcheck plan for: ..." with each fact's "[where it came from]" kept beside it."""
+    items = printable(describe_target(plan.target)).split(", ")
+    kept = [
+        keep_together(i) if len(i) <= width - 2 else re.sub(r" \[[^\]]*\]$", lambda m: keep_together(m.group()), i)
+        for i in items
+    ]
+    return wrap_lines(", ".join(kept), width, "envcheck plan for: ", "  ")
+
+
+def _for_this_user(plan: Plan, line: str, shell: str) -> str:
+    """A step's command as this user runs it: envcheck by the path that works here, when the plan
+    is for this machine (a plan for another one keeps the plain word)."""
+    return runnable(line, shell) if plan.target.origin("os") == "this machine" else line
 
 
 def _driver_line(plan: Plan) -> str:
@@ -47,40 +63,43 @@ def _driver_line(plan: Plan) -> str:
     return text + tail
 
 
-def render_text(plan: Plan) -> str:
+def render_text(plan: Plan, width: int | None = None) -> str:
+    """The plan for a person, wrapped at ``width`` (the terminal's, or COLUMNS); commands whole."""
+    width = width or terminal_width()
     o = plan.option
-    out = [f"envcheck plan for: {printable(describe_target(plan.target))}", ""]
+    out = [*_header(plan, width), ""]
     where = "on the GPU" if o.kind == GPU else "on the CPU only"
-    out.append(f"Recommended: TensorFlow {printable(o.tf)} {where}, {OS_TITLES[o.os]}")
-    out.append(f"  install   {printable(requirement(o))}")
+    out += _wrap(f"Recommended: TensorFlow {o.tf} {where}, {OS_TITLES[o.os]}", "  ", width, "")
     python = f"{o.python} (TensorFlow {o.tf} supports {o.python_range})"
     if o.python_change:
         python += " -- not the Python you have"
-    out.append(f"  Python    {printable(python)}")
+    facts = [("install", requirement(o)), ("Python", python)]
     if o.kind == GPU:
-        out.append(f"  CUDA      {printable(o.cuda)}")
-        out.append(f"  cuDNN     {printable(o.cudnn)}")
-        out.append(f"  driver    {printable(_driver_line(plan))}")
+        facts += [("CUDA", o.cuda), ("cuDNN", o.cudnn), ("driver", _driver_line(plan))]
+    for key, value in facts:
+        out += _wrap(str(value), " " * 12, width, f"  {key:<8}  ")
     out += ["", "Why"]
     for reason in plan.choice.reasons:
-        wrapped = _wrap(reason, "    ")
-        out += ["  - " + wrapped[0].lstrip()] + wrapped[1:]
+        out += _wrap(reason, "    ", width, "  - ")
     if plan.choice.warnings:
         out += ["", "Warnings"]
         for warning in plan.choice.warnings:
-            wrapped = _wrap(warning, "    ")
-            out += ["  ! " + wrapped[0].lstrip()] + wrapped[1:]
+            out += _wrap(warning, "    ", width, "  ! ")
     out += ["", f"Steps ({SHELL_TITLES[plan.shell]} unless marked)"]
     for number, step in enumerate(plan.steps, 1):
-        out += _text_step(number, step, plan.shell)
+        out += _text_step(plan, number, step, width)
     if plan.choice.alternatives:
         out += ["", "Alternatives"]
         for alt in plan.choice.alternatives:
-            wrapped = _wrap(f"{alt.title}: {alt.text}{_rerun_hint(plan, alt)}", "    ")
-            out += ["  - " + wrapped[0].lstrip()] + wrapped[1:]
-    script = "powershell" if plan.shell == POWERSHELL else "bash"
-    out += ["", f"As a script to review and run: envcheck plan ... --format {script}"]
+            out += _wrap(f"{alt.title}: {alt.text}{_rerun_hint(plan, alt)}", "    ", width, "  - ")
+    out += ["", "As a script to review and run:", "  " + _script_command(plan)]
     return "\n".join(out) + "\n"
+
+
+def _script_command(plan: Plan) -> str:
+    """The command that writes this plan as a script: this run's own flags, --format, a file."""
+    script, suffix = ("powershell", "ps1") if plan.shell == POWERSHELL else ("bash", "sh")
+    return runnable(f"envcheck plan --format {script} > install-tf.{suffix}", plan.shell)
 
 
 def _rerun_hint(plan: Plan, alt) -> str:
@@ -96,17 +115,18 @@ def _rerun_hint(plan: Plan, alt) -> str:
     return f" (its steps: add {' '.join(flags)})"
 
 
-def _text_step(number: int, step: Step, shell: str) -> list[str]:
+def _text_step(plan: Plan, number: int, step: Step, width: int) -> list[str]:
+    """A step: its title and detail wrapped, each command whole on its line, its comment under it."""
     side = {"windows": "[on Windows] ", "wsl": "[inside WSL2] "}.get(step.side, "")
-    out = [f"  {number}. {side}{printable(step.title)}"]
+    out = _wrap(f"{side}{step.title}", "     ", width, f"  {number}. ")
     if step.detail:
-        out += _wrap(step.detail, "     ")
+        out += _wrap(step.detail, "     ", width)
     if step.url:
         out.append(f"     {printable(step.url)}")
     for line in step.lines:
-        marker = "" if line.shell == shell or step.side else f"({SHELL_TITLES[line.shell]}) "
-        out.append(f"       {marker}{printable(line.line)}")
-        out.append(f"         # {printable(line.why)}")
+        marker = "" if line.shell == plan.shell or step.side else f"({SHELL_TITLES[line.shell]}) "
+        out.append(f"       {marker}{printable(_for_this_user(plan, line.line, line.shell))}")
+        out += _wrap(line.why, "         # ", width)  # every line a comment: a copied pair runs as it is
     return out
 
 
@@ -135,7 +155,7 @@ def render_script(plan: Plan, shell: str) -> str:
     out.append("set -euo pipefail" if shell == BASH else '$ErrorActionPreference = "Stop"')
     for number, step in enumerate(plan.steps, 1):
         out.append("")
-        out += _script_step(number, step, shell)
+        out += _script_step(plan, number, step, shell)
     out += ["", f"echo {quote_always(f'Done: TensorFlow {o.tf} is installed in ./tf-env', shell)}", ""]
     return "\n".join(out)
 
@@ -150,18 +170,19 @@ def _checked(line: str, shell: str) -> str:
     return line
 
 
-def _script_step(number: int, step: Step, shell: str) -> list[str]:
+def _script_step(plan: Plan, number: int, step: Step, shell: str) -> list[str]:
     side = {"windows": " [on Windows, PowerShell]", "wsl": " [inside WSL2, bash]"}.get(step.side, "")
-    out = [f"# {number}. {printable(step.title)}{side}"]
+    out = _wrap(f"{step.title}{side}", "#    ", first=f"# {number}. ")
     if step.detail:
         out += _wrap(step.detail, "#    ")
     if step.url:
         out.append(f"#    {printable(step.url)}")
     for line in step.lines:
+        command = printable(_for_this_user(plan, line.line, line.shell))
         if line.shell == shell:
-            out.append(f"# {printable(line.why)}")
-            out.append(_checked(printable(line.line), shell))
+            out += _wrap(line.why, "# ")
+            out.append(_checked(command, shell))
         else:
-            out.append(f"# ({SHELL_TITLES[line.shell]}; {printable(line.why)})")
-            out.append(f"#   {printable(line.line)}")
+            out += _wrap(f"({SHELL_TITLES[line.shell]}; {line.why})", "# ")
+            out.append(f"#   {command}")
     return out

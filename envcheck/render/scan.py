@@ -83,6 +83,8 @@ def _cells(env: Environment, home: str) -> Row:
     status = verdict.get("status")
     if status == "gpu-ready" and not verdict.get("finding_id"):
         broken = "none"
+    elif status == "cpu-only" and _finished(env.report, link):
+        broken = "none (CPU only)"  # no NVIDIA GPU, or hidden on purpose: nothing is broken
     elif status == "not-installed":
         broken = f"{SHORT_TITLES['tensorflow']}: not installed"
     elif link:
@@ -99,6 +101,14 @@ def _cells(env: Environment, home: str) -> Row:
     else:
         broken = str(verdict.get("reason", ""))
     return Row(where, env.version, tf, "yes" if (verdict.get("gpus") or 0) > 0 else "no", reached, broken, status)
+
+
+def _finished(report: dict, link: str | None) -> bool:
+    """CPU only as a finished state: the link that decided it is not in error or warning (the
+    doctor's own chain line says "–" there) and no error finding stands."""
+    seen = next((x for x in report.get("links") or () if x.get("name") == link), {})
+    errors = [f for f in report.get("findings") or () if f.get("severity") == "error"]
+    return seen.get("status") not in ("error", "warning") and not errors
 
 
 def _tensorflow(report: dict) -> str:

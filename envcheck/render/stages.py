@@ -48,6 +48,15 @@ class Stages:
         elif self.plain:
             self.console.print(f"envcheck: {doing} ...", markup=False)
 
+    def update(self, doing: str) -> None:
+        """Say more of the current stage (a count that grows) without starting another: its
+        clock runs on, and nothing is printed again where the display is plain."""
+        if self._current is None:
+            self(doing)
+            return
+        _, done, started = self._current
+        self._current = (doing, done, started)
+
     def _finish(self) -> None:
         if self._current is None:
             return

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 from typing import Optional
 
@@ -33,7 +34,7 @@ from envcheck.findings import (
     Severity,
 )
 from envcheck.printable import printable
-from envcheck.render.width import DEFAULT_WIDTH, MIN_WIDTH, terminal_width  # noqa: F401 - part of this module's interface
+from envcheck.render.width import DEFAULT_WIDTH, MIN_WIDTH, path_pieces, terminal_width  # noqa: F401 - part of this module's interface
 from envcheck.shell import SHELL_TITLES, Command
 
 # status: (ascii, glyph, style)
@@ -108,6 +109,90 @@ def console_for(width: int, color: bool) -> Console:
     )
 
 
+# Stands for a space inside a whole part while a line is wrapped: not whitespace to the wrapper,
+# one cell wide like the space it replaces.
+_GLUE = "\ue000"
+_BACKTICKED = re.compile(r"`[^`\n]+`")
+
+
+def whole(text: str, style: str = "") -> Text:
+    """Text that wrapping never breaks (a command in a sentence): it moves to the next line
+    whole, and stays whole on a line narrower than itself."""
+    return Text(text.replace(" ", _GLUE), style=style)
+
+
+def _glued(part) -> Text:
+    """A part of a line as Text, its backticked spans glued (``whole`` parts already are)."""
+    text = part.copy() if isinstance(part, Text) else Text(str(part))
+    plain = _BACKTICKED.sub(lambda m: m.group().replace(" ", _GLUE), text.plain)
+    if plain != text.plain:
+        text = Text(plain, style=text.style, spans=text.spans)
+    return text
+
+
+def _unglued(text: Text) -> Text:
+    return Text(text.plain.replace(_GLUE, " "), style=text.style, spans=text.spans, end="")
+
+
+def print_wrapped(console: Console, parts, indent: int = 0, hang: Optional[int] = None) -> None:
+    """One logical line at the console's width: wrapped at spaces, continuation lines starting
+    at column ``hang``; a word longer than a line (a path) is folded, a whole part never is."""
+    text = Text(" " * indent)
+    for part in parts:
+        text.append_text(_glued(part))
+    hang = indent if hang is None else hang
+    width = console.width
+    if text.cell_len <= width:
+        console.print(_unglued(text), crop=False, overflow="ignore")
+        return
+    if hang < 0 or hang >= width - 10:
+        hang = 0
+    head, body = text[:hang], _breakable_paths(text[hang:], width - hang)
+    body.rstrip()
+    longest_whole = max((len(w) for w in body.plain.split() if _GLUE in w), default=0)
+    overflow = "ignore" if longest_whole > width - hang else "fold"
+    for i, piece in enumerate(body.wrap(console, width - hang, overflow=overflow)):
+        piece.rstrip()
+        console.print(_unglued((head if i == 0 else Text(" " * hang)) + piece), crop=False, overflow="ignore")
+
+
+# A line's own label, and where its continuation lines start: validate's "PASS  level 1  ",
+# "note: ", "doctor: "; any other line goes on two columns in.
+_LABELS = re.compile(r"^(?:(?:PASS|FAIL)  level \d+  |[a-z]+: )")
+
+
+def print_markup(console: Console, markup: str) -> None:
+    """A line of rich markup (values in it escaped) at the console's width, its continuation
+    lines under the text after its label."""
+    text = Text.from_markup(markup)
+    label = _LABELS.match(text.plain)
+    print_wrapped(console, [text], hang=label.end() if label else 2)
+
+
+_LONG_PATH = re.compile(r"(?<!\S)(?!https?://)[^\s\ue000]*[/\\][^\s\ue000]*")
+
+
+def _breakable_paths(text: Text, room: int) -> Text:
+    r"""A path longer than a line can break after a ``/`` (or ``\``) rather than anywhere: it is
+    cut into pieces that each fill a line, with a space between (greedy, so no two pieces ever
+    share a line: the space never shows inside a path). URLs and whole parts stay as they are."""
+    plain = text.plain
+    cuts = [m for m in _LONG_PATH.finditer(plain) if len(m.group()) > room]
+    if not cuts:
+        return text
+    out = Text(style=text.style, end="")
+    last = 0
+    for match in cuts:
+        out.append_text(text[last : match.start()])
+        at = match.start()
+        for i, piece in enumerate(path_pieces(match.group(), room)):
+            out.append_text((Text(" ") if i else Text()) + text[at : at + len(piece)])
+            at += len(piece)
+        last = match.end()
+    out.append_text(text[last:])
+    return out
+
+
 class _Out:
     """Lines of rich Text, wrapped at the width; commands never wrapped."""
 
@@ -123,19 +208,7 @@ class _Out:
     def line(self, *parts, indent: int = 0, hang: Optional[int] = None) -> None:
         """One logical line, wrapped at the width without breaking words; continuation lines
         start at column ``hang`` (the text after a label lines up under itself)."""
-        text = Text(" " * indent)
-        for part in parts:
-            text.append(part if isinstance(part, Text) else Text(str(part)))
-        hang = indent if hang is None else hang
-        width = self.console.width
-        if hang <= 0 or hang >= width - 10 or text.cell_len <= width:
-            self.console.print(text, overflow="fold", crop=False)
-            return
-        head, body = text[:hang], text[hang:]
-        body.rstrip()
-        pieces = body.wrap(self.console, width - hang, overflow="fold")
-        for i, piece in enumerate(pieces):
-            self.console.print((head if i == 0 else Text(" " * hang)) + piece, crop=False, overflow="ignore")
+        print_wrapped(self.console, parts, indent=indent, hang=hang)
 
     def command(self, command: Command, indent: int) -> None:
         from envcheck.invocation import runnable
@@ -191,9 +264,8 @@ def render(report: Report, verbose: bool = False, color: Optional[bool] = None, 
             )
             from envcheck.invocation import runnable
 
-            out.line(
-                Text(f"Also: {listed}. Details: {runnable('envcheck doctor -v')}", style="dim" if color else ""), hang=6
-            )
+            dim = "dim" if color else ""
+            out.line(Text(f"Also: {listed}. Details: ", style=dim), whole(runnable("envcheck doctor -v"), dim), hang=6)
     return out.value()
 
 

@@ -68,19 +68,33 @@ class Scan:
 
 
 def scan(
-    environ: Mapping[str, str], places: Places, *, full: bool, timeout: float, budget: float, jobs: int, progress=None
+    environ: Mapping[str, str],
+    places: Places,
+    *,
+    full: bool,
+    timeout: float,
+    budget: float,
+    jobs: int,
+    progress=None,
+    found=None,
 ) -> Scan:
+    """``found(environments)`` is told what will be checked once it is known, ``progress(env)``
+    each one checked."""
     # What a probed interpreter leaves running, in a session of its own too, is ended with it.
     with procs.adopting_orphans():
-        return _scan(environ, places, full=full, timeout=timeout, budget=budget, jobs=jobs, progress=progress)
+        return _scan(
+            environ, places, full=full, timeout=timeout, budget=budget, jobs=jobs, progress=progress, found=found
+        )
 
 
 def _scan(
-    environ: Mapping[str, str], places: Places, *, full: bool, timeout: float, budget: float, jobs: int, progress
+    environ: Mapping[str, str], places: Places, *, full: bool, timeout: float, budget: float, jobs: int, progress, found
 ) -> Scan:
     started = time.perf_counter()
     candidates, kernels = discover(places)
     environments, unusable = identify(candidates, places, jobs, deadline=started + budget)
+    if found is not None:
+        found(environments)
     left = max(0.0, budget - (time.perf_counter() - started))
     checked = check_all(
         running_first(environments),

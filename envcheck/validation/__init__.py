@@ -79,8 +79,10 @@ def run_validation(
     progress: bool = True,
     require_gpu: bool = False,
     announce=None,
+    console=None,
 ) -> ValidationReport:
-    """Run the levels up to ``level``; ``announce(text)`` is told what runs next (the live line)."""
+    """Run the levels up to ``level``; ``announce(text)`` is told what runs next (the live line);
+    ``console`` is where the training run of level 3 draws its own progress."""
     say = announce or (lambda text: None)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from envcheck.machine import short_device
@@ -117,7 +119,14 @@ def run_validation(
             3,
             "training",
             lambda: run_level3(
-                plan, full=full, data_path=data, output=output, progress=progress, requested_gpus=requested
+                plan,
+                full=full,
+                data_path=data,
+                output=output,
+                progress=progress,
+                requested_gpus=requested,
+                console=console,
+                announce=announce,
             ),
         )
     return report

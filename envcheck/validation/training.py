@@ -155,6 +155,8 @@ def run_level3(
     output: Optional[Path] = None,
     progress: bool = True,
     requested_gpus: Optional[int] = None,
+    console=None,
+    announce=None,
 ) -> list[Check]:
     from envcheck.train.trainer import TrainingDiverged, train
 
@@ -170,10 +172,12 @@ def run_level3(
     try:
         config = (full_config if full else quick_config)(plan, data_path, output, progress)
         try:
-            result = train(config, plan=plan)
+            result = train(config, plan=plan, progress_console=console)
         except TrainingDiverged as exc:
             return [Check(3, name, False, str(exc))]
         summary, rows = result.summary, result.history
+        if announce is not None:
+            announce("waiting for the doctor's TensorFlow check, to compare the devices it finds usable")
         usable = usable_gpus_from(probe)
         finished = True
     finally:
