@@ -100,7 +100,8 @@ def _unoptional(tp: Any) -> Any:
 
 def poison(obj: Any, text: Callable[[str], str], chosen: Callable[[str], bool], prefix: str = "") -> Any:
     """``obj`` with ``text(path)`` in every string field whose path is ``chosen`` (lists and maps
-    that are empty get one hostile entry, so every field of the schema can be reached)."""
+    that are empty get one hostile entry, a missing part a blank one, so every field of the schema
+    can be reached)."""
     hints = typing.get_type_hints(type(obj))
     changes = {}
     for f in dataclasses.fields(obj):
@@ -118,8 +119,11 @@ def poison(obj: Any, text: Callable[[str], str], chosen: Callable[[str], bool], 
         elif typing.get_origin(tp) is dict:
             if chosen(path + "{}"):  # every value it holds, and a key of its own
                 changes[f.name] = {**{k: text(path + "{}") for k in value}, text(path + "{}"): text(path + "{}")}
-        elif dataclasses.is_dataclass(tp) and value is not None:
-            changes[f.name] = poison(value, text, chosen, path + ".")
+        elif dataclasses.is_dataclass(tp):
+            if value is None and any(chosen(p) for p in string_paths(tp, path + ".")):
+                value = _blank(tp)  # a part the snapshot lacks (no link or clock facts): given one
+            if value is not None:
+                changes[f.name] = poison(value, text, chosen, path + ".")
     return dataclasses.replace(obj, **changes)
 
 

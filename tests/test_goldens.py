@@ -131,10 +131,10 @@ def render_validate(width: int) -> str:
 
     from rich.console import Console
 
-    from envcheck.validation.checks import render_terminal
+    from envcheck.render.validate import print_validation
 
     console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
-    render_terminal(validation_report(), console)
+    print_validation(validation_report(), console)
     return console.file.getvalue()
 
 

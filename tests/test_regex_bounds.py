@@ -36,12 +36,14 @@ ONE_CLASS = "one repeated class with nothing after it that can fail"
 PER_LINE = "per line (re.M ^ or a literal first): each line's attempt is linear"
 OWN_TEXT = "on envcheck's own text, searched within a bound (argparse's message: its first 2,000 characters)"
 AFTER_PUNCTUATION = "each attempt starts after . ! ? ' or \" and its blanks are followed by a capital or fail once"
+TOKEN_START = "each attempt starts where a word starts (after a blank, by the lookbehind) and scans that word once"
 
 REVIEWED: dict[tuple[str, str | bytes], str] = {
     ("envcheck/cli.py", r"\S{201,}"): ONE_CLASS + " (a run under 201 fails within 200 characters)",
     ("envcheck/cli.py", r"unrecognized arguments?: (\S+)"): LITERAL_FIRST,
     ("envcheck/cli.py", r"(?:argument ([^:]+): )?invalid choice: '([^']*)' \(choose from (.*)\)"): OWN_TEXT,
-    ("envcheck/commands/matrix.py", r"(\S[^:]*?  +|[a-z]+: |  )"): ANCHORED,
+    ("envcheck/commands/train.py", r"[a-z]+: "): ANCHORED,
+    ("envcheck/render/matrix.py", r"(\S[^:]*?  +|[a-z]+: |  )"): ANCHORED,
     ("envcheck/compare/diff.py", r"^(libraries\.libraries\[[^\]]+\])\.copies\[(.+)\]$"): ANCHORED,
     ("envcheck/compare/facets.py", r"^env\.variables\[([^\]]+)\]$"): ANCHORED,
     ("envcheck/compare/facets.py", r"^packages\.distributions\[([^\]]+)\]"): ANCHORED,
@@ -55,9 +57,28 @@ REVIEWED: dict[tuple[str, str | bytes], str] = {
     ("envcheck/compare/fleet.py", r"([0-9]+)"): ONE_CLASS,
     ("envcheck/cuda_devices.py", r"[+-]?[0-9]+"): ANCHORED,
     ("envcheck/filename_fields.py", r"[^A-Za-z0-9._-]+"): ONE_CLASS,
-    ("envcheck/invocation.py", r"(^|\|\s*|;\s*|&&\s*|\{\s*)envcheck(?=\s|$)"): LITERAL_FIRST,
+    ("envcheck/invocation.py", r"(?P<lead>\bcommand -v\s+|\bGet-Command\s+)envcheck(?=\s|$)"): LITERAL_FIRST,
     (
-        "envcheck/machine.py",
+        "envcheck/invocation.py",
+        r"(?P<lead>^|\|\s*|;\s*|&&\s*|\|\|\s*|\{\s*|\bthen\s+|\bdo\s+)envcheck(?=\s|$)(?P<sub>\s+[a-z]+\b)?",
+    ): LITERAL_FIRST + " (or ^), on envcheck's own command lines",
+    ("envcheck/machine/wheels.py", r"^(nvidia-[a-z-]+?)-cu(\d+)$"): ANCHORED,
+    ("envcheck/matrix/model.py", r"^(sm|compute)_(\d+)(\d)(a?)$"): ANCHORED,
+    ("envcheck/probes/gpu_speed.py", r"\s*([\d.]+)\s*GT/s"): ANCHORED + " (re.match of one sysfs value)",
+    ("envcheck/probes/gpu_speed.py", r"^Cpus_allowed_list:\s*(\S+)"): PER_LINE,
+    ("envcheck/probes/gpu_speed.py", r"node\d+"): ANCHORED + " (fullmatch of a folder name)",
+    ("envcheck/render/terminal.py", r"(?<!\S)(?!https?://)[^\s\ue000]*[/\\][^\s\ue000]*"): TOKEN_START,
+    ("envcheck/render/terminal.py", r"^(?:(?:PASS|FAIL)  level \d+  |[a-z]+: )"): ANCHORED,
+    ("envcheck/render/terminal.py", r"`[^`\n]+`"): LITERAL_FIRST + " (the next backtick ends any attempt)",
+    ("envcheck/render/width.py", r"^(?P<lead> +\S+ {2,})(?P<text>\S.*)$"): ANCHORED,
+    (
+        "envcheck/render/width.py",
+        r"`[^`\n]+`|(?<!\S)--[a-z][a-z-]* [^\s-][^\s,;)]*|\b[A-Za-z]:\\(?:[^\\\s,;:]+(?: [^\\\s,;:]+)*\\)+[^\\\s,;:]*",
+    ): LITERAL_FIRST + " (a backtick, '--' after a blank, or 'C:\\'; the path's pieces are separated by ' ' and '\\')",
+    ("envcheck/shell.py", r"[A-Za-z_][A-Za-z0-9_]*"): ANCHORED + " (fullmatch)",
+    ("envcheck/verdict/links.py", r"\d+"): ONE_CLASS,
+    (
+        "envcheck/machine/values.py",
         r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception|Failure)|Fatal Python error|Segmentation fault)\b[: ]",
     ): ANCHORED,
     ("envcheck/matrix/libraries.py", r"[A-Za-z]+"): ANCHORED,
@@ -97,7 +118,6 @@ REVIEWED: dict[tuple[str, str | bytes], str] = {
     ): LITERAL_FIRST,
     ("envcheck/redact.py", r"[/\\]+"): ONE_CLASS,
     ("envcheck/rules/environment.py", r"0*[0-9]{1,18}"): ANCHORED,
-    ("envcheck/rules/pip_cuda.py", r"^(nvidia-[a-z-]+?)-cu(\d+)$"): ANCHORED,
     ("envcheck/rules/placement.py", r"\.cc:\d+\]\s*"): LITERAL_FIRST,
     ("envcheck/rules/tensorflow.py", r"(?<=[.!?'\"])\s+(?=[A-Z])"): AFTER_PUNCTUATION,
     ("envcheck/scan/discover.py", r"^python(\d+(\.\d+)?)?(\.exe)?$"): ANCHORED,
@@ -115,12 +135,13 @@ REVIEWED: dict[tuple[str, str | bytes], str] = {
 DYNAMIC = {
     "envcheck/compare/diff.py": "the _LABELS table: every pattern anchored at ^",
     "envcheck/compare/facets.py": "the _PATH_LINKS table and each Facet's paths: every pattern anchored at ^",
-    "envcheck/machine.py": "an escaped distribution name, matched at the start",
+    "envcheck/invocation.py": "an escaped flag of envcheck's own, after the start or a blank",
+    "envcheck/machine/view.py": "an escaped distribution name, matched at the start",
     "envcheck/probes/libraries.py": "an escaped package name, fullmatch of a file name",
     "envcheck/probes/library_search.py": "the library families' names, fullmatch of a file name",
     "envcheck/probes/tensorflow.py": "IMPORTANT_LOG_PATTERNS, on 8,192 characters of a line",
     "envcheck/redact.py": "escaped names and paths (literals) in lookarounds",
-    "envcheck/rules/pip_cuda.py": "an escaped extra's name after a literal, in a requirement's marker",
+    "envcheck/machine/wheels.py": "an escaped extra's name after a literal, in a requirement's marker",
 }
 
 
@@ -198,14 +219,17 @@ _PROOF = textwrap.dedent(
     r"""
     import sys
     from envcheck import cli, cuda_devices, invocation, printable, shell
-    from envcheck.commands.matrix import _fit
+    from envcheck.render.matrix import _fit
     from envcheck.compare import flat, facets, fleet
     from envcheck.machine import pci_product_name, short_device, telling_line
+    from envcheck.machine.libraries import library_named_in
+    from envcheck.render.plan import _source_kept
+    from envcheck.render.width import wrap
     from envcheck.matrix import load_matrix
     from envcheck.planner.target import _PYTHON_PREFIX
     from envcheck.probes.library_search import _LDCONFIG_LINE
     from envcheck.probes.tensorflow import important_log_lines
-    from envcheck.rules.tensorflow import _library_in, first_sentence
+    from envcheck.rules.tensorflow import first_sentence
     from envcheck.verdict.links import _first_sentence as link_sentence
     from envcheck.words import bracketed
 
@@ -220,14 +244,14 @@ _PROOF = textwrap.dedent(
     CALLS = {
         "short_device": short_device, "pci_product_name": pci_product_name, "telling_line": telling_line,
         "bracketed": bracketed, "first_sentence": first_sentence, "link sentence": link_sentence,
-        "library in an error": _library_in, "unkeyed path": flat._unkeyed, "log stamp": flat.normalise_log_line,
+        "library in an error": library_named_in, "unkeyed path": flat._unkeyed, "log stamp": flat.normalise_log_line,
         "noise": facets.is_noise, "priority": facets.priority, "natural_key": fleet.natural_key,
         "hostlist": lambda s: fleet.hostlist([s, s + "1", "n1"]), "gpu by name": matrix.gpu,
         "architecture": matrix.architecture, "visible devices": cuda_devices.read_visible_devices,
         "python prefix": _PYTHON_PREFIX.match, "ldconfig line": _LDCONFIG_LINE.match,
         "log lines": important_log_lines, "one_line": cli.one_line, "runnable": invocation.runnable,
         "printable": printable.printable, "quote bash": lambda s: shell.quote(s, shell.BASH),
-        "quote powershell": lambda s: shell.quote(s, shell.POWERSHELL), "matrix text": _fit,
+        "quote powershell": lambda s: shell.quote(s, shell.POWERSHELL), "matrix text": lambda s: _fit(s, 100), "wrapped": lambda s: wrap(s, 100, 4), "plan's source": _source_kept,
     }
     for call, function in CALLS.items():
         for shape, text in SHAPES.items():

@@ -189,14 +189,16 @@ def test_validate_shows_a_tensorflow_error_escaped_and_never_as_markup():
 
     from rich.console import Console
 
-    from envcheck.validation.checks import Check, ValidationReport, render_terminal
+    from envcheck.render.validate import print_validation
+    from envcheck.validation.checks import Check, ValidationReport
 
     said = "InternalError: [/] [link=https://x]click[/link] \x1b]52;c;dG91Y2g=\x07\nFORGED line \u202e"
     report = ValidationReport(
         level=1, devices=["CPU:0"], checks=[Check(1, "matmul on CPU:0", False, said)], notes=[said]
     )
     out = io.StringIO()
-    render_terminal(report, Console(file=out, force_terminal=True, color_system="standard", width=200))
+    console = Console(file=out, force_terminal=True, color_system="standard", width=200)
+    print_validation(report, console)  # as validate prints it
     assert_shown_safely(out.getvalue(), "validate", colour=True)
     plain = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
     assert "[/] [link=https://x]click[/link]" in plain  # the error's text, not rich markup

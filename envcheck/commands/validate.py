@@ -114,8 +114,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         require_modules("envcheck validate", "tf", "numpy", "tensorflow")
     from envcheck.render.stages import Stages
-    from envcheck.render.terminal import print_markup
-    from envcheck.render.validate import validation_lines
+    from envcheck.render.validate import print_validation
     from envcheck.tfquiet import quiet_tensorflow
     from envcheck.validation import run_validation
 
@@ -142,8 +141,7 @@ def run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(json_text("validate", report.to_dict(), report.exit_code))
     else:
-        for line in validation_lines(report):
-            print_markup(console, line)
+        print_validation(report, console)
     return report.exit_code
 
 

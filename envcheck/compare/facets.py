@@ -374,8 +374,20 @@ FACETS: tuple[Facet, ...] = (
     Facet("python", "python", "Python", (r"^python\.(version|bits|implementation)$",), _python),
     Facet("os", PLATFORM, "OS", (r"^platform\.(os|distro|release)$",), _os),
     Facet("environment", "environment", "GPU variables", (r"^env\.variables\[",), _environment),
-    Facet("gpu_links", "multigpu", "GPU links", (r"\.(pcie|link)\.",), _gpu_links),
-    Facet("gpu_clocks", "multigpu", "GPU clocks", (r"\.performance\.clock_event_reasons$",), _gpu_clocks),
+    Facet(
+        "gpu_links",
+        "multigpu",
+        "GPU links",
+        (r"^nvml\.gpus\[[^\]]*\]\.performance\.pcie\.", r"^pci\.devices\[[^\]]*\]\.link\."),
+        _gpu_links,
+    ),
+    Facet(
+        "gpu_clocks",
+        "multigpu",
+        "GPU clocks",
+        (r"^nvml\.gpus\[[^\]]*\]\.performance\.clock_event_reasons$",),
+        _gpu_clocks,
+    ),
     Facet("gpu_sharing", "multigpu", "Other processes", (r"^nvml\.gpus\[[^\]]*\]\.processes\b",), _gpu_sharing),
     Facet("gpu_topology", "multigpu", "GPU pairs", (r"^nvml\.pairs\b",), _gpu_topology),
 )

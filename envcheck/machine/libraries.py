@@ -105,7 +105,11 @@ def broken_wheel_families(m: "Machine") -> set[str]:
     return {wheel.family for wheel in m.broken_wheels}
 
 
-_LIBRARY = (re.compile(r"([A-Za-z0-9_]+\.dll)"), re.compile(r"(lib[A-Za-z0-9_+-]+\.so(?:\.\d+)*)"))
+# A library's name is short: bounded repeats keep the search linear on a long error text.
+_LIBRARY = (
+    re.compile(r"([A-Za-z0-9_]{1,128}\.dll)"),
+    re.compile(r"(lib[A-Za-z0-9_+-]{1,128}\.so(?:\.\d{1,9}){0,8})"),
+)
 
 
 def library_named_in(error: str) -> Optional[str]:

@@ -17,10 +17,13 @@ UNKNOWN = "unknown"
 
 
 def parse_version(text: object) -> Optional[Version]:
+    """A version as the machine reported it, or None when it is none: the same rule as a version a
+    person types (``matrix.as_version``): no part of a release number is longer than 9 digits."""
     try:
-        return Version(str(text).strip())
+        version = Version(str(text).strip())
     except (InvalidVersion, TypeError, ValueError):  # ValueError: a number past int()'s digit limit
         return None
+    return version if all(part < 10**9 for part in version.release) else None
 
 
 def minor(version: object) -> str:

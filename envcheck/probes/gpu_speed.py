@@ -311,7 +311,8 @@ def parse_cpu_list(text: Optional[str]) -> frozenset[int]:
     """ "0-3,8" -> {0, 1, 2, 3, 8}; nothing for text that is not a CPU list."""
     cpus: set[int] = set()
     for part in (text or "").strip().split(","):
-        match = re.fullmatch(r"(\d+)(?:-(\d+))?", part.strip())
+        # No CPU number is longer than 9 digits: a longer run is no CPU list (and past int()'s limit).
+        match = re.fullmatch(r"(\d{1,9})(?:-(\d{1,9}))?", part.strip())
         if not match:
             continue
         low, high = int(match.group(1)), int(match.group(2) or match.group(1))

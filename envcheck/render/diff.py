@@ -150,10 +150,19 @@ def _difference(out: Lines, d: Difference) -> None:
 
 
 def _one_line(value) -> str:
+    """A value on one line; of a text of several lines (an error), the line that says what went
+    wrong, marked as an excerpt ("…" joined to it when lines come before it), so it never reads as a
+    line of envcheck's own."""
     if value is None:
         return "(none)"
     text = str(value)
-    return printable(telling_line(text) if "\n" in text else text)
+    if "\n" not in text:
+        return printable(text)
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    telling = telling_line(text)
+    before = bool(lines) and lines[0] != telling
+    after = bool(lines) and lines[-1] != telling
+    return ("…" if before else "") + printable(telling) + (" …" if after else "")
 
 
 def _entries(out: Lines, label: str, a: tuple[str, ...], b: tuple[str, ...]) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from envcheck import __version__
 from envcheck.errors import UsageError
 from envcheck.invocation import runnable
@@ -37,11 +35,17 @@ def _wrap(text: str, indent: str, width: int = SCRIPT_WIDTH, first: str | None =
 def _header(plan: Plan, width: int) -> list[str]:
     """ "envcheck plan for: ..." with each fact's "[where it came from]" kept beside it."""
     items = printable(describe_target(plan.target)).split(", ")
-    kept = [
-        keep_together(i) if len(i) <= width - 2 else re.sub(r" \[[^\]]*\]$", lambda m: keep_together(m.group()), i)
-        for i in items
-    ]
+    kept = [keep_together(i) if len(i) <= width - 2 else _source_kept(i) for i in items]
     return wrap_lines(", ".join(kept), width, "envcheck plan for: ", "  ")
+
+
+def _source_kept(item: str) -> str:
+    """ "NVIDIA GeForce RTX 4090 [PCI bus]" with its "[where it came from]" as one unbreakable piece
+    (by str.rfind: a regex ending in "$" retried at every " [" is quadratic on a long GPU name)."""
+    start = item.rfind(" [")
+    if not item.endswith("]") or start < 0 or "]" in item[start + 2 : -1]:
+        return item
+    return item[:start] + keep_together(item[start:])
 
 
 def _for_this_user(plan: Plan, line: str, shell: str) -> str:

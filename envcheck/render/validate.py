@@ -6,15 +6,20 @@ from __future__ import annotations
 from rich.markup import escape
 
 from envcheck.printable import printable
-from envcheck.render.terminal import console_for
+from envcheck.render.terminal import console_for, print_markup
 from envcheck.render.width import terminal_width
 
 
 def render_validation(report, color: bool = False, width: int | None = None) -> str:
     console = console_for(width or terminal_width(), color)
-    for line in validation_lines(report):
-        console.print(line, markup=True, soft_wrap=True)
+    print_validation(report, console)
     return console.file.getvalue()
+
+
+def print_validation(report, console) -> None:
+    """Each line at the console's width, its continuation under the text after its label."""
+    for line in validation_lines(report):
+        print_markup(console, line)
 
 
 def validation_lines(report) -> list[str]:

@@ -17,9 +17,9 @@ def test_powershell_commands_under_their_name_without_a_prompt(cli, monkeypatch)
     lines = out.splitlines()
     where = [i for i, line in enumerate(lines) if line.strip() == "where.exe cudart64_100.dll"]
     assert where, out
-    for i in where:  # under a "PowerShell:" line, indented below it
+    for i in where:  # under an "In PowerShell:" line, indented below it
         label = next(j for j in range(i, -1, -1) if lines[j].strip().endswith(":") and "PowerShell" in lines[j])
-        assert lines[label].strip() == "PowerShell:"
+        assert lines[label].strip() == "In PowerShell:"
         assert len(lines[i]) - len(lines[i].lstrip()) > len(lines[label]) - len(lines[label].lstrip())
     assert not any(re.match(r"^\s*\$ ", line) for line in lines)
     assert not any(line.rstrip().endswith("(PowerShell)") for line in lines)
