@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Optional
 
+from envcheck import shell
 from envcheck.errors import EnvcheckError
 from envcheck.facts import MISSING, OK, Facts
 from envcheck.findings import Finding, Severity
@@ -502,17 +503,15 @@ def gpu_memory(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Machin
         yield MachineNote(
             "TF_FORCE_GPU_ALLOW_GROWTH is not set here, so each TensorFlow process reserves nearly all GPU memory at "
             "start; with more than one process on a GPU, turn growth on.",
-            commands=(
-                Command("export TF_FORCE_GPU_ALLOW_GROWTH=true", shell="bash"),
-                Command("$env:TF_FORCE_GPU_ALLOW_GROWTH = 'true'", shell="powershell"),
+            commands=tuple(
+                Command(shell.set_variable("TF_FORCE_GPU_ALLOW_GROWTH", "true", name), shell=name)
+                for name in (shell.BASH, shell.POWERSHELL)
             ),
         )
 
 
 def xla_cuda_dir(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[MachineNote]:
     """Where XLA can find ptxas and libdevice on this machine."""
-    from envcheck import shell
-
     facts = ctx.facts
     for name in ("nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvcc-cu11", "nvidia-cuda-nvcc"):
         wheel = facts.distribution(name)
