@@ -199,6 +199,31 @@ _IMPORT_FAILURE = re.compile(
 )
 
 
+def _without_a_result(
+    stdout: str, stderr: str, returncode: Optional[int], garbled: bool, base: dict
+) -> TensorflowFacts:
+    """The worker left no result: TensorFlow's import failed, it printed something else, or it died."""
+    combined = stderr + "\n" + stdout
+    if _IMPORT_FAILURE.search(combined):
+        return TensorflowFacts(
+            status=ERROR, error_kind="import_failed", error=_last_error_line(combined), failed_stage="import", **base
+        )
+    if garbled or stdout.strip():
+        return TensorflowFacts(
+            status=ERROR,
+            error_kind="bad_output",
+            error="the TensorFlow check printed output envcheck cannot read: " + _first_line(stdout),
+            **base,
+        )
+    return TensorflowFacts(
+        status=ERROR,
+        error_kind="worker_failed",
+        error=f"the TensorFlow check ended with exit status {returncode} and no result"
+        + (f": {_last_line(stderr)}" if stderr.strip() else ""),
+        **base,
+    )
+
+
 def facts_from_worker(
     stdout: str,
     stderr: str,
@@ -233,29 +258,7 @@ def facts_from_worker(
             **base,
         )
     if result is None:
-        combined = stderr + "\n" + stdout
-        if _IMPORT_FAILURE.search(combined):
-            return TensorflowFacts(
-                status=ERROR,
-                error_kind="import_failed",
-                error=_last_error_line(combined),
-                failed_stage="import",
-                **base,
-            )
-        if garbled or stdout.strip():
-            return TensorflowFacts(
-                status=ERROR,
-                error_kind="bad_output",
-                error="the TensorFlow check printed output envcheck cannot read: " + _first_line(stdout),
-                **base,
-            )
-        return TensorflowFacts(
-            status=ERROR,
-            error_kind="worker_failed",
-            error=f"the TensorFlow check ended with exit status {returncode} and no result"
-            + (f": {_last_line(stderr)}" if stderr.strip() else ""),
-            **base,
-        )
+        return _without_a_result(stdout, stderr, returncode, garbled, base)
     if result.get("not_installed"):
         return TensorflowFacts(
             status=MISSING, error_kind="not_installed", error="TensorFlow is not installed in this interpreter", **base
