@@ -31,7 +31,8 @@ from itertools import islice
 from pathlib import Path
 from typing import IO, Any, Optional
 
-from envcheck.explain.catalogue import Pattern, default_path, fill, parse_catalogue, read_catalogue
+from envcheck.explain.catalogue import Pattern, default_path, fill
+from envcheck.explain.catalogue_file import parse_catalogue, read_catalogue
 from envcheck.explain.context import read_context
 from envcheck.explain.normalise import (
     KEY_DELETE,

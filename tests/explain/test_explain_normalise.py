@@ -165,7 +165,7 @@ def test_search_keys_fold_what_the_normal_form_folds():
 
 
 def test_every_bundled_regex_is_written_against_the_normal_form():
-    from envcheck.explain.catalogue import _normal_form_problem
+    from envcheck.explain.regexes import _normal_form_problem
 
     for pattern in CATALOGUE.patterns:
         for regex in pattern.regexes:
