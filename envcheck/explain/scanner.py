@@ -127,10 +127,10 @@ class Catalogue:
             if len(first) < CONTEXT_BYTES:
                 first += block[: CONTEXT_BYTES - len(first)]
             else:
-                last = (last + block)[-CONTEXT_BYTES:]
+                last = (last + block[-CONTEXT_BYTES:])[-CONTEXT_BYTES:]
             total += len(block)
             # Joining keeps every line's number; the count of lines is the original block's.
-            self._scan_block(decode_entities(join_partial_records(block)), lines_before, max_line_bytes, found)
+            self._scan_block(decode_entities(block), lines_before, max_line_bytes, found)
             lines_before += block.count(b"\n")
             last_block_ended_line = block.endswith(b"\n")
         lines = lines_before + (0 if last_block_ended_line else 1)
@@ -142,57 +142,56 @@ class Catalogue:
         # same warning per batch): lines are grouped by their text without digits, the substring
         # passes run once over the distinct groups, and only a group that holds a needle has its
         # lines looked at, each distinct line once, its match counting for every line repeating it.
-        lines = block.split(b"\n")
-        keys = block.translate(KEY_TABLE, KEY_DELETE).lower().split(b"\n")  # same lines, same order
-        if block.endswith(b"\n"):
-            lines.pop()
-            keys.pop()
-        candidates, joined, collapsed = self._candidates(keys, block, max_line)
+        lines, keys, distinct = _split(block)
+        if any(b"stderr p " in key or b"stdout p " in key for key in distinct):
+            # A container runtime's partial records (looked for in the distinct lines, not the block)
+            lines, keys, distinct = _split(join_partial_records(block))
+        candidates, joined, collapsed = self._candidates(distinct, block, max_line)
         groups: dict[bytes, list[int]] = {}
         if candidates:
             raw: dict[bytes, list[int]] = {}
             for index, key in enumerate(keys):
                 raw.setdefault(key, []).append(index)
             for key, folded in collapsed.items():  # the distinct lines: few in a log
-                groups.setdefault(folded, []).extend(raw[key])
-        # A pasted message may be hard-wrapped anywhere; a large log (written by a program, not
-        # wrapped) is looked at only around the lines that hold a needle.
-        around = (
-            None
-            if len(block) <= WRAPS_EVERYWHERE_BYTES
-            else (i for s in candidates for i in groups[joined[s : candidates[s][0]]])
-        )
-        wraps = wrapped_lines(lines, around)
-        watched = {i for index, _ in wraps for i in (index, index + 1)}  # lines whose matches a wrap needs
-        matched: dict[int, set[int]] = {}
+                # keys that fold alike (other spacing or quotes) share a group; usually each is its own
+                groups[folded] = raw[key] if folded not in groups else groups[folded] + raw[key]
+        hits: dict[bytes, set[int]] = {}  # each distinct candidate line -> the patterns it matched
+        matched_lines = 0
         for start in sorted(candidates):
             end, indexes = candidates[start]
             originals: dict[bytes, list[int]] = {}  # each distinct line of the group -> its indexes
             for index in groups[joined[start:end]]:
                 originals.setdefault(lines[index], []).append(index)
             for line, where in originals.items():
-                hits = self._match_line(line[:max_line], [lines_before + i + 1 for i in where], indexes, found)
-                for index in watched.intersection(where):
-                    matched[index] = hits
-        for index, text in wraps:
+                numbers = [lines_before + i + 1 for i in where[:MAX_LINE_NUMBERS]]
+                hits[line] = self._match_line(line[:max_line], numbers, len(where), indexes, found)
+                matched_lines += len(where) if hits[line] else 0
+        # A pasted message may be hard-wrapped anywhere. A large log (a program's, not wrapped) is
+        # looked at only around the lines that hold a needle, and not at all when every line of it
+        # is a message already read (two messages on consecutive lines are two).
+        if len(block) > WRAPS_EVERYWHERE_BYTES and matched_lines == len(lines):
+            return
+        around = None if len(block) <= WRAPS_EVERYWHERE_BYTES else _around(candidates, groups, joined, len(lines))
+        for where, text in wrapped_lines(lines, around):
             # A message cut over two lines: read them joined for what neither holds.
-            known = matched.get(index, set()) | matched.get(index + 1, set())
+            pair = (lines[where[0]], lines[where[0] + 1])
+            known = hits.get(pair[0], set()) | hits.get(pair[1], set())
             wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in known)
             if wanted:
-                self._match_line(text[:max_line], [lines_before + index + 1], wanted, found)
+                numbers = [lines_before + index + 1 for index in where[:MAX_LINE_NUMBERS]]
+                self._match_line(text[:max_line], numbers, len(where), wanted, found)
 
     def _candidates(
-        self, keys: list[bytes], block: bytes, max_line: int
+        self, distinct: list[bytes], block: bytes, max_line: int
     ) -> tuple[dict[int, tuple[int, tuple[int, ...]]], bytes, dict[bytes, bytes]]:
         """The groups of lines that hold a pass's string: {start in the joined distinct keys: (end,
         pattern indexes)}, those joined keys, and each line's key with its blanks collapsed (done
         on the distinct lines only: a log repeats itself)."""
-        distinct = list(dict.fromkeys(keys))
         if (len(block) - len(block.translate(None, _CONTROL))) * 50 > len(block):
             # Binary bytes in the chunk: no message holds control bytes, so only lines of text
             # (at most two stray control bytes) are searched.
             distinct = [key for key in distinct if len(key) - len(key.translate(None, _CONTROL)) <= 2]
-        joined = collapse_blanks(b"\n".join(distinct))
+        joined = collapse_blanks(b"\n".join(distinct).translate(KEY_TABLE))
         collapsed = dict(zip(distinct, joined.split(b"\n")))
         # A pass whose gate word the text lacks cannot find its string: skip it. Collecting the
         # words costs about one pass, and unlike ordinary words the gates are rare.
@@ -221,7 +220,9 @@ class Catalogue:
                 found.update(indexes)
         return sorted(found)
 
-    def _match_line(self, head: bytes, numbers: list[int], indexes: tuple[int, ...], found: "_Accumulator") -> set[int]:
+    def _match_line(
+        self, head: bytes, numbers: list[int], count: int, indexes: tuple[int, ...], found: "_Accumulator"
+    ) -> set[int]:
         """Run the regexes of the patterns whose needles the line holds on its normal form; the
         indexes of the patterns that matched."""
         key = search_key(head)
@@ -243,10 +244,35 @@ class Catalogue:
                 if not regex.may_match(lowered):
                     continue
                 # A deriver may refuse a capture (a success status): then the next one counts.
-                if any(found.add(pattern, hit, numbers, text) for hit in islice(regex.compiled.finditer(text), 4)):
+                if any(
+                    found.add(pattern, hit, numbers, count, text) for hit in islice(regex.compiled.finditer(text), 4)
+                ):
                     hits.add(index)
                     break
         return hits
+
+
+def _split(block: bytes) -> tuple[list[bytes], list[bytes], list[bytes]]:
+    """(the block's lines, each line's key, the distinct keys in order). A key here has its digits
+    deleted and is lower case, done on the whole block (the fast paths of both); the rest of the
+    search key's folding (``search_key``) is done on the distinct lines only."""
+    lines = block.split(b"\n")
+    keys = block.translate(None, KEY_DELETE).lower().split(b"\n")  # same lines, same order
+    if block.endswith(b"\n"):
+        lines.pop()
+        keys.pop()
+    return lines, keys, list(dict.fromkeys(keys))
+
+
+def _around(
+    candidates: dict[int, tuple[int, tuple[int, ...]]], groups: dict[bytes, list[int]], joined: bytes, count: int
+) -> Optional[list[int]]:
+    """The indexes of the lines that hold a needle, or None (every line) when most lines do: then
+    listing them costs more than looking at every pair."""
+    where = [groups[joined[start : candidates[start][0]]] for start in candidates]
+    if sum(len(indexes) for indexes in where) * 2 > count:
+        return None
+    return [i for indexes in where for i in indexes]
 
 
 def gate_word(needle: bytes) -> bytes:
@@ -296,8 +322,9 @@ class _Accumulator:
         self._by_groups: dict[tuple[Any, ...], Occurrence] = {}  # the same capture seen before
         self.dropped = 0
 
-    def add(self, pattern: Pattern, hit: re.Match[str], line_numbers: list[int], text: str) -> bool:
-        """One matched line, seen at ``line_numbers`` (ascending); False when the pattern's
+    def add(self, pattern: Pattern, hit: re.Match[str], line_numbers: list[int], count: int, text: str) -> bool:
+        """One matched line, seen ``count`` times, first at ``line_numbers`` (ascending, at most
+        MAX_LINE_NUMBERS of them); False when the pattern's
         deriver refuses the capture (the line is then not this pattern's message)."""
         line_number = line_numbers[0]
         seen = (pattern.id, hit.re, hit.groups())
@@ -319,7 +346,7 @@ class _Accumulator:
                 self._by_key[key] = occurrence
             if len(self._by_groups) < 4 * MAX_GROUPS:
                 self._by_groups[seen] = occurrence
-        occurrence.count += len(line_numbers)
+        occurrence.count += count
         # Distinct lines of one message arrive group by group: keep the first line numbers overall.
         if len(occurrence.line_numbers) < MAX_LINE_NUMBERS or line_numbers[0] < occurrence.line_numbers[-1]:
             occurrence.line_numbers[:] = sorted({*occurrence.line_numbers, *line_numbers[:MAX_LINE_NUMBERS]})[
