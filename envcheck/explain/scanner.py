@@ -176,7 +176,9 @@ class Catalogue:
             # A message cut over two lines: read them joined for what neither holds.
             pair = (lines[where[0]], lines[where[0] + 1])
             known = hits.get(pair[0], set()) | hits.get(pair[1], set())
-            wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in known)
+            # A line one pattern explains is explained: a fallback is not tried on it joined either.
+            skip = known | self._fallbacks if known else known  # type: ignore[attr-defined]
+            wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in skip)
             if wanted:
                 numbers = [lines_before + index + 1 for index in where[:MAX_LINE_NUMBERS]]
                 self._match_line(text[:max_line], numbers, len(where), wanted, found)
