@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -100,6 +100,14 @@ class Catalogue:
         object.__setattr__(self, "_anchors", tuple(by_anchor))
         object.__setattr__(self, "_needles", tuple(tuple(n for n in ns if n) for ns in stripped))
         object.__setattr__(self, "_fallbacks", frozenset(i for i, p in enumerate(self.patterns) if p.fallback))
+        object.__setattr__(self, "_owners", {})  # filled when a fallback first reads a status
+
+    def status_owner(self, status_name: str) -> Optional[Pattern]:
+        """The pattern that names ``status_name`` (or its twin in the other CUDA API) outright, if any."""
+        owners: dict[str, Pattern] = self._owners  # type: ignore[attr-defined]
+        if not owners:
+            owners.update(status_owners(self.patterns) or {"": self.patterns[0]})
+        return owners.get(status_name.upper())
 
     @property
     def gates(self) -> dict[str, str]:
@@ -118,7 +126,7 @@ class Catalogue:
         self, stream: IO[bytes], max_line_bytes: int = MAX_LINE_BYTES, chunk_bytes: int = CHUNK_BYTES
     ) -> "ScanResult":
         """Every known message in ``stream``, read in chunks; memory stays near ``chunk_bytes``."""
-        found = _Accumulator()
+        found = _Accumulator(self.status_owner)
         lines_before = 0
         total = 0
         last_block_ended_line = True
@@ -318,8 +326,40 @@ class ScanResult:
         return [o.pattern.id for o in self.occurrences]
 
 
+# A status that a pattern names outright (a regex that is the status's name) belongs to that
+# pattern in any spelling: by number, by the text the library prints, or under the other CUDA API's
+# name for it (CUresult and cudaError_t share most statuses). A fallback that reads such a status
+# hands the message to its owner, so "CUDA error: out of memory" gets the causes written for
+# CUDA_ERROR_OUT_OF_MEMORY, not only the table's sentence.
+_BARE_NAME = re.compile(r"[A-Za-z_]{4,80}(?:\\b)?")
+# Patterns that own their status's own name only, not its twin: TensorFlow's INVALID_HANDLE is a
+# kernel whose module failed to load, while the runtime's "invalid resource handle" is as often a
+# stream or event used on the wrong device.
+_NO_TWINS = frozenset({"cuda-invalid-handle"})
+
+
+def status_owners(patterns: tuple[Pattern, ...]) -> dict[str, Pattern]:
+    """{upper-case status name: the pattern that owns it} (see above)."""
+    # Imported here: the status tables are read only when a message names a status.
+    from envcheck.explain.statuses import load_statuses
+
+    tables = load_statuses()
+    owners: dict[str, Pattern] = {}
+    for pattern in patterns:
+        if pattern.fallback or pattern.derive:
+            continue  # an owner's templates must need nothing but what any spelling gives
+        for regex in pattern.regexes:
+            source = regex.compiled.pattern
+            if _BARE_NAME.fullmatch(source):
+                for status in tables.by_name(source.removesuffix("\\b")):
+                    for twin in (status,) if pattern.id in _NO_TWINS else tables.twins(status):
+                        owners.setdefault(twin.name.upper(), pattern)
+    return owners
+
+
 class _Accumulator:
-    def __init__(self) -> None:
+    def __init__(self, owner_of: Callable[[str], Optional[Pattern]] = lambda name: None) -> None:
+        self._owner_of = owner_of
         self._by_key: dict[tuple[str, str], Occurrence] = {}
         self._by_groups: dict[tuple[Any, ...], Occurrence] = {}  # the same capture seen before
         self.dropped = 0
@@ -335,6 +375,8 @@ class _Accumulator:
             variables = pattern.variables(hit)
             if variables is None:
                 return False
+            if pattern.fallback and variables.get("status_name"):
+                pattern = self._owner_of(variables["status_name"]) or pattern
             for name, value in read_parts(text, variables.get("library", "")).items():
                 variables.setdefault(name, value)
             title = fill(pattern.title, variables)

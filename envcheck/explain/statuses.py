@@ -76,6 +76,14 @@ class StatusTables:
         enums = FAMILIES.get(family, ())
         return tuple(s for s in self.statuses if s.enum in enums and s.value == value)
 
+    def twins(self, status: Status) -> tuple[Status, ...]:
+        """``status`` and the status of the same meaning in the other CUDA API (the driver's
+        CUresult and the runtime's cudaError_t give most errors under both names)."""
+        apis = ("CUresult", "cudaError_t")
+        if status.enum not in apis:
+            return (status,)
+        return tuple(s for s in self.statuses if s.enum in apis and s.meaning == status.meaning)
+
     def by_string(self, family: str, text: str) -> tuple[Status, ...]:
         """The statuses of ``family`` whose printed text starts ``text`` (the message may go on)."""
         wanted = _squeeze(text)

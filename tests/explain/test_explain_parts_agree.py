@@ -45,7 +45,9 @@ def test_a_cuinit_number_is_read_as_its_curesult(status):
     if status.value in _OWN_PATTERN:
         assert explanation.id == _OWN_PATTERN[status.value]
         return
-    assert explanation.id == "cuda-driver-status"
+    # the pattern written for that status, when there is one, else the table's reading
+    owner = CATALOGUE.status_owner(status.name)
+    assert explanation.id == (owner.id if owner is not None else "cuda-driver-status")
     assert explanation.variables["status_name"] == status.name
     assert "nvidia-uvm-not-loaded" not in {c.id for c in explanation.causes}
 
@@ -60,6 +62,32 @@ def test_a_cuinit_number_no_table_knows_gets_no_story(number):
 def test_the_unknown_curesult_keeps_its_causes():
     for text in ("failed call to cuInit: UNKNOWN ERROR (999)", "failed call to cuInit: CUDA_ERROR_UNKNOWN"):
         assert _explained(text)[0].causes[0].id == "nvidia-uvm-not-loaded"
+
+
+# --- a status in any spelling -------------------------------------------------------------------
+# A pattern written for a status (its regex is the status's name) explains that status however the
+# message spells it: the runtime API's text (PyTorch's "CUDA error: out of memory"), a number next
+# to the library's name, the twin name in the other API. Every other status keeps the table's reading.
+_RUNTIME = _values("cudaError_t")
+
+
+@pytest.mark.parametrize("status", [s for s in _RUNTIME if s.strings], ids=lambda s: s.name)
+def test_a_runtime_status_text_gets_the_pattern_written_for_it(status):
+    ids = [e.id for e in _explained(f"RuntimeError: CUDA error: {status.strings[0]}")]
+    owner = CATALOGUE.status_owner(status.name)
+    if owner is not None:
+        assert ids == [owner.id]
+    else:  # the table's reading (or none, for a text the tables share): never another status's story
+        assert set(ids) <= {"cuda-runtime-status"}
+
+
+def test_owners_are_the_patterns_that_name_a_status():
+    assert CATALOGUE.status_owner("cudaErrorMemoryAllocation").id == "cuda-out-of-memory"
+    assert CATALOGUE.status_owner("CUDA_ERROR_OUT_OF_MEMORY").id == "cuda-out-of-memory"
+    assert CATALOGUE.status_owner("cudaErrorNoDevice").id == "cuinit-no-device"
+    assert CATALOGUE.status_owner("cudaErrorInvalidResourceHandle") is None  # a twin it does not own
+    assert CATALOGUE.status_owner("cudaErrorMisalignedAddress") is None
+    assert _explained("cuCtxCreate failed with CUresult = 2")[0].causes[0].id == "other-process-holds-gpu"
 
 
 # --- handle creation: the statuses whose causes the handle patterns give --------------------------
