@@ -53,7 +53,7 @@ class Status:
     name: str
     value: int
     meaning: str
-    source: str  # "header, versions"
+    source: str  # "header, versions", and the page of this value where the table names one per value
     strings: tuple[str, ...] = ()
 
     @property
@@ -171,7 +171,7 @@ def load_statuses(path: Optional[Path] = None) -> StatusTables:
                     name=value["name"],
                     value=value["value"],
                     meaning=value["meaning"],
-                    source=source,
+                    source=f"{source}; {value['source']}" if value.get("source") else source,
                     strings=tuple(value.get("strings") or ()),
                 )
             )
