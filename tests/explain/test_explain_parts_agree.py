@@ -161,3 +161,11 @@ def test_another_packages_module_gets_no_cuda_cause(module):
     )
     assert causes and not causes & _TF_CUDA_CAUSES
     assert "python38-dll-search" in causes
+
+
+def test_pytorchs_thc_line_is_read_by_its_text_not_its_number():
+    # THC's error number follows the CUDA release of the build (38 was cudaErrorNoDevice before
+    # CUDA 10.1, 100 since): the text cudaGetErrorString printed decides.
+    for number in (38, 100):
+        text = f"THCudaCheck FAIL file=torch/csrc/cuda/Module.cpp line=109 error={number} : no CUDA-capable device is detected"
+        assert _explained(text)[0].id == "cuinit-no-device"
