@@ -70,3 +70,37 @@ def test_a_message_sits_at_the_earliest_link_its_rules_check(rule_ids, link):
 
 def test_a_code_level_error_comes_after_every_link():
     assert causal_link(()) == len(CAUSAL_CHAIN) and causal_link(("not-a-rule",)) == len(CAUSAL_CHAIN)
+
+
+# --- the versions the log prints decide between a pattern's causes ---------------------------------
+_MISSING = (
+    "Could not load dynamic library '{0}'; dlerror: {0}: cannot open shared object file: No such file or directory"
+)
+
+
+@pytest.mark.parametrize(
+    ("nvcc", "library", "first"),
+    [
+        ("10.1", "libcudart.so.10.1", "cuda-lib-not-on-path"),  # that release is installed: the path
+        ("10.0", "libcudart.so.10.1", "cuda-not-installed"),  # before CUDA 11 the soname is the release
+        ("11.2", "libcudart.so.11.0", "cuda-lib-not-on-path"),  # every CUDA 11.x ships libcudart.so.11.0
+        ("12.2", "libcudart.so.11.0", "cuda-not-installed"),
+        ("11.8", "libcudart.so.12", "cuda-not-installed"),
+    ],
+)
+def test_the_cuda_the_log_shows_installed_decides_path_or_release(nvcc, library, first):
+    log = f"Cuda compilation tools, release {nvcc}, V{nvcc}.100\n" + _MISSING.format(library)
+    (explanation,) = explain(CATALOGUE.scan_text(log))
+    assert explanation.causes[0].id == first
+
+
+def test_without_a_cuda_version_the_message_keeps_its_order():
+    (plain,) = explain(CATALOGUE.scan_text(_MISSING.format("libcudart.so.11.0")))
+    pattern = CATALOGUE.get("cudart-not-loaded")
+    assert plain.causes[0].id == pattern.causes[0].id
+
+
+def test_the_loaders_own_reason_outranks_the_versions():
+    log = "Cuda compilation tools, release 11.2, V11.2.152\nCould not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: wrong ELF class: ELFCLASS32"
+    (explanation,) = explain(CATALOGUE.scan_text(log))
+    assert explanation.causes[0].id == "wrong-architecture"
