@@ -169,3 +169,27 @@ def test_pytorchs_thc_line_is_read_by_its_text_not_its_number():
     for number in (38, 100):
         text = f"THCudaCheck FAIL file=torch/csrc/cuda/Module.cpp line=109 error={number} : no CUDA-capable device is detected"
         assert _explained(text)[0].id == "cuinit-no-device"
+
+
+@pytest.mark.parametrize("library", ["libfoo.so.3", "libopenblas.so.0", "ctranslate264_4.dll", "libtorch_cuda.so.2"])
+def test_another_library_in_ctranslate2s_message_is_not_a_cuda_release(library):
+    assert not _explained(f"RuntimeError: Library {library} is not found or cannot be loaded")
+
+
+@pytest.mark.parametrize(
+    "library", ["cublas64_12.dll", "libcublas.so.12", "cudnn_ops_infer64_8.dll", "libcudnn_ops.so.9"]
+)
+def test_a_cuda_library_in_ctranslate2s_message_is_one(library):
+    causes = _cause_ids(f"RuntimeError: Library {library} is not found or cannot be loaded")
+    assert "cuda-not-installed" in causes
+
+
+@pytest.mark.parametrize(
+    ("dylib", "cuda"), [("libomp.dylib", False), ("libcudart.10.0.dylib", True), ("libcudnn.7.dylib", True)]
+)
+def test_macos_says_cuda_only_for_a_cuda_library(dylib, cuda):
+    text = (
+        f"ImportError: dlopen(/Users/u/venv/lib/python3.9/site-packages/x/_x.so, 6): Library not loaded: @rpath/{dylib}"
+    )
+    causes = [c.id for c in _explained(text)[0].causes]
+    assert ("cuda-on-macos" in causes) is cuda and (causes[0] == "cuda-on-macos") is cuda
