@@ -100,13 +100,14 @@ class Catalogue:
         object.__setattr__(self, "_anchors", tuple(by_anchor))
         object.__setattr__(self, "_needles", tuple(tuple(n for n in ns if n) for ns in stripped))
         object.__setattr__(self, "_fallbacks", frozenset(i for i, p in enumerate(self.patterns) if p.fallback))
-        object.__setattr__(self, "_owners", {})  # filled when a fallback first reads a status
+        object.__setattr__(self, "_owners", None)  # {status name: pattern}, when a fallback first reads a status
 
     def status_owner(self, status_name: str) -> Optional[Pattern]:
         """The pattern that names ``status_name`` (or its twin in the other CUDA API) outright, if any."""
-        owners: dict[str, Pattern] = self._owners  # type: ignore[attr-defined]
-        if not owners:
-            owners.update(status_owners(self.patterns) or {"": self.patterns[0]})
+        owners: Optional[dict[str, Pattern]] = self._owners  # type: ignore[attr-defined]
+        if owners is None:
+            owners = status_owners(self.patterns)
+            object.__setattr__(self, "_owners", owners)
         return owners.get(status_name.upper())
 
     @property
