@@ -25,7 +25,7 @@ kind, not of the recognised ones:
 
   errors recognised        an error gets an explanation
   cause first              the thread's cause is the first cause of the first explanation shown
-                           (explanations come harmful first, then by line)
+                           (explanations come harmful first, in causal-chain order, then by line)
   cause given              the thread's cause is among the causes of any explanation
   errors called harmless   an error whose every explanation says "nothing to act on" (must be 0)
   harmless right           a harmless notice gets explanations, all of them harmless

@@ -12,45 +12,56 @@ for the platform the log comes from.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Optional
 
 _VERSION = r"(\d{1,4}(?:\.\d{1,4}){1,3})"
-# (variable, regex whose group 1 is the value); the last match in the text wins for versions.
-_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (name, re.compile(regex, re.I | re.M))
-    for name, regex in (
-        ("log_tf", r"\bTensorFlow(?:-gpu|-cpu)?(?: version)?[: =]{1,3}v?" + _VERSION + r"\b"),
-        ("log_tf", r"\btensorflow(?:-gpu|-cpu|-macos|\[and-cuda\])?==" + _VERSION),
-        ("log_tf", r"Successfully installed [^\n]{0,400}?\btensorflow(?:-gpu|-cpu)?-" + _VERSION),
-        ("log_tf", r"\btf\.__version__[^\n]{0,20}?['\"]?" + _VERSION),
-        ("log_cuda", r"Cuda compilation tools, release (\d{1,2}\.\d{1,2})"),
-        ("log_cuda", r"\bCUDA (?:runtime |toolkit )?version[: =]{1,3}(\d{1,2}\.\d{1,2})\b(?! {0,3}\|)"),
-        ("log_cuda", r"cuda_version['\"]?[: =]{1,3}['\"]?(\d{1,2}\.\d{1,2})"),
-        ("log_driver_cuda", r"\bCUDA Version: (\d{1,2}\.\d{1,2})"),  # nvidia-smi: the newest CUDA the driver takes
-        ("log_cudnn", r"\bcuDNN(?: library)?(?: version)?[: =]{1,3}(\d{1,2}(?:\.\d{1,2}){0,2})\b"),
-        ("log_cudnn", r"cudnn_version['\"]?[: =]{1,3}['\"]?(\d{1,2}(?:\.\d{1,2}){0,2})"),
-        ("log_driver", r"\bDriver Version: (\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)"),
-        ("log_driver", r"(?:libcuda reported version is|DSO loaded version)[: ]{1,3}(\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)"),
-        ("log_kernel_driver", r"kernel reported version is[: ]{1,3}(\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)"),
+# (variable, regex whose group 1 is the value, the lower-case strings one of which every match
+# holds); the last match in the text wins for versions. A regex runs only on the lines that hold
+# one of its strings, so a log full of "tensorflow/..." paths costs no regex pass per fact.
+_FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
+    (name, re.compile(regex, re.I | re.M), hints)
+    for name, regex, hints in (
+        (
+            "log_tf",
+            r"\bTensorFlow(?:-gpu|-cpu)?(?: version)?[: =]{1,3}v?" + _VERSION + r"\b",
+            ("tensorflow:", "tensorflow ", "tensorflow=", "tensorflow-gpu", "tensorflow-cpu"),
+        ),
+        ("log_tf", r"\btensorflow(?:-gpu|-cpu|-macos|\[and-cuda\])?==" + _VERSION, ("==",)),
+        (
+            "log_tf",
+            r"Successfully installed [^\n]{0,400}?\btensorflow(?:-gpu|-cpu)?-" + _VERSION,
+            ("successfully installed",),
+        ),
+        ("log_tf", r"\btf\.__version__[^\n]{0,20}?['\"]?" + _VERSION, ("tf.__version__",)),
+        ("log_cuda", r"Cuda compilation tools, release (\d{1,2}\.\d{1,2})", ("cuda compilation tools",)),
+        ("log_cuda", r"\bCUDA (?:runtime |toolkit )?version[: =]{1,3}(\d{1,2}\.\d{1,2})\b(?! {0,3}\|)", ("version",)),
+        ("log_cuda", r"cuda_version['\"]?[: =]{1,3}['\"]?(\d{1,2}\.\d{1,2})", ("cuda_version",)),
+        # nvidia-smi: the newest CUDA the driver takes
+        ("log_driver_cuda", r"\bCUDA Version: (\d{1,2}\.\d{1,2})", ("cuda version:",)),
+        ("log_cudnn", r"\bcuDNN(?: library)?(?: version)?[: =]{1,3}(\d{1,2}(?:\.\d{1,2}){0,2})\b", ("cudnn",)),
+        ("log_cudnn", r"cudnn_version['\"]?[: =]{1,3}['\"]?(\d{1,2}(?:\.\d{1,2}){0,2})", ("cudnn_version",)),
+        ("log_driver", r"\bDriver Version: (\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)", ("driver version:",)),
+        (
+            "log_driver",
+            r"(?:libcuda reported version is|DSO loaded version)[: ]{1,3}(\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)",
+            ("libcuda reported version", "dso loaded version"),
+        ),
+        (
+            "log_kernel_driver",
+            r"kernel reported version is[: ]{1,3}(\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)",
+            ("kernel reported version",),
+        ),
         (
             "log_kernel_driver",
             r"NVRM version: NVIDIA [^\n]{0,60}?Kernel Module(?: for \w{1,10})? {1,3}(\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)",
+            ("nvrm version",),
         ),
-        ("log_python", r"\bPython (3\.\d{1,2})(?:\.\d{1,2})?\b"),
-        ("log_python", r"[/\\]python(3\.\d{1,2})[/\\](?:site|dist)-packages"),
-        ("log_python", r"\bcp3(\d{1,2})-cp3\d{1,2}"),
+        ("log_python", r"\bPython (3\.\d{1,2})(?:\.\d{1,2})?\b", ("python 3",)),
+        ("log_python", r"[/\\]python(3\.\d{1,2})[/\\](?:site|dist)-packages", ("-packages",)),
+        ("log_python", r"\bcp3(\d{1,2})-cp3\d{1,2}", ("cp3",)),
     )
 )
-# Words every match of a fact's regexes holds (lower case): checked before the regexes run.
-_HINTS = {
-    "log_tf": ("tensorflow", "tf.__version__"),
-    "log_cuda": ("cuda", "cuda_version"),
-    "log_driver_cuda": ("cuda version:",),
-    "log_cudnn": ("cudnn",),
-    "log_driver": ("driver version:", "reported version", "dso loaded version"),
-    "log_kernel_driver": ("kernel reported version", "nvrm version"),
-    "log_python": ("python", "cp3"),
-}
 _PLATFORMS = (
     ("wsl", re.compile(r"/usr/lib/wsl/lib|microsoft-standard-WSL|\bWSL2?\b|/mnt/[c-z]/", re.I)),
     (
@@ -109,12 +120,10 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     text = head if not tail else head + "\n" + tail
     lowered = text.lower()
     facts: dict[str, str] = {}
-    for name, regex in _FACTS:
-        if not any(hint in lowered for hint in _HINTS[name]):
-            continue  # a log that lacks the words costs no regex pass
-        found = [m.group(1) for m in regex.finditer(text)]
+    for name, regex, hints in _FACTS:
+        found = _last_value(regex, hints, text, lowered)
         if found:
-            facts[name] = found[-1]
+            facts[name] = found
     if "log_python" in facts and facts["log_python"].isdigit():
         facts["log_python"] = f"3.{facts['log_python']}"  # from a wheel tag: cp310
     platform = platform_of(text)
@@ -129,19 +138,50 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     return facts
 
 
+def _last_value(regex: re.Pattern[str], hints: tuple[str, ...], text: str, lowered: str) -> str:
+    """Group 1 of the last match of ``regex`` in ``text``, looked for only in the lines that hold
+    one of ``hints`` (every match holds one); "" when there is none."""
+    value = ""
+    for start, end in _lines_with(hints, text, lowered):
+        for found in regex.finditer(text, start, end):
+            value = found.group(1)
+    return value
+
+
+def _lines_with(hints: tuple[str, ...], text: str, lowered: str) -> list[tuple[int, int]]:
+    """(start, end) of each line of ``text`` that holds one of ``hints`` (``lowered`` is the text
+    in lower case), in order; the whole text when a lower-case character has another length."""
+    if len(lowered) != len(text):
+        return [(0, len(text))]
+    starts = sorted({text.rfind("\n", 0, at) + 1 for hint in hints for at in _positions(lowered, hint)})
+    spans = []
+    for start in starts:
+        end = text.find("\n", start)
+        spans.append((start, len(text) if end < 0 else end))
+    return spans
+
+
+def _positions(lowered: str, hint: str) -> Iterator[int]:
+    at = lowered.find(hint)
+    while at >= 0:
+        yield at
+        at = lowered.find(hint, at + len(hint))
+
+
 def platform_of(text: str) -> Optional[str]:
     """The OS the text comes from, by its paths, shells and prompts: the first of WSL, Windows,
-    macOS and Linux that shows (WSL before Linux: a WSL log holds Linux paths too)."""
+    macOS and Linux that shows (WSL before Linux: a WSL log holds Linux paths too). Each regex
+    runs only on the lines that hold one of its platform's words."""
     lowered = text.lower()
     for name, regex in _PLATFORMS:
-        if any(hint in lowered for hint in _PLATFORM_HINTS[name]) and regex.search(text):
+        if any(regex.search(text, start, end) for start, end in _lines_with(_PLATFORM_HINTS[name], text, lowered)):
             return name
     return None
 
 
 _PLATFORM_HINTS = {
     "wsl": ("/usr/lib/wsl", "wsl", "/mnt/"),
-    "windows": (":\\", ".dll", "%path%", "powershell", "winget", "ps "),
+    "windows": (":\\", ".dll", "%path%", "powershell", "winget", "\\site-packages\\"),
     "macos": ("/users/", "homebrew", "darwin", "macos", ".dylib", "zsh: ", "apple", "mach-o", "metal"),
     "linux": ("/usr/lib/", "/home/", ".so", "/proc/", "ubuntu", "debian", "centos", "manylinux"),
 }

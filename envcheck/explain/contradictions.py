@@ -78,9 +78,29 @@ RULED_OUT_BY_LOG: dict[str, Callable[[dict[str, str]], Optional[str]]] = {
     "keras3-with-tf-keras-code": _keras3,
     "cudnn-too-old": _cudnn_too_old,
 }
+
+
+def _same_cuda_release(variables: dict[str, str]) -> Optional[bool]:
+    """Whether the CUDA the log shows installed (nvcc's release, a printed CUDA version) is the one
+    the missing CUDA runtime belongs to: True, False, or None when the log or the file name does not
+    say. A runtime's soname names its release: libcudart.so.10.1 is CUDA 10.1 only, while from CUDA 11
+    every minor release ships the major's soname (libcudart.so.11.0, cudart64_110.dll, cudart64_12.dll)."""
+    installed, wanted = _major_minor(variables.get("log_cuda", "")), _major_minor(variables.get("cuda_version", ""))
+    if len(installed) < 2 or not wanted or variables.get("dlerror_reason", "not-found") != "not-found":
+        return None  # (a loader's own reason, a wrong architecture or a missing dependency, says more)
+    if installed[0] >= 11 or len(wanted) < 2:
+        return installed[0] == wanted[0]
+    return installed == wanted
+
+
 # cause id -> the rule that says the log points at it
 POINTED_AT_BY_LOG: dict[str, Callable[[dict[str, str]], bool]] = {
     "driver-upgraded-no-reboot": lambda v: _driver_split(v) is True,
+    # the CUDA the runtime belongs to is installed: it is not found where the loader looks
+    "cuda-lib-not-on-path": lambda v: _same_cuda_release(v) is True,
+    "cuda-bin-not-on-path": lambda v: _same_cuda_release(v) is True,
+    # another CUDA release is installed: the one this TensorFlow was built for is not
+    "cuda-not-installed": lambda v: _same_cuda_release(v) is False,
 }
 
 

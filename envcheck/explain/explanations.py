@@ -123,8 +123,24 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
         for occurrence in result.occurrences
         if not log.seen.intersection(occurrence.pattern.covered_by)  # a more specific message explains it
     ]
-    explanations.sort(key=lambda e: (e.harmless, e.first_line))
+    links = {o.pattern.id: causal_link(o.pattern.rule_ids) for o in result.occurrences}
+    # Errors first, the first broken link of the causal chain before what follows from it, then by line.
+    explanations.sort(key=lambda e: (e.harmless, links[e.id], e.first_line))
     return _after_a_crash(tuple(explanations), result.context.get("log_crash", ""))
+
+
+# The doctor's causal chain (DESIGN.md), by its rules' families: Python, the GPU on the bus, the
+# driver, the compute capability, the CUDA libraries, TensorFlow's install, op placement, then the
+# environment variables and memory. A log's messages are read in that order: a driver that does
+# not start explains the library and framework errors after it, not the other way round.
+CAUSAL_CHAIN = ("PY", "GPU", "DRV", "CC", "LIB", "TF", "PLC", "ENV")
+
+
+def causal_link(rule_ids: tuple[str, ...]) -> int:
+    """The earliest link of the causal chain a message's rules check (code-level errors, with no
+    rule, come after every link)."""
+    families = {rule.split("-")[1] for rule in rule_ids if rule.count("-") >= 2}
+    return min((CAUSAL_CHAIN.index(f) for f in families if f in CAUSAL_CHAIN), default=len(CAUSAL_CHAIN))
 
 
 class _Log:

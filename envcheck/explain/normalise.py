@@ -158,7 +158,7 @@ def join_partial_records(block: bytes) -> bytes:
     """``block`` with a container runtime's partial records joined to the record they continue.
     A joined record leaves its newline behind it, after the record it joined, so every line keeps
     its number."""
-    if b"stderr P " not in block and b"stdout P " not in block:
+    if b" P " not in block or (b"stderr P " not in block and b"stdout P " not in block):
         return block
     joins = _partial_records(block)
     if not joins:
@@ -179,23 +179,40 @@ def join_partial_records(block: bytes) -> bytes:
     return b"".join(out)
 
 
-def wrapped_lines(lines: list[bytes], around: Optional[Iterable[int]] = None) -> list[tuple[int, bytes]]:
-    """Each line that looks cut (``continues``), as (its index, the line joined with the next);
-    only the pairs that hold a line of ``around`` when it is given. The scanner reads a joined line
-    only for the messages that neither of its two lines holds, so two messages on consecutive lines
-    stay two."""
+def wrapped_lines(lines: list[bytes], around: Optional[Iterable[int]] = None) -> list[tuple[list[int], bytes]]:
+    """Each distinct pair of lines whose first looks cut (``continues``), as (the indexes of the
+    first line of every such pair, the two joined); only the pairs that hold a line of ``around``
+    when it is given. Whether a line may be cut, and whether it may continue another, is decided
+    once per distinct line (a log repeats itself), so a log with no such lines costs one pass.
+    The scanner reads a joined line only for the messages that neither of its two lines holds,
+    so two messages on consecutive lines stay two."""
+    last = len(lines) - 1
     if around is None:
-        pairs: Iterable[int] = range(len(lines) - 1)
+        indexes: Iterable[int] = range(last)
+        distinct: Iterable[bytes] = dict.fromkeys(lines)
     else:
-        pairs = sorted({i for j in around for i in (j - 1, j) if 0 <= i < len(lines) - 1})
-    found: list[tuple[int, bytes]] = []
-    for index in pairs:
-        if len(found) >= MAX_WRAPS:
-            break  # so many cut lines are a log's own lines, not a pasted message: enough
-        line, following = lines[index], lines[index + 1]
-        if following[:1] in _START_BYTES and continues(line, following):
-            found.append((index, line.rstrip(b"\r") + b" " + following.strip()))
-    return found
+        indexes = sorted({i for j in around for i in (j - 1, j) if 0 <= i < last})
+        distinct = {line for i in indexes for line in (lines[i], lines[i + 1])}
+    starts = {line for line in distinct if line[:1] in _START_BYTES and may_continue(line)}
+    cuts = {line for line in distinct if may_be_cut(line)} if starts else set()
+    if not cuts:
+        return []
+    found: dict[tuple[bytes, bytes], Optional[list[int]]] = {}
+    wraps = 0
+    for index in indexes:
+        following = lines[index + 1]
+        line = lines[index]
+        if following not in starts or line not in cuts:
+            continue
+        pair = (line, following)
+        if pair not in found:
+            # so many cut lines are a log's own lines, not a pasted message: enough
+            found[pair] = [] if wraps < MAX_WRAPS and continues(line, following) else None
+            wraps += found[pair] is not None
+        where = found[pair]
+        if where is not None:
+            where.append(index)
+    return [(where, pair[0].rstrip(b"\r") + b" " + pair[1].strip()) for pair, where in found.items() if where]
 
 
 def may_be_cut(line: bytes) -> bool:
@@ -208,16 +225,19 @@ def may_be_cut(line: bytes) -> bool:
 def continues(line: bytes, following: bytes) -> bool:
     """Whether ``line`` was cut and goes on in ``following``: it is long enough and ends without a
     sentence's end, and the next line starts like a continuation, no deeper indented."""
-    if not may_be_cut(line):
-        return False
-    start = _CONTINUATION.match(following)
-    if start is None:
+    if not may_be_cut(line) or not may_continue(following):
         return False
     indent = len(following) - len(following.lstrip(b" "))
     if len(line) - len(line.lstrip(b" ")) < indent:
         return False  # indented deeper than the line before: a block of its own (a traceback's code)
-    if 65 <= following[indent] <= 90 and not line.rstrip().endswith(b":"):
-        return False  # an identifier starts a continuation only after a colon
+    return not (65 <= following[indent] <= 90 and not line.rstrip().endswith(b":"))  # an identifier: after a colon
+
+
+def may_continue(following: bytes) -> bool:
+    """Whether a line starts like the continuation of a cut one (whatever the line before)."""
+    if _CONTINUATION.match(following) is None:
+        return False
+    indent = len(following) - len(following.lstrip(b" "))
     return not _NEW_RECORD.match(following, indent)
 
 
@@ -252,14 +272,15 @@ def _partial_records(block: bytes) -> dict[int, int]:
 # one space. Needles get the same treatment, so a needle is found whatever the spacing and quoting
 # of the line, and the regex on the normalised line decides.
 _KEY_BLANKS = b"\t'\"`&#;:,[]-" + bytes(range(128, 256))
-KEY_TABLE = bytes(32 if b in _KEY_BLANKS else b for b in range(256))
+# lower case folded into the same table: one pass over a block, not two
+KEY_TABLE = bytes(32 if b in _KEY_BLANKS else b + 32 if 65 <= b <= 90 else b for b in range(256))
 KEY_DELETE = b"0123456789"
 _HTML_ENTITY = re.compile(rb"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z]{2,8});")
 
 
 def search_key(data: bytes) -> bytes:
     """``data`` folded as described above (newlines are kept, so lines stay lines)."""
-    return collapse_blanks(data.translate(KEY_TABLE, KEY_DELETE).lower())
+    return collapse_blanks(data.translate(KEY_TABLE, KEY_DELETE))
 
 
 def collapse_blanks(data: bytes) -> bytes:

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import IO, Any, Optional
 
-from envcheck.explain.catalogue import Pattern, default_path, fill, parse_catalogue, read_catalogue
+from envcheck.explain.catalogue import Pattern, default_path, fill
+from envcheck.explain.catalogue_file import parse_catalogue, read_catalogue
 from envcheck.explain.context import read_context
 from envcheck.explain.normalise import (
     KEY_DELETE,
@@ -99,6 +100,15 @@ class Catalogue:
         object.__setattr__(self, "_anchors", tuple(by_anchor))
         object.__setattr__(self, "_needles", tuple(tuple(n for n in ns if n) for ns in stripped))
         object.__setattr__(self, "_fallbacks", frozenset(i for i, p in enumerate(self.patterns) if p.fallback))
+        object.__setattr__(self, "_owners", None)  # {status name: pattern}, when a fallback first reads a status
+
+    def status_owner(self, status_name: str) -> Optional[Pattern]:
+        """The pattern that names ``status_name`` (or its twin in the other CUDA API) outright, if any."""
+        owners: Optional[dict[str, Pattern]] = self._owners  # type: ignore[attr-defined]
+        if owners is None:
+            owners = status_owners(self.patterns)
+            object.__setattr__(self, "_owners", owners)
+        return owners.get(status_name.upper())
 
     @property
     def gates(self) -> dict[str, str]:
@@ -117,7 +127,7 @@ class Catalogue:
         self, stream: IO[bytes], max_line_bytes: int = MAX_LINE_BYTES, chunk_bytes: int = CHUNK_BYTES
     ) -> "ScanResult":
         """Every known message in ``stream``, read in chunks; memory stays near ``chunk_bytes``."""
-        found = _Accumulator()
+        found = _Accumulator(self.status_owner)
         lines_before = 0
         total = 0
         last_block_ended_line = True
@@ -126,10 +136,10 @@ class Catalogue:
             if len(first) < CONTEXT_BYTES:
                 first += block[: CONTEXT_BYTES - len(first)]
             else:
-                last = (last + block)[-CONTEXT_BYTES:]
+                last = (last + block[-CONTEXT_BYTES:])[-CONTEXT_BYTES:]
             total += len(block)
             # Joining keeps every line's number; the count of lines is the original block's.
-            self._scan_block(decode_entities(join_partial_records(block)), lines_before, max_line_bytes, found)
+            self._scan_block(decode_entities(block), lines_before, max_line_bytes, found)
             lines_before += block.count(b"\n")
             last_block_ended_line = block.endswith(b"\n")
         lines = lines_before + (0 if last_block_ended_line else 1)
@@ -141,57 +151,58 @@ class Catalogue:
         # same warning per batch): lines are grouped by their text without digits, the substring
         # passes run once over the distinct groups, and only a group that holds a needle has its
         # lines looked at, each distinct line once, its match counting for every line repeating it.
-        lines = block.split(b"\n")
-        keys = block.translate(KEY_TABLE, KEY_DELETE).lower().split(b"\n")  # same lines, same order
-        if block.endswith(b"\n"):
-            lines.pop()
-            keys.pop()
-        candidates, joined, collapsed = self._candidates(keys, block, max_line)
+        lines, keys, distinct = _split(block)
+        if any(b"stderr p " in key or b"stdout p " in key for key in distinct):
+            # A container runtime's partial records (looked for in the distinct lines, not the block)
+            lines, keys, distinct = _split(join_partial_records(block))
+        candidates, joined, collapsed = self._candidates(distinct, block, max_line)
         groups: dict[bytes, list[int]] = {}
         if candidates:
             raw: dict[bytes, list[int]] = {}
             for index, key in enumerate(keys):
                 raw.setdefault(key, []).append(index)
             for key, folded in collapsed.items():  # the distinct lines: few in a log
-                groups.setdefault(folded, []).extend(raw[key])
-        # A pasted message may be hard-wrapped anywhere; a large log (written by a program, not
-        # wrapped) is looked at only around the lines that hold a needle.
-        around = (
-            None
-            if len(block) <= WRAPS_EVERYWHERE_BYTES
-            else (i for s in candidates for i in groups[joined[s : candidates[s][0]]])
-        )
-        wraps = wrapped_lines(lines, around)
-        watched = {i for index, _ in wraps for i in (index, index + 1)}  # lines whose matches a wrap needs
-        matched: dict[int, set[int]] = {}
+                # keys that fold alike (other spacing or quotes) share a group; usually each is its own
+                groups[folded] = raw[key] if folded not in groups else groups[folded] + raw[key]
+        hits: dict[bytes, set[int]] = {}  # each distinct candidate line -> the patterns it matched
+        matched_lines = 0
         for start in sorted(candidates):
             end, indexes = candidates[start]
             originals: dict[bytes, list[int]] = {}  # each distinct line of the group -> its indexes
             for index in groups[joined[start:end]]:
                 originals.setdefault(lines[index], []).append(index)
             for line, where in originals.items():
-                hits = self._match_line(line[:max_line], [lines_before + i + 1 for i in where], indexes, found)
-                for index in watched.intersection(where):
-                    matched[index] = hits
-        for index, text in wraps:
+                numbers = [lines_before + i + 1 for i in where[:MAX_LINE_NUMBERS]]
+                hits[line] = self._match_line(line[:max_line], numbers, len(where), indexes, found)
+                matched_lines += len(where) if hits[line] else 0
+        # A pasted message may be hard-wrapped anywhere. A large log (a program's, not wrapped) is
+        # looked at only around the lines that hold a needle, and not at all when every line of it
+        # is a message already read (two messages on consecutive lines are two).
+        if len(block) > WRAPS_EVERYWHERE_BYTES and matched_lines == len(lines):
+            return
+        around = None if len(block) <= WRAPS_EVERYWHERE_BYTES else _around(candidates, groups, joined, len(lines))
+        for where, text in wrapped_lines(lines, around):
             # A message cut over two lines: read them joined for what neither holds.
-            known = matched.get(index, set()) | matched.get(index + 1, set())
-            wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in known)
+            pair = (lines[where[0]], lines[where[0] + 1])
+            known = hits.get(pair[0], set()) | hits.get(pair[1], set())
+            # A line one pattern explains is explained: a fallback is not tried on it joined either.
+            skip = known | self._fallbacks if known else known  # type: ignore[attr-defined]
+            wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in skip)
             if wanted:
-                self._match_line(text[:max_line], [lines_before + index + 1], wanted, found)
+                numbers = [lines_before + index + 1 for index in where[:MAX_LINE_NUMBERS]]
+                self._match_line(text[:max_line], numbers, len(where), wanted, found)
 
     def _candidates(
-        self, keys: list[bytes], block: bytes, max_line: int
+        self, distinct: list[bytes], block: bytes, max_line: int
     ) -> tuple[dict[int, tuple[int, tuple[int, ...]]], bytes, dict[bytes, bytes]]:
         """The groups of lines that hold a pass's string: {start in the joined distinct keys: (end,
         pattern indexes)}, those joined keys, and each line's key with its blanks collapsed (done
         on the distinct lines only: a log repeats itself)."""
-        distinct = list(dict.fromkeys(keys))
         if (len(block) - len(block.translate(None, _CONTROL))) * 50 > len(block):
             # Binary bytes in the chunk: no message holds control bytes, so only lines of text
             # (at most two stray control bytes) are searched.
             distinct = [key for key in distinct if len(key) - len(key.translate(None, _CONTROL)) <= 2]
-        joined = collapse_blanks(b"\n".join(distinct))
+        joined = collapse_blanks(b"\n".join(distinct).translate(KEY_TABLE))
         collapsed = dict(zip(distinct, joined.split(b"\n")))
         # A pass whose gate word the text lacks cannot find its string: skip it. Collecting the
         # words costs about one pass, and unlike ordinary words the gates are rare.
@@ -220,7 +231,9 @@ class Catalogue:
                 found.update(indexes)
         return sorted(found)
 
-    def _match_line(self, head: bytes, numbers: list[int], indexes: tuple[int, ...], found: "_Accumulator") -> set[int]:
+    def _match_line(
+        self, head: bytes, numbers: list[int], count: int, indexes: tuple[int, ...], found: "_Accumulator"
+    ) -> set[int]:
         """Run the regexes of the patterns whose needles the line holds on its normal form; the
         indexes of the patterns that matched."""
         key = search_key(head)
@@ -242,10 +255,35 @@ class Catalogue:
                 if not regex.may_match(lowered):
                     continue
                 # A deriver may refuse a capture (a success status): then the next one counts.
-                if any(found.add(pattern, hit, numbers, text) for hit in islice(regex.compiled.finditer(text), 4)):
+                if any(
+                    found.add(pattern, hit, numbers, count, text) for hit in islice(regex.compiled.finditer(text), 4)
+                ):
                     hits.add(index)
                     break
         return hits
+
+
+def _split(block: bytes) -> tuple[list[bytes], list[bytes], list[bytes]]:
+    """(the block's lines, each line's key, the distinct keys in order). A key here has its digits
+    deleted and is lower case, done on the whole block (the fast paths of both); the rest of the
+    search key's folding (``search_key``) is done on the distinct lines only."""
+    lines = block.split(b"\n")
+    keys = block.translate(None, KEY_DELETE).lower().split(b"\n")  # same lines, same order
+    if block.endswith(b"\n"):
+        lines.pop()
+        keys.pop()
+    return lines, keys, list(dict.fromkeys(keys))
+
+
+def _around(
+    candidates: dict[int, tuple[int, tuple[int, ...]]], groups: dict[bytes, list[int]], joined: bytes, count: int
+) -> Optional[list[int]]:
+    """The indexes of the lines that hold a needle, or None (every line) when most lines do: then
+    listing them costs more than looking at every pair."""
+    where = [groups[joined[start : candidates[start][0]]] for start in candidates]
+    if sum(len(indexes) for indexes in where) * 2 > count:
+        return None
+    return [i for indexes in where for i in indexes]
 
 
 def gate_word(needle: bytes) -> bytes:
@@ -289,14 +327,47 @@ class ScanResult:
         return [o.pattern.id for o in self.occurrences]
 
 
+# A status that a pattern names outright (a regex that is the status's name) belongs to that
+# pattern in any spelling: by number, by the text the library prints, or under the other CUDA API's
+# name for it (CUresult and cudaError_t share most statuses). A fallback that reads such a status
+# hands the message to its owner, so "CUDA error: out of memory" gets the causes written for
+# CUDA_ERROR_OUT_OF_MEMORY, not only the table's sentence.
+_BARE_NAME = re.compile(r"[A-Za-z_]{4,80}(?:\\b)?")
+# Patterns that own their status's own name only, not its twin: TensorFlow's INVALID_HANDLE is a
+# kernel whose module failed to load, while the runtime's "invalid resource handle" is as often a
+# stream or event used on the wrong device.
+_NO_TWINS = frozenset({"cuda-invalid-handle"})
+
+
+def status_owners(patterns: tuple[Pattern, ...]) -> dict[str, Pattern]:
+    """{upper-case status name: the pattern that owns it} (see above)."""
+    # Imported here: the status tables are read only when a message names a status.
+    from envcheck.explain.statuses import load_statuses
+
+    tables = load_statuses()
+    owners: dict[str, Pattern] = {}
+    for pattern in patterns:
+        if pattern.fallback or pattern.derive:
+            continue  # an owner's templates must need nothing but what any spelling gives
+        for regex in pattern.regexes:
+            source = regex.compiled.pattern
+            if _BARE_NAME.fullmatch(source):
+                for status in tables.by_name(source.removesuffix("\\b")):
+                    for twin in (status,) if pattern.id in _NO_TWINS else tables.twins(status):
+                        owners.setdefault(twin.name.upper(), pattern)
+    return owners
+
+
 class _Accumulator:
-    def __init__(self) -> None:
+    def __init__(self, owner_of: Callable[[str], Optional[Pattern]] = lambda name: None) -> None:
+        self._owner_of = owner_of
         self._by_key: dict[tuple[str, str], Occurrence] = {}
         self._by_groups: dict[tuple[Any, ...], Occurrence] = {}  # the same capture seen before
         self.dropped = 0
 
-    def add(self, pattern: Pattern, hit: re.Match[str], line_numbers: list[int], text: str) -> bool:
-        """One matched line, seen at ``line_numbers`` (ascending); False when the pattern's
+    def add(self, pattern: Pattern, hit: re.Match[str], line_numbers: list[int], count: int, text: str) -> bool:
+        """One matched line, seen ``count`` times, first at ``line_numbers`` (ascending, at most
+        MAX_LINE_NUMBERS of them); False when the pattern's
         deriver refuses the capture (the line is then not this pattern's message)."""
         line_number = line_numbers[0]
         seen = (pattern.id, hit.re, hit.groups())
@@ -305,6 +376,8 @@ class _Accumulator:
             variables = pattern.variables(hit)
             if variables is None:
                 return False
+            if pattern.fallback and variables.get("status_name"):
+                pattern = self._owner_of(variables["status_name"]) or pattern
             for name, value in read_parts(text, variables.get("library", "")).items():
                 variables.setdefault(name, value)
             title = fill(pattern.title, variables)
@@ -318,7 +391,7 @@ class _Accumulator:
                 self._by_key[key] = occurrence
             if len(self._by_groups) < 4 * MAX_GROUPS:
                 self._by_groups[seen] = occurrence
-        occurrence.count += len(line_numbers)
+        occurrence.count += count
         # Distinct lines of one message arrive group by group: keep the first line numbers overall.
         if len(occurrence.line_numbers) < MAX_LINE_NUMBERS or line_numbers[0] < occurrence.line_numbers[-1]:
             occurrence.line_numbers[:] = sorted({*occurrence.line_numbers, *line_numbers[:MAX_LINE_NUMBERS]})[

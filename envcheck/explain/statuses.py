@@ -53,7 +53,7 @@ class Status:
     name: str
     value: int
     meaning: str
-    source: str  # "header, versions"
+    source: str  # "header, versions", and the page of this value where the table names one per value
     strings: tuple[str, ...] = ()
 
     @property
@@ -75,6 +75,14 @@ class StatusTables:
     def by_value(self, family: str, value: int) -> tuple[Status, ...]:
         enums = FAMILIES.get(family, ())
         return tuple(s for s in self.statuses if s.enum in enums and s.value == value)
+
+    def twins(self, status: Status) -> tuple[Status, ...]:
+        """``status`` and the status of the same meaning in the other CUDA API (the driver's
+        CUresult and the runtime's cudaError_t give most errors under both names)."""
+        apis = ("CUresult", "cudaError_t")
+        if status.enum not in apis:
+            return (status,)
+        return tuple(s for s in self.statuses if s.enum in apis and s.meaning == status.meaning)
 
     def by_string(self, family: str, text: str) -> tuple[Status, ...]:
         """The statuses of ``family`` whose printed text starts ``text`` (the message may go on)."""
@@ -163,7 +171,7 @@ def load_statuses(path: Optional[Path] = None) -> StatusTables:
                     name=value["name"],
                     value=value["value"],
                     meaning=value["meaning"],
-                    source=source,
+                    source=f"{source}; {value['source']}" if value.get("source") else source,
                     strings=tuple(value.get("strings") or ()),
                 )
             )

@@ -119,7 +119,7 @@ def test_a_wrapped_message_keeps_its_line_number():
     (occurrence,) = CATALOGUE.scan_text(text).occurrences
     assert occurrence.line_numbers == [2] and CATALOGUE.scan_text(text).lines == 4
     assert wrapped_lines(text.encode().split(b"\n")) == [
-        (1, b"x" * 40 + b" Could not load dynamic library 'libcudnn.so.8'")
+        ([1], b"x" * 40 + b" Could not load dynamic library 'libcudnn.so.8'")
     ]
 
 
@@ -165,7 +165,7 @@ def test_search_keys_fold_what_the_normal_form_folds():
 
 
 def test_every_bundled_regex_is_written_against_the_normal_form():
-    from envcheck.explain.catalogue import _normal_form_problem
+    from envcheck.explain.regexes import _normal_form_problem
 
     for pattern in CATALOGUE.patterns:
         for regex in pattern.regexes:

@@ -236,6 +236,6 @@ def test_required_literals_never_skip_a_line_a_regex_matches():
     ],
 )
 def test_required_literals(source, clauses):
-    from envcheck.explain.catalogue import _required_literals, _sre_parse
+    from envcheck.explain.regexes import _required_literals, _sre_parse
 
     assert set(_required_literals(_sre_parse().parse(source))) == set(clauses)

@@ -119,3 +119,18 @@ def test_every_windows_code_is_read_with_its_meaning(status):
     text = f'OSError: [WinError {status.value}] {status.strings[0]}. Error loading "C:\\x\\torch\\lib\\a.dll" or one of its dependencies.'
     explanations = explain(CATALOGUE.scan_text(text))
     assert any(e.variables.get("windows_meaning") == status.meaning for e in explanations), [e.id for e in explanations]
+
+
+_WIN32_PAGE = re.compile(r"https://learn\.microsoft\.com/windows/win32/debug/system-error-codes--(\d+)-(\d+)-$")
+
+
+def test_every_windows_code_names_the_microsoft_page_of_its_range():
+    # Microsoft documents the system error codes one page per range (0-499, 500-999, ...,
+    # 12000-15999): a code's source is the page whose range holds it.
+    table = next(t for t in RAW["tables"] if t["enum"] == "Win32 error codes")
+    for value in table["values"]:
+        page = _WIN32_PAGE.match(value.get("source", ""))
+        assert page is not None, value["name"]
+        assert int(page.group(1)) <= value["value"] <= int(page.group(2)), value["name"]
+    (status,) = TABLES.by_name("ERROR_SXS_CANT_GEN_ACTCTX")
+    assert status.source.endswith("system-error-codes--12000-15999-") and status.source.startswith("winerror.h")

@@ -1,0 +1,137 @@
+"""Derived variables: a pattern's regex captures what the message says (a file name); a deriver
+turns it into what a fix needs. Each deriver declares the names it provides so templates can be
+checked when the catalogue loads. Some names need the compatibility matrix (which TensorFlow
+releases load a file and what they were built with): those are filled when the explanation is
+made (``explanations.LATE_DERIVERS``), not while scanning, so a scan never reads the matrix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Optional
+
+
+def cuda_library_version(name: str) -> tuple[str, str]:
+    """(family, version digits as written) from a CUDA/cuDNN library file name.
+
+    ``cudart64_100.dll`` gives ("cudart", "10.0"), ``cudart64_110.dll`` ("cudart", "11.0"),
+    ``libcudnn.so.8`` ("cudnn", "8"). The digits are what the name says, not a CUDA release:
+    cudart64_110.dll serves every CUDA 11.x. What a name means is what the matrix says about the
+    builds that load it (``Matrix.library_use``, filled in as ``{cuda_generation}``)."""
+    lowered = name.lower()
+    windows = re.fullmatch(r"([a-z_]+?)(?:lt)?64_(\d{1,4})(?:_\d{1,2})?\.dll", lowered)
+    if windows:
+        family, digits = windows.groups()
+        family = "cudnn" if family.startswith("cudnn") else family
+        if len(digits) >= 3:
+            version = f"{digits[:-1]}.{digits[-1]}"
+        elif len(digits) == 2 and int(digits) >= 70:  # cudart64_75 .. cudart64_92: CUDA 7.5 .. 9.2
+            version = f"{digits[0]}.{digits[1]}"
+        else:
+            version = digits
+        return family, version
+    linux = re.fullmatch(r"lib([a-z_]+?)(?:lt)?\.so((?:\.\d+)*)", lowered)
+    if linux:
+        family, suffix = linux.groups()
+        family = "cudnn" if family.startswith("cudnn") else family
+        return family, suffix.lstrip(".")
+    return "", ""
+
+
+def _derive_library(variables: dict[str, str]) -> dict[str, str]:
+    library = variables.get("library", "")
+    family, version = cuda_library_version(library)
+    return {
+        "family": family,
+        "lib_version": version,
+        "cuda_version": version if family == "cudart" else "",
+        "cudnn_version": version.split(".")[0] if family == "cudnn" else "",
+        "library_os": "windows" if library.lower().endswith(".dll") else "linux",
+    }
+
+
+def cudnn_version_text(raw: str) -> tuple[Optional[tuple[int, int, int]], str]:
+    """A cuDNN version as TensorFlow prints it, parsed: "8.0.5", or the integer form of TF 1.x
+    ("7301" is 7.3.1, "5110" 5.1.10, cuDNN 9's "90100" 9.1.0)."""
+    raw = raw.strip()
+    if raw.isdigit():
+        value = int(raw)
+        parts = (
+            (value // 10000, (value % 10000) // 100, value % 100)
+            if value >= 10000
+            else (value // 1000, (value % 1000) // 100, value % 100)
+        )
+    else:
+        numbers = [int(p) for p in re.findall(r"\d+", raw)][:3]
+        if not numbers:
+            return None, raw
+        parts = tuple((numbers + [0, 0])[:3])  # type: ignore[assignment]
+    return parts, ".".join(str(p) for p in parts)  # type: ignore[return-value]
+
+
+def _derive_cudnn_versions(variables: dict[str, str]) -> dict[str, str]:
+    loaded, loaded_text = cudnn_version_text(variables.get("loaded", ""))
+    compiled, compiled_text = cudnn_version_text(variables.get("compiled", ""))
+    relation = ""
+    if loaded and compiled:
+        if loaded[0] != compiled[0]:
+            relation = "other-major"
+        elif loaded[:2] < compiled[:2] or (loaded[:2] == compiled[:2] and loaded < compiled):
+            relation = "older"
+        else:
+            relation = "newer-minor"
+    return {"loaded_version": loaded_text, "compiled_version": compiled_text, "relation": relation}
+
+
+def _derive_status(variables: dict[str, str]) -> Optional[dict[str, str]]:
+    # Imported here: the status tables are read only when a message names a status.
+    from envcheck.explain.statuses import status_variables
+
+    return status_variables(variables)
+
+
+def _derive_xid(variables: dict[str, str]) -> Optional[dict[str, str]]:
+    number = "79" if variables.get("xid_text") else variables.get("xid_number", "")
+    named = _derive_status({"xid_number": number})
+    if named is None:  # an Xid the catalogue does not list: still the driver's fault record
+        named = {"status_name": f"Xid {number}", "status_meaning": "an Xid NVIDIA's catalogue does not list here",
+                 "status_value": number, "status_library": "the NVIDIA kernel driver", "status_source": "", "status_enum": "NVIDIA Xid"}  # fmt: skip
+    return {"xid": number, **named}
+
+
+def _derive_needed_version(variables: dict[str, str]) -> dict[str, str]:
+    needed = variables.get("needed", "")
+    by = variables.get("by", "")
+    return {
+        "needed_version_family": "C library (glibc)" if needed.startswith("GLIBC_") else "C++ library (libstdc++)",
+        "library_file": re.split(r"[/\\]", by)[-1] if by else "a library",
+        # the system library that is too old sits in a conda environment (its own libstdc++)
+        "in_conda": "yes" if re.search(r"conda|mamba|miniforge", variables.get("lib", "")) else "",
+    }
+
+
+Deriver = Callable[[dict[str, str]], Optional[dict[str, str]]]
+# name -> (scan-time function, names it provides, names the explanation fills from the matrix)
+DERIVERS: dict[str, tuple[Deriver, tuple[str, ...], tuple[str, ...]]] = {
+    "library": (
+        _derive_library,
+        ("family", "lib_version", "cuda_version", "cudnn_version", "library_os"),
+        ("cuda_generation", "releases", "cuda_folder", "newest_cuda", "install_gpu"),
+    ),
+    "cudnn_versions": (_derive_cudnn_versions, ("loaded_version", "compiled_version", "relation"), ()),
+    # an Xid of the kernel driver (NVRM), by number or by its text: its meaning from cuda_status.yaml
+    "xid": (
+        _derive_xid,
+        ("xid", "status_name", "status_meaning", "status_value", "status_library", "status_source", "status_enum"),
+        (),
+    ),
+    "needed_version": (_derive_needed_version, ("needed_version_family", "library_file", "in_conda"), ()),
+    # A status of the CUDA stack, by name, number or printed text: its meaning from cuda_status.yaml.
+    # The pattern matches only when the status is known (a deriver may answer None: no match).
+    "status": (
+        _derive_status,
+        ("status_name", "status_value", "status_enum", "status_library", "status_meaning", "status_source"),
+        (),
+    ),
+}
