@@ -172,7 +172,8 @@ def _explain_one(
     extra = log_causes(pattern, variables)
     ranked = (*extra, *(c for c in ranked if c.id not in {e.id for e in extra}))
     causes, dropped = weigh(ranked, variables)
-    if assess is not None:
+    # A message from another TensorFlow or machine is not judged by this one's facts.
+    if assess is not None and not any(getattr(n, "elsewhere", False) for n in notes):
         try:
             causes = _checked(tuple(assess(occurrence, causes)), causes)
         except Exception as exc:  # noqa: BLE001 - a broken check must not hide the explanation

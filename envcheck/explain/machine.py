@@ -38,6 +38,9 @@ class MachineNote:
     url: Optional[str] = None
     harmless: Optional[bool] = None  # overrides the pattern's verdict for this machine
     finding: Optional[str] = None  # the doctor's rule id, when the note is one of its findings
+    # The message came from another TensorFlow, environment or machine: this machine's facts then
+    # neither confirm nor rule out its causes.
+    elsewhere: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -269,7 +272,8 @@ def cuda_library(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Mach
         python = ctx.facts.python
         yield MachineNote(
             f"TensorFlow is not installed in {python.executable or 'this Python'}: the message came from another "
-            "environment. Rerun with --python pointing at that environment's interpreter."
+            "environment. Rerun with --python pointing at that environment's interpreter.",
+            elsewhere=True,
         )
         return
     name, version, build = installed
@@ -281,10 +285,14 @@ def cuda_library(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Mach
             "here (see `envcheck matrix`)."
         )
         return
-    if not build.gpu:
+    m = ctx.machine
+    # The installed build itself says whether it is a CUDA build (tensorflow-cpu is not, whatever
+    # the matrix row for its release); the matrix only where TensorFlow did not say.
+    if not build.gpu or (m is not None and m.is_cuda_tf is False):
         yield MachineNote(
             f"{name} {version} on {ctx.os} is a CPU-only build and never loads {library}: this message came from "
-            "another TensorFlow (another environment or machine)."
+            "another TensorFlow (another environment or machine).",
+            elsewhere=True,
         )
         return
     use = ctx.matrix.library_use(library)
@@ -294,11 +302,11 @@ def cuda_library(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[Mach
             by = f" ({use.releases()} load it)" if use.known else ""
             yield MachineNote(
                 f"The installed {name} {version} was built for CUDA {build.cuda} and cuDNN {build.cudnn}, so it asks for "
-                f"{own}, not {library}{by}: this log comes from a different TensorFlow (another environment or machine)."
+                f"{own}, not {library}{by}: this log comes from a different TensorFlow (another environment or machine).",
+                elsewhere=True,
             )
             return
     if not ctx.findings(occurrence.pattern.rule_ids) and ctx.facts.libraries.status == OK:
-        m = ctx.machine
         winner = m.winner_for(library) if m is not None else None
         if winner is not None and winner.loads is not False:
             yield MachineNote(

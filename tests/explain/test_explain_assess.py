@@ -65,3 +65,34 @@ def test_without_looking_at_a_machine_nothing_is_marked(capsys):
     (explanation,) = json.loads(capsys.readouterr().out)["explanations"]
     assert code == 0
     assert all(c.get("status") is None for c in explanation["causes"])
+
+
+def _whole_json(tmp_path, capsys, facts, text) -> dict:
+    snapshot = tmp_path / "facts.json"
+    snapshot.write_text(to_json(facts))
+    main(["explain", "--json", "--facts", str(snapshot), text])
+    (explanation,) = json.loads(capsys.readouterr().out)["explanations"]
+    return explanation
+
+
+def test_a_cuda_message_from_another_tensorflow_is_not_judged_by_this_machine(tmp_path, capsys):
+    """A CPU-only TensorFlow here never loads libcudart: the log came from elsewhere, so this
+    machine's missing GPU confirms nothing and does not make the message harmless."""
+    for packages in ({"tensorflow-cpu": "2.21.0"}, {"tensorflow": "2.21.0"}):  # a CPU build; CUDA 12, not 11.0
+        explanation = _whole_json(tmp_path, capsys, machine(os="linux", packages=packages), CUDART_11)
+        assert not any(c.get("status") for c in explanation["causes"]), (packages, explanation["causes"])
+        assert explanation["harmless"] is False
+        assert "another environment or machine" in " ".join(n["text"] for n in explanation["on_this_machine"])
+    cpu_note = " ".join(
+        n["text"]
+        for n in _whole_json(tmp_path, capsys, machine(os="linux", packages={"tensorflow-cpu": "2.21.0"}), CUDART_11)[
+            "on_this_machine"
+        ]
+    )
+    assert "CPU-only build" in cpu_note and "built for CUDA" not in cpu_note
+
+
+def test_a_cuda_message_this_tensorflow_prints_is_judged_here(tmp_path, capsys):
+    """The same message with the TensorFlow that loads that file: the machine's facts decide."""
+    explanation = _whole_json(tmp_path, capsys, machine(os="linux", packages={"tensorflow": "2.4.1"}), CUDART_11)
+    assert any(c.get("status") == "confirmed" for c in explanation["causes"])
