@@ -10,6 +10,9 @@ for --rounds rounds (alternating which goes first) and the medians are reported:
   seconds to the 2 x --steps training steps, from the start of fit() to the end of the last step,
       tracing included, validation passes excluded, timed the same way in both;
   the process's wall time (import, data, model, both epochs with validation, outputs), for reference;
+  the process's CPU seconds (all its threads, the same span): the work done, which other processes
+      sharing the cores move far less than the wall time; each run also records the load average
+      just before it started and just after it ended;
   envcheck's speed-up in each of these: the median over rounds of the ratio within a round.
 
   python benchmarks/post_trainer.py [--images 5000] [--val-images 512] [--steps 30] [--rounds 3]
@@ -43,11 +46,16 @@ import time
 from datetime import date
 from pathlib import Path
 
+try:
+    import resource  # POSIX: the CPU time of the runs
+except ImportError:  # Windows: runs are timed by the clock alone
+    resource = None
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
 EPOCHS = 2
-FIGURES = ("images_per_second_epoch_2", "seconds_to_steps", "wall_seconds")
+FIGURES = ("images_per_second_epoch_2", "seconds_to_steps", "wall_seconds", "cpu_seconds")
 INIT_LR = 5e-3
 BATCH_PER_DEVICE = 64
 
@@ -198,13 +206,33 @@ def child_env(repo: Path = REPO) -> dict:
     return env
 
 
-def run_child(command: list[str], repo: Path = REPO) -> tuple[dict | None, float, str]:
+def run_child(command: list[str], repo: Path = REPO) -> tuple[dict | None, dict, str]:
+    """(the child's JSON output or None, how it ran, the last line of its error or "").
+
+    How it ran: its wall time, the CPU seconds it used (user and system, all its threads: the
+    work done, which other processes on the machine move far less than the wall time) and the
+    load average just before it started and just after it ended.
+    """
+    load_before, cpu_before = os.getloadavg()[0], _children_cpu_seconds()
     started = time.perf_counter()
     done = subprocess.run(command, cwd=repo, env=child_env(repo), capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - started
+    ran = {
+        "wall_seconds": round(time.perf_counter() - started, 2),
+        "load_average": round(load_before, 2),
+        "load_average_after": round(os.getloadavg()[0], 2),
+    }
+    if resource is not None:
+        ran["cpu_seconds"] = round(_children_cpu_seconds() - cpu_before, 2)
     if done.returncode != 0:
-        return None, wall, (done.stderr.strip().splitlines() or ["no output"])[-1]
-    return json.loads(done.stdout), wall, ""
+        return None, ran, (done.stderr.strip().splitlines() or ["no output"])[-1]
+    return json.loads(done.stdout), ran, ""
+
+
+def _children_cpu_seconds() -> float:
+    if resource is None:
+        return 0.0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the children waited for so far
+    return usage.ru_utime + usage.ru_stime
 
 
 def measure_post(args) -> dict:
@@ -221,16 +249,10 @@ def measure_post(args) -> dict:
     ]
     command += ["--data", args.data] if args.data else []
     command += ["--gpus", str(args.gpus)] if args.gpus is not None else []
-    load = os.getloadavg()[0]
-    out, wall, error = run_child(command)
+    out, ran, error = run_child(command)
     if out is None:
         return {"error": error}
-    return {
-        **figures(out["epochs"], args.steps),
-        "wall_seconds": round(wall, 2),
-        "devices": out["devices"],
-        "load_average": round(load, 2),
-    }
+    return {**figures(out["epochs"], args.steps), **ran, "devices": out["devices"]}
 
 
 def measure_envcheck(args, repo: Path = REPO) -> dict:
@@ -255,8 +277,7 @@ def measure_envcheck(args, repo: Path = REPO) -> dict:
         ]
         command += ["--data", args.data] if args.data else ["--synthetic"]
         command += ["--gpus", str(args.gpus)] if args.gpus is not None else []
-        load = os.getloadavg()[0]
-        out, wall, error = run_child(command, repo)
+        out, ran, error = run_child(command, repo)
         if out is None:
             return {"error": error}
         epochs = json.loads((Path(output) / "history.json").read_text())["epochs"]
@@ -264,9 +285,8 @@ def measure_envcheck(args, repo: Path = REPO) -> dict:
     speed = out.get("speed") or {}
     return {
         **figures(epochs, args.steps),
-        "wall_seconds": round(wall, 2),
+        **ran,
         "devices": devices,
-        "load_average": round(load, 2),
         **{k: speed[k] for k in ("precision", "jit", "steps_per_execution") if k in speed},
     }
 
@@ -292,7 +312,9 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
         if not good:
             medians[name] = {"error": results[-1]["error"]}
             continue
-        medians[name] = {key: round(statistics.median(r[key] for r in good), 2) for key in FIGURES}
+        medians[name] = {
+            key: round(statistics.median(r[key] for r in good), 2) for key in FIGURES if all(key in r for r in good)
+        }
         medians[name]["devices"] = good[0]["devices"]
     result = {"medians": medians, "envcheck_speedup": speedup_over(runs.get("post", []), runs.get("envcheck", []))}
     if "before" in runs:
@@ -313,7 +335,8 @@ def speedup_over(reference: list[dict], ours: list[dict]) -> dict:
         # times as fast: the reference's seconds over ours
         **{
             key: round(statistics.median(ref[key] / run[key] for ref, run in pairs), 2)
-            for key in ("seconds_to_steps", "wall_seconds")
+            for key in ("seconds_to_steps", "wall_seconds", "cpu_seconds")
+            if all(key in ref and key in run for ref, run in pairs)
         },
         "rounds": [round(run[rate] / ref[rate], 2) for ref, run in pairs],
     }
@@ -372,6 +395,7 @@ def main(argv=None) -> int:
     return 0
 
 
+LOADS = ("load_average", "load_average_after")
 LABELS = {"post": "post's train.py", "before": "envcheck (before)", "envcheck": "envcheck train"}
 
 
@@ -380,7 +404,7 @@ def print_result(result: dict, args) -> None:
         f"the post's train.py (tf_keras, ImageDataGenerator, fit_generator) against envcheck train; "
         f"{EPOCHS} epochs of {args.steps} steps, medians of {args.rounds}"
     )
-    loads = [r["load_average"] for runs in result["runs"].values() for r in runs if "load_average" in r]
+    loads = [r[key] for runs in result["runs"].values() for r in runs for key in LOADS if key in r]
     shown = f"; load average {min(loads):.2f}-{max(loads):.2f}" if loads else ""
     print(f"  data: {result['data']}; machine: {result['machine']}; {result['date']}{shown}")
     for name, medians in result["medians"].items():
@@ -396,6 +420,8 @@ def print_result(result: dict, args) -> None:
                 f"  {label}: {speedup['images_per_second_epoch_2']:.2f}x the images/s of epoch 2 (rounds: "
                 f"{', '.join(f'{r:.2f}' for r in speedup['rounds'])}), {speedup['seconds_to_steps']:.2f}x as fast "
                 f"to {args.steps * EPOCHS} steps, {speedup['wall_seconds']:.2f}x in wall time"
+                # the JSON's ratio is the reference's over ours, as for the seconds; printed the other way
+                + (f", {1 / speedup['cpu_seconds']:.2f}x the CPU time" if speedup.get("cpu_seconds") else "")
             )
 
 
@@ -405,6 +431,7 @@ def _line(result: dict) -> str:
     return (
         f"{result['images_per_second_epoch_2']:9.1f} images/s in epoch 2, {result['seconds_to_steps']:7.1f} s "
         f"to the steps, {result['wall_seconds']:7.1f} s wall"
+        + (f", {result['cpu_seconds']:7.1f} s CPU" if "cpu_seconds" in result else "")
     )
 
 

@@ -102,11 +102,14 @@ def test_post_trainer_runs_the_posts_train_py_and_envcheck_train_and_prints_the_
         assert "error" not in medians, medians
         assert medians["images_per_second_epoch_2"] > 0 and medians["seconds_to_steps"] > 0
     speedup = result["envcheck_speedup"]
-    assert set(speedup) == {"images_per_second_epoch_2", "seconds_to_steps", "wall_seconds", "rounds"}
+    assert set(speedup) == {"images_per_second_epoch_2", "seconds_to_steps", "wall_seconds", "cpu_seconds", "rounds"}
     assert len(speedup["rounds"]) == 1 and speedup["rounds"][0] > 0
     assert result["steps"] == 2
     run = result["runs"]["envcheck"][0]
     assert run["load_average"] >= 0 and run["steps_per_execution"] == 1 and run["precision"]
+    for each in (result["runs"]["post"][0], run):
+        # Each run's own CPU time (a process that trains uses seconds of it), and the load after it.
+        assert each["cpu_seconds"] > 1 and each["load_average_after"] >= 0
 
 
 def test_the_posts_minigooglenet_in_tf_keras_has_the_posts_parameter_count():
