@@ -316,3 +316,50 @@ def test_the_same_error_without_ctrl_c_is_an_internal_error(monkeypatch, capsys)
     monkeypatch.setattr(matrix_command, "run", run)
     assert cli.main(["matrix", "cuda", "12.2"]) == 3
     assert "internal error: SystemError" in capsys.readouterr().err
+
+
+_SWALLOWED = """
+import gc, os, signal, sys, time
+from envcheck import interrupts
+
+interrupts.install()
+
+
+class Finalized:
+    def __del__(self):  # Ctrl-C arrives while Python runs a finalizer (as in TensorFlow's)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+
+
+Finalized()
+gc.collect()
+print("went on", flush=True)
+try:
+    interrupts.check()
+except KeyboardInterrupt:
+    print("stopped at the check", flush=True)
+    sys.exit(130)
+"""
+
+
+def test_a_ctrl_c_python_swallows_in_a_finalizer_still_stops_at_the_next_check(tmp_path):
+    """Python only prints an exception raised in __del__: the interrupt is remembered, raised at
+    the next safe point (the trainer checks after every step), and no traceback is printed."""
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", _SWALLOWED], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo)},
+    )  # fmt: skip
+    assert done.returncode == 130, done.stderr
+    assert done.stdout.splitlines() == ["went on", "stopped at the check"]
+    assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr
+
+
+def test_the_check_raises_nothing_without_ctrl_c():
+    from envcheck import interrupts
+
+    interrupts.install()
+    interrupts.check()  # no Ctrl-C: nothing raised

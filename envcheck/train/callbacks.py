@@ -15,6 +15,7 @@ import keras
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from envcheck import interrupts
 from envcheck.train.outputs import OutputFolder
 from envcheck.train.plots import plot_history
 
@@ -29,6 +30,17 @@ def _finite_or_none(value: Any) -> Optional[float]:
 
 def current_learning_rate(optimizer) -> float:
     return float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+
+
+class StopOnInterrupt(keras.callbacks.Callback):
+    """Ctrl-C stops the run at the next step even when Python swallowed its KeyboardInterrupt
+    (pressed while a finalizer ran): ``interrupts.check()`` raises it again here."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        interrupts.check()
+
+    def on_epoch_end(self, epoch, logs=None):
+        interrupts.check()
 
 
 class StopOnNaN(keras.callbacks.Callback):

@@ -380,7 +380,8 @@ def _callbacks(config: TrainConfig, data: CifarData, run, output: OutputFolder, 
             raise _output_failure(config, output, exc, "the history") from None
     schedule = schedule_for(config.recipe)
     learning_rate = keras.callbacks.LearningRateScheduler(lambda epoch, lr: schedule(epoch))
-    return [learning_rate, stop, recorder, *([progress] if progress else [])], recorder, stop, progress
+    callbacks = [cb.StopOnInterrupt(), learning_rate, stop, recorder, *([progress] if progress else [])]
+    return callbacks, recorder, stop, progress
 
 
 def _fit(config: TrainConfig, data: CifarData, run, output: OutputFolder, progress_console):
@@ -391,6 +392,7 @@ def _fit(config: TrainConfig, data: CifarData, run, output: OutputFolder, progre
     try:
         if run.epochs_done < config.recipe.epochs:
             _fit_epochs(config, run, train_data, val_data, callbacks)
+        interrupts.check()  # a Ctrl-C swallowed after the last step still ends as one
     except Exception:
         if not interrupts.happened():
             raise
