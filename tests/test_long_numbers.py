@@ -66,3 +66,22 @@ def test_every_field_holding_a_5000_digit_number(shape, tmp_path):
 )
 def test_a_few_fields_holding_one_keep_the_rest_real(name, chosen, shape, tmp_path):
     _check(poison(base(name), lambda p: shape, lambda p: p in chosen), tmp_path)
+
+
+@pytest.mark.parametrize("ordinal", ["999999999", "99999", "1024"])
+def test_a_tested_device_number_no_machine_has_makes_no_gpus(ordinal):
+    """TensorFlow's tested devices can add GPUs NVML does not show (a container), but a device
+    number past any machine's (here 1,024 and more) is no GPU: it must not make a billion."""
+    facts = load_facts(FIXTURES / "linux_cuda_build_no_gpu.json")
+    tf = facts.tensorflow
+    placement = tuple(dataclasses.replace(p, requested=f"/device:GPU:{ordinal}") for p in tf.placement)
+    report = judge(dataclasses.replace(facts, tensorflow=dataclasses.replace(tf, placement=placement)))
+    assert len(report.gpus) == 0 and report.verdict.status == "cpu-only"
+
+
+def test_a_tested_device_number_a_machine_can_have_counts():
+    facts = load_facts(FIXTURES / "linux_cuda_build_no_gpu.json")
+    tf = facts.tensorflow
+    placement = tuple(dataclasses.replace(p, requested="/device:GPU:1") for p in tf.placement)
+    report = judge(dataclasses.replace(facts, tensorflow=dataclasses.replace(tf, placement=placement)))
+    assert len(report.gpus) == 2

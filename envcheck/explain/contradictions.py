@@ -15,7 +15,9 @@ from envcheck.explain.catalogue import cudnn_version_text
 
 
 def _major_minor(version: str) -> tuple[int, ...]:
-    parts = [int(p) for p in version.split(".")[:2] if p.isdigit()]
+    parts = [
+        int(p) for p in version.split(".")[:2] if p.isdigit() and len(p) <= 9
+    ]  # a log's text: no int() of 5,000 digits
     return tuple(parts)
 
 

@@ -413,7 +413,8 @@ def visible_devices(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[M
 
 def _device_index(device: str) -> Optional[int]:
     short = short_device(device)
-    return int(short[4:]) if short.startswith("GPU:") and short[4:].isdigit() else None
+    number = short[4:]
+    return int(number) if short.startswith("GPU:") and number.isdigit() and len(number) <= 9 else None
 
 
 def cpu_flags(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[MachineNote]:

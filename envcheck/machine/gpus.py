@@ -159,10 +159,17 @@ def _seen_gpus(m: "Machine") -> list[_Seen]:
     return [_Seen(tf_position=position) for position in range(_tf_gpu_positions(m))]
 
 
+# More GPUs than one process can see (CUDA's own limit is far below this).
+MAX_GPU_INDEX = 1023
+
+
 def _tf_gpu_positions(m: "Machine") -> int:
     tf = m.facts.tensorflow
     tested = [short_device(p.requested) for p in tf.placement]
-    numbers = [int(d[4:]) for d in tested if d.startswith("GPU:") and d[4:].isdigit()]
+    # A device number no machine has (past MAX_GPU_INDEX, or past int()'s digit limit) is no GPU
+    # position: it would otherwise make as many GPUs as it says.
+    numbers = [int(d[4:]) for d in tested if d.startswith("GPU:") and d[4:].isdigit() and len(d[4:]) <= 4]
+    numbers = [n for n in numbers if n <= MAX_GPU_INDEX]
     return max(m.tf_gpu_count, max(numbers) + 1 if numbers else 0)
 
 

@@ -16,7 +16,7 @@ MIN_WIDTH = 40
 def terminal_width(stream=None) -> int:
     """The width to wrap at: ``COLUMNS`` when set, else the terminal's, else 100 (a pipe)."""
     columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
+    if columns.isdigit() and len(columns) <= 6 and int(columns) > 0:  # COLUMNS=<5,000 digits> is no width
         return max(MIN_WIDTH, int(columns))
     stream = stream or sys.stdout
     try:
