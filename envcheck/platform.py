@@ -10,7 +10,7 @@ Windows driver, with bash inside and PowerShell on the Windows side.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from envcheck.errors import UsageError
@@ -101,22 +101,15 @@ WINDOWS = Platform(
     cuda_root=WINDOWS_CUDA_ROOT,
     cuda_library_dir="bin",
 )
-# WSL2: Linux inside, on the Windows driver, whose libraries WSL maps into /usr/lib/wsl/lib.
-WSL = Platform(
+# WSL2: Linux inside (its wheels, shell, loader and CUDA folder), on the Windows driver, whose
+# libraries WSL maps into /usr/lib/wsl/lib; the Windows side is typed into with PowerShell.
+WSL = replace(
+    LINUX,
     name="wsl",
     title="Windows, under WSL2",
     short_title="WSL2",
     driver_os="windows",
-    wheels_os="linux",
-    shell=BASH,
     shells=(BASH, POWERSHELL),
-    loader_variable="LD_LIBRARY_PATH",
-    loader_title="LD_LIBRARY_PATH",
-    path_separator=":",
-    python="python3",
-    nvml_library="libnvidia-ml.so.1",
-    cuda_root="/usr/local",
-    cuda_library_dir="lib64",
 )
 # macOS: no NVIDIA driver since CUDA 10.2, so no driver table and no CUDA toolkit to install.
 MACOS = Platform(
