@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from envcheck import invocation, shell
@@ -143,6 +143,9 @@ def test_the_plan_script_checks_with_the_envcheck_that_wrote_it(tmp_path):
     assert subprocess.run(["bash", "-n", "-c", check]).returncode == 0
 
 
+# How the word reads when envcheck is on PATH, when the venv is not activated, and when it runs as
+# ``python -m envcheck`` from a deep checkout (longer than a 40-column line: it must not be cut).
+WORDS = ["envcheck", "/home/dev/tf-demo/.venv/bin/envcheck", "/srv/build/work/main/.venv-test/bin/python -m envcheck"]
 MACHINES = {"setup_post": builders.setup_post, "server": builders.server, "no_gpu": builders.no_gpu}
 
 
@@ -152,14 +155,23 @@ MACHINES = {"setup_post": builders.setup_post, "server": builders.server, "no_gp
     width=st.integers(40, 160),
     verbose=st.booleans(),
     python=st.sampled_from([None, "/home/dev/my projects/vision/.venv/bin/python"]),
+    word=st.sampled_from(WORDS),
 )
-def test_no_printed_command_is_split_over_lines(machine, width, verbose, python):
+# The word longer than the line after "Details: " (CI ran from a deep checkout as python -m): the
+# command moves to its own line whole instead of being cut after a "/".
+@example(machine="no_gpu", width=40, verbose=False, python=None, word=WORDS[2])
+def test_no_printed_command_is_split_over_lines(machine, width, verbose, python, word):
     report = judge(MACHINES[machine]())
-    with targeting(target("doctor", *([("--python", python)] if python else []))):
-        text = render(report, verbose=verbose, color=False, width=width)
-        commands = [runnable("envcheck doctor -v")] if not verbose and "Also: " in text else []
-        for step in (*report.verdict.gpu_path, *report.verdict.cpu_path):
-            commands += [runnable(c.line, c.shell) for c in step.commands]
+    saved = invocation.envcheck_word
+    invocation.envcheck_word = lambda shell_name="bash": word
+    try:
+        with targeting(target("doctor", *([("--python", python)] if python else []))):
+            text = render(report, verbose=verbose, color=False, width=width)
+            commands = [runnable("envcheck doctor -v")] if not verbose and "Also: " in text else []
+            for step in (*report.verdict.gpu_path, *report.verdict.cpu_path):
+                commands += [runnable(c.line, c.shell) for c in step.commands]
+    finally:
+        invocation.envcheck_word = saved
     lines = text.splitlines()
     for command in commands:
         assert any(command in line for line in lines), (command, text)

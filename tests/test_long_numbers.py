@@ -85,3 +85,10 @@ def test_a_tested_device_number_a_machine_can_have_counts():
     placement = tuple(dataclasses.replace(p, requested="/device:GPU:1") for p in tf.placement)
     report = judge(dataclasses.replace(facts, tensorflow=dataclasses.replace(tf, placement=placement)))
     assert len(report.gpus) == 2
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: s.replace(RUN, "N")[:20])
+def test_the_python_version_alone_holding_one(shape, tmp_path):
+    """Found by CI: the rest real, TensorFlow's requirements are read and their markers need the
+    Python version; one that is no number leaves those markers unjudged, not the rule crashed."""
+    _check(poison(base("fake_nvml_2gpu"), lambda p: shape, lambda p: p == "python.version"), tmp_path)

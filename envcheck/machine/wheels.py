@@ -112,8 +112,10 @@ def read_stack_mismatches(m: "Machine") -> tuple[Mismatch, ...]:
         try:
             if req.marker is not None and not req.marker.evaluate(env):
                 continue
-        except (UndefinedComparison, UndefinedEnvironmentName):
-            continue  # an odd requirement is not ours to judge
+        except (UndefinedComparison, UndefinedEnvironmentName, ValueError):
+            # an odd requirement is not ours to judge, nor one whose marker needs a version the
+            # snapshot does not hold as a number (a 5,000-digit part is past int()'s limit)
+            continue
         if req.name.lower().startswith("nvidia-"):
             continue  # the CUDA wheels are the library rules' (EC-LIB-007)
         installed = facts.distribution(req.name)

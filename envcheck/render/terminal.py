@@ -177,7 +177,7 @@ def _breakable_paths(text: Text, room: int) -> Text:
     cut into pieces that each fill a line, with a space between (greedy, so no two pieces ever
     share a line: the space never shows inside a path). URLs and whole parts stay as they are."""
     plain = text.plain
-    cuts = [m for m in _LONG_PATH.finditer(plain) if len(m.group()) > room]
+    cuts = [m for m in _LONG_PATH.finditer(plain) if len(m.group()) > room and not _in_whole(plain, m)]
     if not cuts:
         return text
     out = Text(style=text.style, end="")
@@ -191,6 +191,13 @@ def _breakable_paths(text: Text, room: int) -> Text:
         last = match.end()
     out.append_text(text[last:])
     return out
+
+
+def _in_whole(plain: str, match: re.Match) -> bool:
+    """The path is a word of a ``whole`` part (a command that starts with the path of a Python):
+    it runs past the line with the rest of that part rather than being cut."""
+    start, end = match.start(), match.end()
+    return (start > 0 and plain[start - 1] == _GLUE) or (end < len(plain) and plain[end] == _GLUE)
 
 
 class _Out:
