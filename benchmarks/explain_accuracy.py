@@ -6,7 +6,10 @@ Two corpora, reported separately and side by side (the default):
   its figures are an upper bound;
 - the held-out set (tests/fixtures/held_out/): real messages from threads no file of the project
   cites, never tuned on (its README.md), so its figures are what a user pasting a message nobody
-  wrote a pattern for can expect.
+  wrote a pattern for can expect;
+- the second held-out set (tests/fixtures/held_out_v2/), frozen when the first had been measured
+  three times, in the same format and measured the same way; the default report gives it its own
+  report and its own column beside the first (the two are never added together).
 
 For every message it runs the scanner and ``explain`` (no machine: the message alone).
 
@@ -45,7 +48,8 @@ frozen) counts as given only through the set's aliases.yaml, which maps it to th
 cause ids.
 
 ``--json`` prints the same as JSON; ``--corpus DIR`` measures another corpus in the training
-format alone, ``--held-out [DIR]`` the held-out set (or another folder in its format) alone;
+format alone, ``--held-out [DIR]`` the held-out set (or another folder in its format, such as
+tests/fixtures/held_out_v2) alone; ``--held-out-v2 DIR`` the folder of the third column;
 ``--misses`` also lists the held-out messages missed, by id (left out otherwise: whoever tunes
 the catalogue reads the figures, not which messages failed); ``--patterns FILE`` another
 catalogue (for example the one of an older release, to compare). A catalogue without ranked causes counts a cause as right when the explanation's id is the
@@ -54,6 +58,7 @@ catalogue (for example the one of an older release, to compare). A catalogue wit
     python benchmarks/explain_accuracy.py
     python benchmarks/explain_accuracy.py --held-out
     python benchmarks/explain_accuracy.py --held-out --misses
+    python benchmarks/explain_accuracy.py --held-out tests/fixtures/held_out_v2
     python benchmarks/explain_accuracy.py --json --corpus path/to/unseen
 """
 
@@ -73,6 +78,7 @@ if str(ROOT) not in sys.path:
 
 DEFAULT_CORPUS = ROOT / "tests" / "fixtures" / "real_messages"
 DEFAULT_HELD_OUT = ROOT / "tests" / "fixtures" / "held_out"
+DEFAULT_HELD_OUT_V2 = ROOT / "tests" / "fixtures" / "held_out_v2"
 ORDINARY_FILE = "ordinary.yaml"
 ALIASES_FILE = "aliases.yaml"
 KINDS = ("error", "harmless", "near_miss")
@@ -508,27 +514,45 @@ def _summary_lines(o: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_side_by_side(training: dict[str, Any], held_out: dict[str, Any]) -> str:
-    t, h = training["overall"], held_out["overall"]
+def render_side_by_side(
+    training: dict[str, Any], held_out: dict[str, Any], second: Optional[dict[str, Any]] = None
+) -> str:
+    """The training corpus and the held-out set in columns (and the second held-out set, when given,
+    in a third column of its own: the two held-out sets are never added together)."""
+    sets = [training["overall"], held_out["overall"]] + ([second["overall"]] if second is not None else [])
+    t = sets[0]
+    held_sets = sets[1:]
+
+    def held(cell) -> list[str]:
+        return [cell(h) for h in held_sets]
+
     rows = [
         (
             "messages: errors / harmless / near misses",
             f"{t.get('errors', 0)} / {t.get('harmless', 0)} / {t.get('ordinary_lines', 0)} ordinary lines",
-            f"{h.get('errors', 0)} / {h.get('harmless', 0)} / {h.get('near_misses', 0)}",
+            *held(lambda h: f"{h.get('errors', 0)} / {h.get('harmless', 0)} / {h.get('near_misses', 0)}"),
         ),
-        ("errors recognised", _cell(t["errors_recognised_pct"]), _cell(h["errors_recognised_pct"])),
-        ("confirmed cause ranked first", _cell(t["cause_first_pct"]), _cell(h["cause_first_pct"])),
-        ("confirmed cause among those given", _cell(t["cause_given_pct"]), _cell(h["cause_given_pct"])),
-        ("harmless called harmless", _ratio(t, "harmless_right", "harmless"), _ratio(h, "harmless_right", "harmless")),
+        ("errors recognised", _cell(t["errors_recognised_pct"]), *held(lambda h: _cell(h["errors_recognised_pct"]))),
+        ("confirmed cause ranked first", _cell(t["cause_first_pct"]), *held(lambda h: _cell(h["cause_first_pct"]))),
+        (
+            "confirmed cause among those given",
+            _cell(t["cause_given_pct"]),
+            *held(lambda h: _cell(h["cause_given_pct"])),
+        ),
+        (
+            "harmless called harmless",
+            _ratio(t, "harmless_right", "harmless"),
+            *held(lambda h: _ratio(h, "harmless_right", "harmless")),
+        ),
         (
             "errors called harmless (must be 0)",
             str(t.get("errors_called_harmless", 0)),
-            str(h.get("errors_called_harmless", 0)),
+            *held(lambda h: str(h.get("errors_called_harmless", 0))),
         ),
         (
             "near misses explained (must be 0)",
             f"{_ratio(t, 'ordinary_acted_on', 'ordinary_lines')} ordinary acted on",
-            _ratio(h, "near_misses_explained", "near_misses"),
+            *held(lambda h: _ratio(h, "near_misses_explained", "near_misses")),
         ),
     ]
     for system in PLATFORMS:
@@ -536,15 +560,22 @@ def render_side_by_side(training: dict[str, Any], held_out: dict[str, Any]) -> s
             (
                 f"platform right, {system} (with commands)",
                 _ratio(t, f"platform_right_{system}", f"platform_{system}"),
-                _ratio(h, f"platform_right_{system}", f"platform_{system}"),
+                *held(lambda h, s=system: _ratio(h, f"platform_right_{s}", f"platform_{s}")),
             )
         )
     width = max(len(r[0]) for r in rows)
-    lines = [
-        "\nthe two sets side by side (same definitions; shares of all errors)",
-        f"{'':<{width}}  {'training':>26}  {'held-out':>14}",
-    ]
-    lines.extend(f"{name:<{width}}  {a:>26}  {b:>14}" for name, a, b in rows)
+    if second is None:
+        lines = [
+            "\nthe two sets side by side (same definitions; shares of all errors)",
+            f"{'':<{width}}  {'training':>26}  {'held-out':>14}",
+        ]
+        lines.extend(f"{name:<{width}}  {a:>26}  {b:>14}" for name, a, b in rows)
+    else:
+        lines = [
+            "\nthe three sets side by side (same definitions; shares of all errors; the held-out sets apart)",
+            f"{'':<{width}}  {'training':>26}  {'held-out':>14}  {'held-out v2':>14}",
+        ]
+        lines.extend(f"{name:<{width}}  {a:>26}  {b:>14}  {c:>14}" for name, a, b, c in rows)
     return "\n".join(lines)
 
 
@@ -565,6 +596,16 @@ def main(argv: Optional[list[str]] = None) -> int:
         help=f"measure the held-out set alone (default folder: {DEFAULT_HELD_OUT})",
     )
     parser.add_argument(
+        "--held-out-v2",
+        type=Path,
+        default=None,
+        help=(
+            "the second held-out set, reported in its own column beside the first in the side-by-side "
+            f"report (default there: {DEFAULT_HELD_OUT_V2}, when neither --corpus nor --held-out is given); "
+            "measure it alone with --held-out DIR"
+        ),
+    )
+    parser.add_argument(
         "--patterns", type=Path, default=None, help="catalogue to measure (default: the bundled explain_patterns.yaml)"
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -583,15 +624,28 @@ def main(argv: Optional[list[str]] = None) -> int:
         held = held if args.misses else without_misses(held)
         print(json.dumps(held, indent=2) if args.json else render_held_out(held))
         return 0
+    second_folder = args.held_out_v2
+    if second_folder is None and args.corpus is None and args.held_out is None and DEFAULT_HELD_OUT_V2.is_dir():
+        second_folder = DEFAULT_HELD_OUT_V2
     corpus = args.corpus or DEFAULT_CORPUS
     training = measure(corpus, args.patterns)
     training_by_kind = measure_training_by_kind(corpus, args.patterns)
     held = measure_held_out(args.held_out or DEFAULT_HELD_OUT, args.patterns)
     held = held if args.misses else without_misses(held)
+    second = None
+    if second_folder is not None:
+        second = measure_held_out(second_folder, args.patterns)
+        second = second if args.misses else without_misses(second)
     if args.json:
-        print(json.dumps({"training": {**training, "by_kind": training_by_kind}, "held_out": held}, indent=2))
+        report = {"training": {**training, "by_kind": training_by_kind}, "held_out": held}
+        if second is not None:
+            report["held_out_v2"] = second
+        print(json.dumps(report, indent=2))
     else:
-        print(render(training) + "\n\n" + render_held_out(held) + "\n" + render_side_by_side(training_by_kind, held))
+        parts = [render(training), "\n" + render_held_out(held)]
+        if second is not None:
+            parts.append("\n" + render_held_out(second))
+        print("\n".join(parts) + "\n" + render_side_by_side(training_by_kind, held, second))
     return 0
 
 

@@ -224,3 +224,35 @@ def test_both_sets_side_by_side(tiny_sets, capsys):
     assert report["held_out"]["overall"]["errors"] == 1
     assert bench.main(["--corpus", str(corpus), "--held-out", str(held)]) == 0
     assert "the two sets side by side" in capsys.readouterr().out
+
+
+def test_a_second_held_out_set_gets_its_own_column(tiny_sets, tmp_path, capsys):
+    corpus, held = tiny_sets
+    second = tmp_path / "held2"
+    second.mkdir()
+    base = {"source": "https://example.org/2", "cause": "c", "fix": "f", "harmless": False}
+    messages = [
+        {**base, "id": "e1", "kind": "error", "message": "Epoch 4/10", "cause_id": "x"},
+        {**base, "id": "e2", "kind": "error", "message": "Epoch 5/10", "cause_id": "new:other"},
+    ]
+    _write(second, "family.yaml", {"messages": messages})
+    _write(second, "aliases.yaml", {"aliases": {}})
+    args = ["--corpus", str(corpus), "--held-out", str(held), "--held-out-v2", str(second)]
+    assert bench.main(["--json", *args]) == 0
+    report = json.loads(capsys.readouterr().out)
+    # The two held-out sets are measured apart, never added together.
+    assert report["held_out"]["overall"]["errors"] == 1 and report["held_out_v2"]["overall"]["errors"] == 2
+    assert "misses" not in report["held_out_v2"] and report["held_out_v2"]["misses_count"] == 2
+    assert bench.main(args) == 0
+    text = capsys.readouterr().out
+    assert "the three sets side by side" in text and "held-out v2" in text
+    row = next(line for line in text.splitlines() if line.startswith("messages: errors / harmless / near misses"))
+    assert row.rstrip().endswith("1 / 0 / 1       2 / 0 / 0")
+
+
+def test_without_a_second_set_the_report_has_two_columns(tiny_sets, capsys):
+    corpus, held = tiny_sets
+    assert bench.main(["--json", "--corpus", str(corpus), "--held-out", str(held)]) == 0
+    assert "held_out_v2" not in json.loads(capsys.readouterr().out)
+    assert bench.main(["--corpus", str(corpus), "--held-out", str(held)]) == 0
+    assert "held-out v2" not in capsys.readouterr().out
