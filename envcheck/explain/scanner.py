@@ -46,7 +46,7 @@ from envcheck.explain.normalise import (
     search_key,
     wrapped_lines,
 )
-from envcheck.explain.parts import read_parts
+from envcheck.explain.parts import in_stack_frame, read_parts
 
 # Control bytes that text never holds (tab, newline, form feed, carriage return, backspace and
 # escape, which progress bars and coloured logs use, are text).
@@ -373,6 +373,8 @@ class _Accumulator:
         seen = (pattern.id, hit.re, hit.groups())
         occurrence = self._by_groups.get(seen)
         if occurrence is None:
+            if pattern.stack_only and not in_stack_frame(text):
+                return False  # another program's loader error (a game's DLL, a system library)
             variables = pattern.variables(hit)
             if variables is None:
                 return False
