@@ -221,7 +221,35 @@ MESSAGES = [
         False,
         "visible-devices-renumbered",
     ),
+    (
+        "linux_libraries",  # ld.so (elf/dl-load.c) for a framework's native module linked against CUDA 12
+        "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory",
+        "cuda-library-import-missing",
+        False,
+        "cuda-pip-wheel-missing",
+    ),
+    (
+        "other_frameworks",  # jaxlib/cuda/versions_helpers.cc
+        "RuntimeError: jaxlib/cuda/versions_helpers.cc:81: operation cublasGetProperty(MAJOR_VERSION, &major) failed: The cuBLAS library was not found.",
+        "jax-cuda-library-not-found",
+        False,
+        "cuda-pip-wheel-missing",
+    ),
+    (
+        "compute_capability",  # xla/stream_executor/gpu/asm_compiler.cc, the driver fallback
+        "W0000 00:00:1730000000 55 asm_compiler.cc:225] Falling back to the CUDA driver for PTX compilation; ptxas does not support CC 12.0",
+        "ptxas-too-old-fallback",
+        True,
+        None,
+    ),
     # cuda_runtime
+    (
+        "cuda_runtime",  # tensorflow's cuda_executor.cc (TF 2.18 and later), the runtime version query
+        "E0000 00:00:1730000000.000000 1234 cuda_executor.cc:1228] INTERNAL: CUDA Runtime error: Failed call to cudaGetRuntimeVersion: Error loading CUDA libraries. GPU will not be used.: Error loading CUDA libraries. GPU will not be used.",
+        "cannot-dlopen-gpu-libraries",
+        False,
+        None,
+    ),
     (
         "cuda_runtime",  # tensorflow/stream_executor/cuda/cudart_stub.cc
         "InternalError: cudaGetDevice() failed. Status: cudaGetErrorString symbol not found.",
