@@ -57,6 +57,35 @@ MESSAGES = [
         True,
         "metal-plugin-notices",
     ),
+    (
+        "macos",  # xla/tsl/platform/profile_utils/cpu_utils.cc, CpuUtils::GetCycleCounterFrequency
+        "W tensorflow/tsl/platform/profile_utils/cpu_utils.cc:128] Failed to get CPU frequency: 0 Hz",
+        "cpu-frequency-notice",
+        True,
+        "cpu-frequency-notice",
+    ),
+    (
+        "macos",  # keras/optimizers (2.11-2.15), the Apple silicon check
+        "WARNING:absl:At this time, the v2.11+ optimizer `tf.keras.optimizers.SGD` runs slowly on M1/M2 Macs, please use the legacy Keras optimizer instead, located at `tf.keras.optimizers.legacy.SGD`.",
+        "keras-legacy-optimizer-mac-notice",
+        True,
+        "keras-legacy-optimizer-mac-notice",
+    ),
+    (
+        "macos",  # tensorflow/core/framework/op_kernel.cc, FindKernelDef; a macOS path in the same log
+        'File "/Users/u/miniforge3/lib/python3.10/site-packages/keras/src/engine/training.py", line 1\n'
+        "NotFoundError: Graph execution error: No registered 'RandomUniformInt' OpKernel for 'GPU' devices compatible with node {{node RandomUniformInt}}",
+        "no-kernel-for-device-attrs",
+        False,
+        "metal-plugin-lacks-kernel",
+    ),
+    (
+        "windows",  # pip's src/pip/_internal/commands/install.py, create_os_error_message
+        "HINT: This error might have occurred since this system does not have Windows Long Path support enabled.",
+        "windows-long-path-install-failed",
+        False,
+        "windows-long-paths-disabled",
+    ),
     # cuda_math_libraries: cuBLAS and cuFFT
     (
         "cuda_math_libraries",  # xla/stream_executor/cuda/cuda_blas.cc, CUDABlas::Init (cublasGetStatusString)
