@@ -86,6 +86,42 @@ MESSAGES = [
         False,
         "windows-long-paths-disabled",
     ),
+    # driver and cudnn
+    (
+        "driver",  # nvidia-smi over NVML (nvmlDeviceGetHandleByIndex's failure, by its error string)
+        "Unable to determine the device handle for GPU0000:81:00.0: Unknown Error",
+        "nvidia-smi-device-handle-failed",
+        False,
+        "gpu-fallen-off-bus",
+    ),
+    (
+        "driver",  # ld.so (elf/dl-load.c) starting nvidia-smi
+        "nvidia-smi: error while loading shared libraries: libnvidia-ml.so.1: cannot open shared object file: No such file or directory",
+        "nvidia-smi-no-nvml-library",
+        False,
+        None,
+    ),
+    (
+        "cudnn",  # tensorflow/stream_executor/cuda/cuda_dnn.cc, a CHECK on cudnnSetStream (cuDNN 7/8 numbering)
+        "F tensorflow/stream_executor/cuda/cuda_dnn.cc:535] Check failed: status == CUDNN_STATUS_SUCCESS (7 vs. 0)Failed to set cuDNN stream.",
+        "cudnn-status",
+        False,
+        None,
+    ),
+    (
+        "cudnn",  # tensorflow/core/kernels/fused_batch_norm_op.cc
+        "InternalError: cuDNN launch failure : input shape ([64,256,14,14]) [Op:FusedBatchNormV3]",
+        "cudnn-launch-failure",
+        False,
+        "gpu-memory-exhausted-cudnn",
+    ),
+    (
+        "cudnn",  # tensorflow/core/kernels/gpu_utils.cc, the autotuner's fallback
+        "W tensorflow/core/kernels/gpu_utils.cc:69] None of the algorithms provided by cuDNN heuristics worked; trying fallback algorithms.  Conv: batch: 64",
+        "cudnn-heuristics-fallback",
+        True,
+        None,
+    ),
     # cuda_math_libraries: cuBLAS and cuFFT
     (
         "cuda_math_libraries",  # xla/stream_executor/cuda/cuda_blas.cc, CUDABlas::Init (cublasGetStatusString)
@@ -300,7 +336,12 @@ def test_source_message_is_explained_with_its_cause_first(family, message, patte
 
 
 def test_breadth_across_families():
-    assert len({m[0] for m in MESSAGES}) >= 12
+    assert len({m[0] for m in MESSAGES}) >= 15
+
+
+def test_a_cudnn_status_by_number_in_tensorflows_check_is_named():
+    (explanation,) = explain(CATALOGUE.scan_text("Check failed: status == CUDNN_STATUS_SUCCESS (7 vs. 0)"))
+    assert explanation.variables["status_name"] == "CUDNN_STATUS_MAPPING_ERROR"
 
 
 def test_the_macos_rosetta_cause_comes_first_in_a_macos_log():
