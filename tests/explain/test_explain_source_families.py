@@ -122,6 +122,34 @@ MESSAGES = [
         True,
         None,
     ),
+    (
+        "cudnn",  # tensorflow/stream_executor/cuda/cuda_dnn.cc, CudnnSupport::Init after the handle failure
+        "E tensorflow/stream_executor/cuda/cuda_dnn.cc:340] Possibly insufficient driver version: 410.48.0",
+        "cudnn-driver-version-hint",
+        False,
+        "driver-too-old-for-cudnn",
+    ),
+    (
+        "driver",  # nvidia-smi with the driver loaded and no GPU driven
+        "No devices were found",
+        "nvidia-smi-no-devices",
+        False,
+        "gpu-unsupported-by-driver",
+    ),
+    (
+        "other_frameworks",  # torch/cuda/__init__.py, _lazy_init
+        "AssertionError: Torch not compiled with CUDA enabled",
+        "torch-cpu-only-build",
+        False,
+        "torch-cpu-only-build",
+    ),
+    (
+        "other_frameworks",  # c10/cuda/CUDAFunctions.cpp, device_count_impl
+        "UserWarning: CUDA initialization: CUDA driver initialization failed, you might not have a CUDA gpu.",
+        "torch-cuda-driver-init-failed",
+        False,
+        "no-nvidia-gpu",
+    ),
     # cuda_math_libraries: cuBLAS and cuFFT
     (
         "cuda_math_libraries",  # xla/stream_executor/cuda/cuda_blas.cc, CUDABlas::Init (cublasGetStatusString)
