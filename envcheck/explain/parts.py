@@ -66,7 +66,7 @@ _LOADER_FRAME = re.compile(
     r"cannot open shared object file|error while loading shared libraries|Library not loaded|image not found|"
     r"Error loading \"|wrong ELF class|undefined symbol: |version [`'\"][\w.+-]{1,60}['\"] not found|"
     r"cannot enable executable stack|invalid ELF header|file too short|Symbol not found: |"
-    r"Could not (?:load|find|locate) (?:dynamic library |module )?'?[\w.+\\/:-]{1,300}\.(?:so|dll|dylib)",
+    r"Could not (?:load|find|locate) (?:dynamic library |library |module )?'?[\w.+\\/:-]{1,300}\.(?:so|dll|dylib)",
     re.I,
 )
 # A Windows error code is the loader's only in its own frame: Python's [WinError N], LoadLibrary's

@@ -132,6 +132,10 @@ def test_windows_code_needs_the_loaders_frame():
 
 def test_not_found_is_a_loader_reason_only_in_the_loaders_frame():
     assert "dlerror_reason" not in read_parts("nccl is not found in the test matrix, skipping")
+    # cuDNN 8's own loader message ("Could not load library X. Error: ...") is a loader's frame
+    assert "dlerror_reason" in read_parts(
+        "Could not load library libcudnn_cnn_infer.so.8. Error: libnvrtc.so: not found"
+    )
     assert (
         read_parts("libcudart.so.11.0: cannot open shared object file: No such file or directory")["dlerror_reason"]
         == "not-found"
