@@ -140,3 +140,16 @@ def test_not_found_is_a_loader_reason_only_in_the_loaders_frame():
         read_parts("libcudart.so.11.0: cannot open shared object file: No such file or directory")["dlerror_reason"]
         == "not-found"
     )
+
+
+def test_a_bare_loader_line_is_explained_when_the_input_shows_the_stack():
+    # Python's traceback through TensorFlow, then ctypes' bare WinError (Lib/ctypes/__init__.py)
+    log = (
+        'File "C:\\venv\\Lib\\site-packages\\tensorflow\\python\\platform\\self_check.py", line 50\n'
+        "OSError: [WinError 126] The specified module could not be found\n"
+    )
+    assert "windows-dll-load-error" in CATALOGUE.scan_text(log).ids
+    # the same line alone, or in a game's log, is another program's
+    assert CATALOGUE.scan_text("OSError: [WinError 126] The specified module could not be found").ids == []
+    game = "Loading level 3\nOSError: [WinError 126] The specified module could not be found\n"
+    assert CATALOGUE.scan_text(game).ids == []
