@@ -114,6 +114,7 @@ class Pattern:
     harmless_without_gpu: bool = False  # a notice in a log that shows no NVIDIA GPU
     harmful_if_seen: tuple[str, ...] = ()  # a harmless notice is not, next to one of these
     fallback: bool = False  # tried on a line only when no other pattern explains it
+    stack_only: bool = False  # a loader's generic message: explained only in the CUDA stack's frame
     covered_by: tuple[str, ...] = ()  # not shown when one of these explains the same input
     line: int = 0  # where the pattern starts in its file
 

@@ -60,10 +60,42 @@ _DLERROR_FILE = re.compile(
     re.I,
 )
 _DLERROR = re.compile(r"dlerror: (?P<text>[^\n]{1,400})|dlopen\([^)]{0,300}\): (?P<macos>[^\n]{1,400})", re.I)
-_WINDOWS_CODE = re.compile(
-    r"\[WinError (?P<code>\d{1,5})\]|(?:error code|LoadLibrary(?:Ex)?\w{0,2} failed with error)[: ]{1,2}(?P<code2>\d{1,5})\b",
+# Where a line with no dlerror is still the dynamic loader's own message (ld.so's, dyld's, Python's
+# ctypes and import machinery): only there is a "not found" a loader's reason.
+_LOADER_FRAME = re.compile(
+    r"cannot open shared object file|error while loading shared libraries|Library not loaded|image not found|"
+    r"Error loading \"|wrong ELF class|undefined symbol: |version [`'\"][\w.+-]{1,60}['\"] not found|"
+    r"cannot enable executable stack|invalid ELF header|file too short|Symbol not found: |"
+    r"Could not (?:load|find|locate) (?:dynamic library |library |module )?'?[\w.+\\/:-]{1,300}\.(?:so|dll|dylib)",
     re.I,
 )
+# A Windows error code is the loader's only in its own frame: Python's [WinError N], LoadLibrary's
+# "failed with error N", or "Error code N" on a line that names a DLL (TensorFlow's Windows loader
+# prints that form); an "error code 126" of a licence server or an HTTP client is not one.
+_WINDOWS_CODE = re.compile(
+    r"\[WinError (?P<code>\d{1,5})\]|LoadLibrary(?:Ex)?\w{0,2} failed with error[: ]{1,2}(?P<code2>\d{1,5})\b|"
+    r"\.dll\b[^\n]{0,200}?\berror code[: ]{1,2}(?P<code3>\d{1,5})\b|\berror code[: ]{1,2}(?P<code4>\d{1,5})\b[^\n]{0,200}?\.dll\b",
+    re.I,
+)
+# The frame of the stack envcheck explains: a file or module of the CUDA stack (the driver, the
+# toolkit's libraries, cuDNN, NCCL, TensorRT, NVML, XLA's ptxas and libdevice), of a framework that
+# loads it (TensorFlow, Keras, JAX/XLA, PyTorch and the other CUDA-using Python packages), or of an
+# installed Python package. The generic loader patterns (``stack_only``) explain a line only in this
+# frame: a game's DLL, a system program's library or Mesa's driver are other software's errors.
+_STACK_FRAME = re.compile(
+    r"\b(?:lib)?(?:cu(?:da|dart|dnn|blas|fft|rand|solver|sparse|pti|file)|nvrtc|nvjitlink|nvinfer|nvonnxparser|"
+    r"nccl|nvml|nvidia|nvcuda|nvvm|nvptx|libdevice|ptxas|tensorrt|zlibwapi|tensorflow|_pywrap_|keras|jax|xla|"
+    r"torch|c10|caffe2|paddle|mxnet|onnxruntime|cupy|numba|triton|bitsandbytes|llama|dlib|xgboost|lightgbm)|"
+    r"site-packages|dist-packages",
+    re.I,
+)
+
+
+def in_stack_frame(text: str) -> bool:
+    """Whether a line names a file, module or frame of the CUDA stack or of a framework on it."""
+    return _STACK_FRAME.search(text) is not None
+
+
 _STATUS_NAME = re.compile(
     r"\b(?P<status>CUDA_ERROR_[A-Z0-9_]{2,60}|cudaError[A-Za-z]{2,60}|CUDNN_STATUS_[A-Z0-9_]{2,70}|"
     r"(?:CUBLAS_STATUS|CUSOLVER_STATUS|CUSPARSE_STATUS|CUFFT)_[A-Z0-9_]{2,70}|NVML_ERROR_[A-Z0-9_]{2,60}|"
@@ -107,6 +139,8 @@ def _file_version(name: str) -> str:
 
 def _loader_reason(text: str, library: str) -> dict[str, str]:
     message = _DLERROR.search(text)
+    if message is None and _LOADER_FRAME.search(text) is None:
+        return {}  # "not found" in another program's words is not the loader's reason
     said = (message.group("text") or message.group("macos")) if message else text
     for reason, regex in _REASONS:
         hit = regex.search(said)
@@ -135,7 +169,7 @@ def _other_file(named: str, library: str) -> bool:
 
 def _windows_code(text: str) -> dict[str, str]:
     found = _WINDOWS_CODE.search(text)
-    code = (found.group("code") or found.group("code2")) if found else ""
+    code = next((c for c in found.groups() if c), "") if found else ""
     if not code:
         return {}
     statuses = [s for s in load_statuses().statuses if s.enum == "Win32 error codes" and s.value == int(code)]

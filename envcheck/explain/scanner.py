@@ -46,7 +46,7 @@ from envcheck.explain.normalise import (
     search_key,
     wrapped_lines,
 )
-from envcheck.explain.parts import read_parts
+from envcheck.explain.parts import in_stack_frame, read_parts
 
 # Control bytes that text never holds (tab, newline, form feed, carriage return, backspace and
 # escape, which progress bars and coloured logs use, are text).
@@ -143,8 +143,12 @@ class Catalogue:
             lines_before += block.count(b"\n")
             last_block_ended_line = block.endswith(b"\n")
         lines = lines_before + (0 if last_block_ended_line else 1)
-        context = read_context(first.decode("utf-8", "replace"), last.decode("utf-8", "replace"))
-        return ScanResult(found.ordered(), lines=lines, bytes=total, dropped=found.dropped, context=context)
+        head, tail = first.decode("utf-8", "replace"), last.decode("utf-8", "replace")
+        context = read_context(head, tail)
+        # A loader's generic message on a line that names no part of the stack is kept only when
+        # the input does (a traceback through site-packages/tensorflow, a CUDA library line).
+        framed = bool(found.unframed) and (in_stack_frame(head) or in_stack_frame(tail))
+        return ScanResult(found.ordered(framed), lines=lines, bytes=total, dropped=found.dropped, context=context)
 
     def _scan_block(self, block: bytes, lines_before: int, max_line: int, found: "_Accumulator") -> None:
         # Logs repeat themselves with different numbers (timestamps, steps, progress bars, the
@@ -364,6 +368,7 @@ class _Accumulator:
         self._by_key: dict[tuple[str, str], Occurrence] = {}
         self._by_groups: dict[tuple[Any, ...], Occurrence] = {}  # the same capture seen before
         self.dropped = 0
+        self.unframed: set[tuple[str, str]] = set()  # stack_only messages seen only outside the stack's frame
 
     def add(self, pattern: Pattern, hit: re.Match[str], line_numbers: list[int], count: int, text: str) -> bool:
         """One matched line, seen ``count`` times, first at ``line_numbers`` (ascending, at most
@@ -389,6 +394,10 @@ class _Accumulator:
                     return True
                 occurrence = Occurrence(pattern, variables, title, line_number, excerpt(text, hit))
                 self._by_key[key] = occurrence
+                if pattern.stack_only and not in_stack_frame(text):
+                    self.unframed.add(key)  # another program's loader error, unless the input shows the stack
+            elif key in self.unframed and in_stack_frame(text):
+                self.unframed.discard(key)
             if len(self._by_groups) < 4 * MAX_GROUPS:
                 self._by_groups[seen] = occurrence
         occurrence.count += count
@@ -399,11 +408,14 @@ class _Accumulator:
             ]
         return True
 
-    def ordered(self) -> tuple[Occurrence, ...]:
+    def ordered(self, framed: bool = False) -> tuple[Occurrence, ...]:
         # Errors before harmless notices, each in the order they first appeared; a message that a
-        # more specific one in the same input explains (``covered_by``) is left out.
-        present = {o.pattern.id for o in self._by_key.values()}
-        kept = [o for o in self._by_key.values() if not present.intersection(o.pattern.covered_by)]
+        # more specific one in the same input explains (``covered_by``) is left out, and so is a
+        # loader's generic message seen only outside the stack's frame in an input that never
+        # shows the stack (``framed`` false).
+        found = [o for k, o in self._by_key.items() if framed or k not in self.unframed]
+        present = {o.pattern.id for o in found}
+        kept = [o for o in found if not present.intersection(o.pattern.covered_by)]
         return tuple(sorted(kept, key=lambda o: (o.pattern.harmless, o.first_line)))
 
 

@@ -1,0 +1,155 @@
+"""A status code or a library name is read only inside its own library's frame: the CUDA stack's
+file or call names, or a TensorFlow/XLA/PyTorch frame. Lines of other software that share a word
+with a CUDA message (a Python ValueError about labels, a shape mismatch, Mesa's "failed to load
+driver", a game's DLL, an unsigned driver, Keras' "Invalid argument" about indices, a licence
+server's "error code 126") get no explanation at all, and their parts carry no loader reason, no
+Windows code and no status.
+
+The lines are written here from each program's own message format (named beside each), not
+taken from any thread."""
+
+from __future__ import annotations
+
+import pytest
+
+from envcheck.explain import explain, load_patterns
+from envcheck.explain.parts import in_stack_frame, read_parts
+
+CATALOGUE = load_patterns()
+
+NOT_THE_CUDA_STACK = [
+    # Keras' SparseCategoricalCrossentropy label check (tensorflow/python/ops/nn_ops.py, a ValueError)
+    "ValueError: Received a label value of 10 which is outside the valid range of [0, 10).  Label values: 3 10 2",
+    # ResourceGather's bounds check (tensorflow/core/kernels/gather_functor.h): a code error, not the GPU
+    "tensorflow.python.framework.errors_impl.InvalidArgumentError: indices[5,3] = 10000 is not in [0, 10000) [Op:ResourceGather]",
+    "InvalidArgumentError: Graph execution error: indices[12,0] = -1 is not in [0, 5000)",
+    # Keras' shape check (keras/src/losses)
+    "ValueError: Shapes (None, 1) and (None, 10) are incompatible",
+    # Mesa's loader (src/loader/loader.c, src/glx/dri_common.c)
+    "libGL error: failed to load driver: swrast",
+    "libGL error: MESA-LOADER: failed to open iris: /usr/lib/dri/iris_dri.so: cannot open shared object file: No such file or directory (search paths /usr/lib/x86_64-linux-gnu/dri)",
+    # Windows' loader dialog for a program's missing DLL (a game's DirectX and Visual C++ runtime)
+    "The code execution cannot proceed because d3dx9_43.dll was not found. Reinstalling the program may fix this problem.",
+    "The program can't start because MSVCP140.dll is missing from your computer. Try reinstalling the program to fix this problem.",
+    # Python's ctypes loading a game's DLL (Lib/ctypes/__init__.py, WinError 126 and 193)
+    'OSError: [WinError 126] The specified module could not be found. Error loading "C:\\Games\\Foo\\bin\\fmod.dll" or one of its dependencies.',
+    "OSError: [WinError 193] %1 is not a valid Win32 application",
+    "FileNotFoundError: Could not find module 'C:\\Program Files (x86)\\Foo Game\\steam_api64.dll' (or one of its dependencies). Try using the full path with constructor syntax.",
+    # Windows' OpenGL ICD loader on a hybrid-graphics laptop (no file named)
+    "LoadLibrary failed with error 126: The specified module could not be found.",
+    # Python's own extension modules (PC/layout of CPython's Windows build)
+    "ImportError: DLL load failed while importing _ssl: The specified module could not be found.",
+    # the kernel's module signature check (kernel/module/signing.c) and Device Manager's code 52
+    "nvidia: module verification failed: signature and/or required key missing - tainting kernel",
+    "Windows cannot verify the digital signature for the drivers required for this device. (Code 52)",
+    # other programs' own words that share one with a CUDA status
+    "Upload failed. Status: invalid argument",
+    "Login failed. Status: unknown error",
+    "error: unknown error (code 35) while contacting update server",
+    "error code 126 from the license server",
+    "MemoryError: Unable to allocate 3.00 GiB for an array with shape (20000, 20000) and data type float64",
+    "Error: out of memory while reading the PNG file",
+    # ld.so for system programs (elf/dl-load.c, elf/dl-version.c, elf/dl-lookup.c)
+    "/usr/bin/foo: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by /usr/bin/foo)",
+    "/usr/bin/gimp: symbol lookup error: /usr/lib/libbabl-0.1.so.0: undefined symbol: babl_trc_new",
+    "dyld[123]: Library not loaded: /opt/homebrew/opt/icu4c/lib/libicuio.73.dylib",
+    "vkCreateInstance failed with error code -9 (VK_ERROR_INCOMPATIBLE_DRIVER)",
+]
+
+
+@pytest.mark.parametrize("line", NOT_THE_CUDA_STACK)
+def test_other_software_gets_no_explanation(line):
+    result = CATALOGUE.scan_text(line)
+    assert result.ids == [], result.ids
+
+
+@pytest.mark.parametrize("line", NOT_THE_CUDA_STACK)
+def test_other_software_leaves_no_loader_reason_code_or_status_in_the_parts(line):
+    parts = read_parts(line)
+    if not in_stack_frame(line):
+        assert "windows_code" not in parts or "WinError" in line or "LoadLibrary" in line
+    assert "status_name" not in parts
+    if "cannot open shared object file" not in line and "not found (required by" not in line:
+        assert "dlerror_reason" not in parts or "Library not loaded" in line or "undefined symbol" in line
+
+
+# The same shapes inside the CUDA stack's frame are explained, with their parts.
+IN_THE_FRAME = [
+    (
+        'OSError: [WinError 126] The specified module could not be found. Error loading "C:\\venv\\Lib\\site-packages\\torch\\lib\\cudnn_cnn_infer64_8.dll" or one of its dependencies.',
+        "windows-dll-load-error",
+        {"windows_code": "126"},
+    ),
+    (
+        # tensorflow/core/common_runtime/gpu/gpu_device.cc: the runtime call, then cudaGetErrorString's text
+        "cudaGetDevice() failed. Status: CUDA driver version is insufficient for CUDA runtime version",
+        "cuda-driver-too-old",
+        {},
+    ),
+    (
+        # TensorFlow's Windows loader (tsl/platform/windows/load_library.cc) prints the DLL and the code
+        "Could not load dynamic library 'cudnn64_8.dll'; dlerror: cudnn64_8.dll not found",
+        "cudnn-not-loaded",
+        {"dlerror_reason": "not-found"},
+    ),
+    (
+        "ImportError: /home/u/.venv/lib/python3.11/site-packages/jaxlib/xla_extension.so: undefined symbol: _ZN3xla8PjRtDevice",
+        "loader-undefined-symbol",
+        {"dlerror_reason": "undefined-symbol"},
+    ),
+]
+
+
+@pytest.mark.parametrize("line, pattern_id, parts", IN_THE_FRAME)
+def test_the_same_shapes_in_the_stack_frame_are_explained(line, pattern_id, parts):
+    result = CATALOGUE.scan_text(line)
+    assert pattern_id in result.ids
+    (explanation,) = [e for e in explain(result) if e.id == pattern_id]
+    for name, value in parts.items():
+        assert explanation.variables[name] == value
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("LoadLibrary failed with error 126", False),  # "dLib" inside a word is no framework
+        ("libGL error: failed to load driver: swrast", False),
+        ("/usr/lib/x86_64-linux-gnu/libcudnn_ops_infer.so.8", True),
+        ("ImportError: DLL load failed while importing _pywrap_tensorflow_internal", True),
+        ("C:\\venv\\Lib\\site-packages\\foo\\bar.pyd", True),
+        ("E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:152] failed call to cuInit", True),
+    ],
+)
+def test_stack_frame(line, expected):
+    assert in_stack_frame(line) is expected
+
+
+def test_windows_code_needs_the_loaders_frame():
+    assert "windows_code" not in read_parts("error code 126 from the license server")
+    assert read_parts("Could not load 'cudnn64_8.dll'. Error code 126")["windows_code"] == "126"
+    assert read_parts("LoadLibraryExW failed with error 193")["windows_code"] == "193"
+
+
+def test_not_found_is_a_loader_reason_only_in_the_loaders_frame():
+    assert "dlerror_reason" not in read_parts("nccl is not found in the test matrix, skipping")
+    # cuDNN 8's own loader message ("Could not load library X. Error: ...") is a loader's frame
+    assert "dlerror_reason" in read_parts(
+        "Could not load library libcudnn_cnn_infer.so.8. Error: libnvrtc.so: not found"
+    )
+    assert (
+        read_parts("libcudart.so.11.0: cannot open shared object file: No such file or directory")["dlerror_reason"]
+        == "not-found"
+    )
+
+
+def test_a_bare_loader_line_is_explained_when_the_input_shows_the_stack():
+    # Python's traceback through TensorFlow, then ctypes' bare WinError (Lib/ctypes/__init__.py)
+    log = (
+        'File "C:\\venv\\Lib\\site-packages\\tensorflow\\python\\platform\\self_check.py", line 50\n'
+        "OSError: [WinError 126] The specified module could not be found\n"
+    )
+    assert "windows-dll-load-error" in CATALOGUE.scan_text(log).ids
+    # the same line alone, or in a game's log, is another program's
+    assert CATALOGUE.scan_text("OSError: [WinError 126] The specified module could not be found").ids == []
+    game = "Loading level 3\nOSError: [WinError 126] The specified module could not be found\n"
+    assert CATALOGUE.scan_text(game).ids == []
