@@ -23,6 +23,9 @@ from envcheck.errors import EnvcheckError
 from envcheck.facts import MISSING, OK, Facts
 from envcheck.findings import Finding, Severity
 from envcheck.machine import ABSENT, Machine, parse_version, short_device
+from envcheck.machine.libraries import libraries_apply, missing, needed
+from envcheck.matrix import load_matrix
+from envcheck.matrix.libraries import library_family
 from envcheck.shell import Command
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,8 +73,6 @@ class MachineContext:
         try:
             if self._matrix_loader is not None:
                 return self._matrix_loader()
-            from envcheck.matrix import load_matrix
-
             return load_matrix()
         except (EnvcheckError, ImportError) as exc:
             self.problems.append(f"the compatibility matrix could not be read ({exc}); advice is general")
@@ -89,6 +90,7 @@ class MachineContext:
         """The doctor's judgement of these facts (run once, for every explanation)."""
         if self.facts is None or self.matrix is None:
             return None
+        # lazy for start-up: keeps verdict out of every import of explain.machine
         from envcheck.verdict import judge
 
         matrix = self.matrix
@@ -164,6 +166,7 @@ def assess_causes(occurrence: "Occurrence", causes: tuple[Any, ...], ctx: Machin
         return causes
     fired = {f.id for f in report.findings}  # an info finding (no GPU here) still says its condition holds
     probed = {link.name for link in report.links if link.status != "skipped"}
+    # lazy for start-up: keeps rules out of every import of explain.machine
     from envcheck.rules import RULES, load_rule_modules
 
     load_rule_modules()
@@ -203,7 +206,6 @@ def _where_the_files_are(ctx: MachineContext) -> dict[str, Optional[str]]:
     m = ctx.machine
     if m is None:
         return {}
-    from envcheck.machine.libraries import libraries_apply, missing, needed
 
     if not libraries_apply(m):
         return {}
@@ -254,8 +256,6 @@ def _pip(ctx: MachineContext, requirement: str) -> Command:
 
 
 def _same_family(build: "TfBuild", family: str) -> Optional[str]:
-    from envcheck.matrix.libraries import library_family
-
     return next((name for name in build.libraries if library_family(name) == family), None)
 
 

@@ -176,6 +176,7 @@ def _cpu_info(root: Path) -> tuple[str | None, tuple[str, ...]]:
 
 def _login_name() -> str | None:
     try:
+        # lazy and guarded: importing getpass can fail on some systems, and the try handles it
         import getpass
 
         return getpass.getuser()

@@ -259,7 +259,7 @@ def xla_cuda_dir(ctx: Context) -> Iterator[Hit]:
     the folders it searches fails the compile ("libdevice not found", "Couldn't invoke ptxas")."""
     facts = ctx.facts
     tf = ctx.installed_tf
-    if ctx.os not in ("linux", "wsl") or tf is None or ctx.is_cuda_tf is False or ctx.gpu_presence == ABSENT:
+    if not ctx.platform.linux_wheels or tf is None or ctx.is_cuda_tf is False or ctx.gpu_presence == ABSENT:
         return
     flags = (facts.env_var("XLA_FLAGS") or "").strip()
     if "--xla_gpu_cuda_data_dir" in flags:
