@@ -11,13 +11,11 @@ import os
 import sys
 from pathlib import Path
 
+from envcheck.commands.train import MAX_CPU_REPLICAS, count_arg, path_arg
 from envcheck.errors import UsageError, require_modules
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    # lazy for start-up: keeps commands.train out of `envcheck validate --help` and the paths that do not use it
-    from envcheck.commands.train import MAX_CPU_REPLICAS, count_arg, path_arg
-
     parser.add_argument(
         "--level",
         type=int,

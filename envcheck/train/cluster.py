@@ -22,6 +22,7 @@ ENVCHECK_CLUSTER_WAIT) for them, then stops with one line (exit 1).
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -345,9 +346,6 @@ def _close_the_context() -> None:
     """End the failed eager context now, while the set-up still holds TensorFlow's output: its
     coordination agent, shut down in an error state, prints a dozen lines."""
     try:
-        # lazy and guarded: importing gc can fail on some systems, and the try handles it
-        import gc
-
         # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
         from tensorflow.python.eager import context
 

@@ -148,7 +148,7 @@ def strategy_for(devices: list[str]):
 
 
 def _train_step(strategy, model, optimizer, global_batch: int):
-    # lazy for start-up: keras, tensorflow is heavy (or absent), imported only where it is used
+    # lazy for start-up: keras and tensorflow are heavy (or absent), imported only where it is used
     import keras
     import tensorflow as tf
 
@@ -171,7 +171,7 @@ def _train_step(strategy, model, optimizer, global_batch: int):
 
 def _timed_training(workload: Workload, devices: list[str], batch: int, steps: int, *, pipeline: bool, probe=None):
     """(images/s of ``steps`` timed steps after the warm-up, NVML probed during them or None)."""
-    # lazy for start-up: keras, tensorflow is heavy (or absent), imported only where it is used
+    # lazy for start-up: keras and tensorflow are heavy (or absent), imported only where it is used
     import keras
     import tensorflow as tf
 
