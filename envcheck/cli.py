@@ -12,9 +12,11 @@ import re
 import sys
 from collections.abc import Sequence
 
-from envcheck import __version__
+from envcheck import __version__, interrupts
 from envcheck.errors import EXIT_INTERNAL, EXIT_USAGE, EnvcheckError
 from envcheck.printable import printable
+from envcheck.render import emit, json_text
+from envcheck.render.width import reflow, terminal_width, wrap_lines
 
 # name -> (module, one-line help). Order is the order shown in --help.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -36,21 +38,15 @@ class _HelpFormatter(argparse.HelpFormatter):
     commands and examples stay whole."""
 
     def __init__(self, prog: str) -> None:
-        from envcheck.render.width import terminal_width
-
         width = terminal_width()
         super().__init__(prog, width=width, max_help_position=min(30, max(16, width // 4)))
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        from envcheck.render.width import reflow
-
         return reflow(text, width, indent)
 
     def start_section(self, heading: str | None) -> None:
         """A group's title wrapped too ("the machine to plan for (default: this one):")."""
         if heading and len(heading) + 1 > self._width - self._current_indent:
-            from envcheck.render.width import wrap_lines
-
             heading = "\n".join(wrap_lines(heading, self._width - self._current_indent - 1))
         super().start_section(heading)
 
@@ -91,8 +87,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     """Add "did you mean --json?" to an unknown flag or command."""
+    # lazy for start-up: keeps difflib out of `envcheck --help` (only a mistyped word needs it)
     import difflib
-    import re
 
     searched = message[:2000]  # it echoes what was typed: searched within a bound
     unknown = re.search(r"unrecognized arguments?: (\S+)", searched)
@@ -182,7 +178,6 @@ def one_line(message: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv, want_traceback = _take_traceback(list(sys.argv[1:] if argv is None else argv))
-    from envcheck import interrupts
 
     interrupts.install()
     try:
@@ -193,6 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return EXIT_USAGE
         module = importlib.import_module(COMMANDS[args.command][0])
+        # lazy for start-up: keeps invocation out of `envcheck --help`
         from envcheck.invocation import targeting
 
         with targeting():  # what the command records for its follow-ups ends with it
@@ -238,7 +234,6 @@ def _json_error(argv: Sequence[str], code: int, message: str) -> None:
     the exit code and the error (the same line is on stderr for a person)."""
     if not _wants_json(argv):
         return
-    from envcheck.render import emit, json_text
 
     try:
         emit(json_text(_command_in(argv) or "envcheck", {"error": message}, code), is_json=True)

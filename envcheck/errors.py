@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
@@ -41,7 +44,6 @@ def require_modules(command: str, extra: str, *modules: str) -> None:
 
     Looks the modules up without importing them, so the check costs nothing when they are there.
     """
-    import importlib.util
 
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
@@ -56,8 +58,7 @@ def require_modules(command: str, extra: str, *modules: str) -> None:
 def _pip_install(names: list[str]) -> str:
     """The pip of the interpreter envcheck runs in: a bare ``pip`` may be another one (a venv that
     is not activated, as in the README's quick start)."""
-    import sys
-
+    # lazy for start-up: keeps shell (and shlex) out of `envcheck --help`, which imports errors
     from envcheck import shell
 
     return shell.run(sys.executable, ("-m", "pip", "install", *names), shell.BASH)

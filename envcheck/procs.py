@@ -41,6 +41,7 @@ _live_lock = threading.Lock()
 
 def _subreaper(on: bool) -> bool:
     try:
+        # lazy and guarded: importing ctypes can fail on some systems, and the try handles it
         import ctypes
 
         return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0

@@ -238,6 +238,8 @@ def _diagnosis(tf: Any = None) -> tuple[str, bool]:
         # Start-up: a training script imports this module; the doctor (the matrix, the rules, the
         # probes) is loaded only when no GPU is usable and its reason is needed.
         from envcheck.findings import CPU_ONLY, DEGRADED, GPU_READY
+
+        # lazy for start-up: keeps probes, verdict out of every import of runtime
         from envcheck.probes import ProbeOptions, collect
         from envcheck.verdict import judge
 
@@ -406,6 +408,7 @@ def _tensorflow_facts(tf: Any):
 def _tf_distribution() -> Optional[str]:
     from importlib import metadata  # start-up: see the note on _diagnosis
 
+    # lazy for start-up: keeps matrix out of every import of runtime
     from envcheck.matrix import load_matrix
 
     for name in load_matrix().tf_distribution_names():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -122,8 +123,6 @@ def apply_path(
 
 
 def _display(python: str, args: tuple[str, ...]) -> str:
-    import shlex
-
     return " ".join(shlex.quote(part) for part in (python, "-m", "pip", *args))
 
 
@@ -168,6 +167,7 @@ def _counts(report: Report) -> str:
 
 def _judge_again(args: argparse.Namespace, before: Report, out: TextIO, rejudge) -> int:
     """Probe and judge again with the same options, and show both verdicts."""
+    # lazy for start-up: keeps render.terminal out of `envcheck apply --help` and the paths that do not use it
     from envcheck.render.terminal import render
 
     if rejudge is None:

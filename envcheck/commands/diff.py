@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from envcheck.errors import UsageError
+
 EPILOG = """\
 A and B are facts snapshots (doctor --save-facts FILE) or doctor --json reports; '-' is this
 machine now, probed the way the other side was (in full, TensorFlow imported, when the snapshot
@@ -39,8 +41,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy for start-up: keeps compare.diff, render out of `envcheck diff --help` and the paths that do not use it
     from envcheck.compare.diff import compare
-    from envcheck.errors import UsageError
     from envcheck.render import emit
 
     if args.a == THIS_MACHINE and args.b == THIS_MACHINE:
@@ -62,10 +64,12 @@ def run(args: argparse.Namespace) -> int:
     diff = compare(a, b)
     code = 1 if diff.differences else 0
     if args.json:
+        # lazy for start-up: keeps render.diff out of `envcheck diff --help` and the paths that do not use it
         from envcheck.render.diff import render_json
 
         emit(render_json(diff, code), is_json=True)
     else:
+        # lazy for start-up: keeps render.diff out of `envcheck diff --help` and the paths that do not use it
         from envcheck.render.diff import render
 
         emit(render(diff, verbose=args.verbose))
@@ -74,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
 def side(source: str):
     """A snapshot, judged."""
+    # lazy for start-up: keeps compare.diff, facts, verdict out of `envcheck diff --help` and the paths that do not use it
     from envcheck.compare.diff import Side
     from envcheck.facts import load_facts
     from envcheck.verdict import judge
@@ -88,6 +93,7 @@ def probe_in_full(args: argparse.Namespace, other) -> bool:
 
 def this_machine(full: bool, why: str, show: bool = True):
     """This machine now, probed and judged; on a terminal, what the wait is for while it lasts."""
+    # lazy for start-up: keeps compare.diff, probes, render.stages, verdict out of `envcheck diff --help` and the paths that do not use it
     from envcheck.compare.diff import Side
     from envcheck.probes import ProbeOptions, collect
     from envcheck.render.stages import Stages

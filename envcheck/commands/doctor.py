@@ -14,9 +14,11 @@ from envcheck.errors import UsageError
 from envcheck.facts import load_facts, to_json
 from envcheck.filename_fields import expand
 from envcheck.fsutil import atomic_write_text
+from envcheck.invocation import set_target
 from envcheck.matrix import load_matrix
 from envcheck.probes.limits import DOCTOR_TIMEOUT, TF_TIMEOUT
 from envcheck.render import emit
+from envcheck.render.live import live_progress
 from envcheck.rules.engine import RULES, load_rule_modules
 from envcheck.verdict import judge
 
@@ -86,7 +88,6 @@ def build_report(args: argparse.Namespace):
         notes = (f"judged from a saved snapshot: {args.facts}",)
     else:
         from envcheck.probes import ProbeOptions, collect  # start-up: see the module's note
-        from envcheck.render.live import live_progress
 
         show = not (getattr(args, "json", False) or getattr(args, "markdown", False))
         with live_progress(args.quick, enabled=show) as progress:
@@ -175,7 +176,6 @@ def run(args: argparse.Namespace) -> int:
 def _record_target(args: argparse.Namespace, report) -> None:
     """What this doctor looked at, and how: the printed follow-ups (``doctor -v``, ``plan``,
     ``explain``) keep it."""
-    from envcheck.invocation import set_target
 
     options = [("--python", args.python), ("--facts", args.facts), ("--matrix", args.matrix), ("--quick", args.quick)]
     options += [("--select", args.select.strip() or None), ("--ignore", args.ignore.strip() or None)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import io
 import sys
 import zlib
 from collections.abc import Iterator
@@ -15,9 +16,15 @@ from contextlib import contextmanager
 from typing import IO, Optional
 
 from envcheck.errors import UsageError
+from envcheck.explain import explain, load_patterns
 from envcheck.explain.context import shell_for
+from envcheck.explain.machine import MachineContext, assess_causes
 from envcheck.explain.report import ExplainReport
+from envcheck.facts import load_facts
 from envcheck.fsutil import open_user_file
+from envcheck.invocation import set_target
+from envcheck.matrix import load_matrix
+from envcheck.probes import ProbeOptions, collect
 from envcheck.render import emit
 from envcheck.render.explain import render_catalogue, render_catalogue_json, render_json, render_text
 
@@ -49,8 +56,6 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envcheck.explain import explain, load_patterns
-
     catalogue = load_patterns(args.patterns)
     if args.list:
         if args.text or args.file is not None:
@@ -58,7 +63,6 @@ def run(args: argparse.Namespace) -> int:
         emit(render_catalogue_json(catalogue) if args.json else render_catalogue(catalogue), is_json=args.json)
         return 0
     _check_options(args)
-    from envcheck.invocation import set_target
 
     set_target("explain", [("--python", args.python), ("--facts", args.facts), ("--matrix", args.matrix)])
     # Bad --matrix or --facts files are usage errors whatever the text holds, so read them first.
@@ -72,7 +76,6 @@ def run(args: argparse.Namespace) -> int:
         for o in scan.occurrences
     )
     ctx = _machine_context(args, matrix_loader, snapshot, look=wants_facts)
-    from envcheck.explain.machine import assess_causes
 
     # Each cause the doctor's rules can check is marked confirmed or ruled out on this machine.
     explanations = explain(scan, ctx, assess=None if ctx.facts is None else lambda o, c: assess_causes(o, c, ctx))
@@ -109,7 +112,6 @@ def _check_options(args: argparse.Namespace) -> None:
 def _matrix_loader(path: Optional[str]):
     if not path:
         return None
-    from envcheck.matrix import load_matrix
 
     matrix = load_matrix(path)  # validated now: a bad --matrix is exit 2 before any output
     return lambda: matrix
@@ -118,8 +120,6 @@ def _matrix_loader(path: Optional[str]):
 @contextmanager
 def _open_input(args: argparse.Namespace) -> Iterator[tuple[IO[bytes], str]]:
     if args.text and args.text != ["-"]:
-        import io
-
         yield io.BytesIO(" ".join(args.text).encode("utf-8", "surrogateescape")), "the argument"
         return
     if args.text == ["-"] or args.file == "-":
@@ -163,19 +163,15 @@ def _open_input(args: argparse.Namespace) -> Iterator[tuple[IO[bytes], str]]:
 def _load_snapshot(path: Optional[str]):
     if not path:
         return None
-    from envcheck.facts import load_facts
 
     return load_facts(path)
 
 
 def _machine_context(args: argparse.Namespace, matrix_loader, snapshot, look: bool):
-    from envcheck.explain.machine import MachineContext
-
     if args.no_probe or not look:
         return MachineContext(None, matrix_loader, origin="")
     if snapshot is not None:
         return MachineContext(snapshot, matrix_loader, origin=f"the snapshot {args.facts}")
-    from envcheck.probes import ProbeOptions, collect
 
     facts = collect(ProbeOptions(python=args.python, quick=True))
     platform = facts.platform

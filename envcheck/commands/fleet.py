@@ -7,6 +7,9 @@ import argparse
 import os
 import sys
 
+from envcheck.errors import UsageError
+from envcheck.printable import printable
+
 EPILOG = """\
 Each FILE is a facts snapshot (doctor --save-facts) or a doctor --json report; a folder stands for
 the .json files in it. On a cluster, with the tools it has (SLURM shown; pdsh, mpirun and kubectl
@@ -57,9 +60,8 @@ def _jobs(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy for start-up: keeps compare.fleet, render out of `envcheck fleet --help` and the paths that do not use it
     from envcheck.compare.fleet import read_fleet
-    from envcheck.errors import UsageError
-    from envcheck.printable import printable
     from envcheck.render import emit
 
     if any(not f.strip() for f in args.files):
@@ -76,14 +78,17 @@ def run(args: argparse.Namespace) -> int:
     if fleet.refused:
         code = 2
     if args.json:
+        # lazy for start-up: keeps render.fleet out of `envcheck fleet --help` and the paths that do not use it
         from envcheck.render.fleet import render_json
 
         emit(render_json(fleet, code), is_json=True)
     elif args.markdown:
+        # lazy for start-up: keeps render.fleet out of `envcheck fleet --help` and the paths that do not use it
         from envcheck.render.fleet import render_markdown
 
         emit(render_markdown(fleet))
     else:
+        # lazy for start-up: keeps render.fleet out of `envcheck fleet --help` and the paths that do not use it
         from envcheck.render.fleet import render
 
         emit(render(fleet))

@@ -14,6 +14,7 @@ import sys
 
 from envcheck.errors import UsageError
 from envcheck.facts import load_facts
+from envcheck.invocation import set_target
 from envcheck.matrix import load_matrix
 from envcheck.planner import apply_overrides, make_plan
 from envcheck.planner.target import retarget, target_from_facts
@@ -95,8 +96,6 @@ TARGET_FLAGS = ("os", "python", "gpu", "cpu", "compute_capability", "driver", "t
 
 
 def _record_target(args: argparse.Namespace) -> None:
-    from envcheck.invocation import set_target
-
     set_target("plan", [("--" + name.replace("_", "-"), getattr(args, name)) for name in TARGET_FLAGS])
 
 

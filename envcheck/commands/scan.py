@@ -6,6 +6,8 @@ import argparse
 import os
 import threading
 
+from envcheck.render import emit
+from envcheck.scan.discover import places_from
 from envcheck.scan.run import FULL_TIMEOUT, QUICK_TIMEOUT
 from envcheck.words import plural
 
@@ -98,6 +100,7 @@ class ScanProgress:
     then the doctor on each, counted as they finish. Nothing when stderr is not a terminal."""
 
     def __init__(self, full: bool, enabled: bool) -> None:
+        # lazy for start-up: keeps render.stages out of `envcheck scan --help` and the paths that do not use it
         from envcheck.render.stages import Stages
 
         self.stages = Stages(enabled=None if enabled else False)
@@ -126,8 +129,7 @@ class ScanProgress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envcheck.render import emit
-    from envcheck.scan.discover import places_from
+    # lazy for start-up: keeps scan.result out of `envcheck scan --help` and the paths that do not use it
     from envcheck.scan.result import exit_code, scan
 
     environ = dict(os.environ)
@@ -148,10 +150,12 @@ def run(args: argparse.Namespace) -> int:
         )
     code = exit_code(result, args.fail_on)
     if args.json:
+        # lazy for start-up: keeps render.scan out of `envcheck scan --help` and the paths that do not use it
         from envcheck.render.scan import render_json
 
         emit(render_json(result, code), is_json=True)
     else:
+        # lazy for start-up: keeps render.scan out of `envcheck scan --help` and the paths that do not use it
         from envcheck.render.scan import render
 
         emit(render(result, home=str(places.home), verbose=args.verbose))

@@ -6,6 +6,7 @@ Flags are checked here, before TensorFlow is imported, so a typo costs nothing.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from envcheck.commands.arguments import positive_float
 from envcheck.errors import UsageError, require_modules
 from envcheck.printable import printable
 from envcheck.render import json_text
+from envcheck.scaling_baseline import compared_with_one_device
 from envcheck.train.config import JIT_WITH_CPU_REPLICAS, PRESETS, TrainConfig
 from envcheck.train.speed import MIXED, PRECISION_CHOICES
 from envcheck.train.strategy import cluster_source
@@ -265,7 +267,6 @@ def run(args: argparse.Namespace) -> int:
 
 def one_device_line(summary: dict) -> str | None:
     """How the run's images/s compare with one device, when validate --scaling measured one."""
-    from envcheck.scaling_baseline import compared_with_one_device
 
     replicas = summary.get("replicas") or 1
     kind = (summary.get("devices") or {}).get("kind")
@@ -280,8 +281,8 @@ def one_device_line(summary: dict) -> str | None:
 def fit_to_terminal(text: str, width: int | None = None) -> str:
     """The summary at the terminal's width (or COLUMNS): each line wrapped at spaces, never inside
     a word, its continuation under the text after its label ("final: ", "outputs: ")."""
-    import re
 
+    # lazy for start-up: keeps render.width out of `envcheck train --help` and the paths that do not use it
     from envcheck.render.width import terminal_width, wrap_lines
 
     width = width or terminal_width()

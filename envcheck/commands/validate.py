@@ -6,14 +6,16 @@ Exit codes as the doctor's: 0 every check passed, 1 a check failed, 2 bad usage,
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+from pathlib import Path
 
+from envcheck.commands.train import MAX_CPU_REPLICAS, count_arg, path_arg
 from envcheck.errors import UsageError, require_modules
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from envcheck.commands.train import MAX_CPU_REPLICAS, count_arg, path_arg
-
     parser.add_argument(
         "--level",
         type=int,
@@ -105,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--gpus and --cpu-replicas exclude each other: validate GPUs or CPU devices")
     if level >= 3:  # the trainer also decodes image folders
         require_modules("envcheck validate --train", "train", "numpy", "tensorflow", "PIL")
+        # lazy for start-up: keeps train.outputs, validation.training out of `envcheck validate --help` and the paths that do not use it
         from envcheck.train.outputs import check_output_folder
         from envcheck.validation.training import FULL_OUTPUT
 
@@ -113,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
             check_output_folder(output)  # before levels 1 and 2, not after them
     else:
         require_modules("envcheck validate", "tf", "numpy", "tensorflow")
+    # lazy for start-up: keeps render.stages, render.validate, tfquiet, validation out of `envcheck validate --help` and the paths that do not use it
     from envcheck.render.stages import Stages
     from envcheck.render.validate import print_validation
     from envcheck.tfquiet import quiet_tensorflow
@@ -137,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
             console=terminal,
         )
     if args.json:
+        # lazy for start-up: keeps render out of `envcheck validate --help` and the paths that do not use it
         from envcheck.render import json_text
 
         sys.stdout.write(json_text("validate", report.to_dict(), report.exit_code))
@@ -154,6 +159,7 @@ def run_scaling(args: argparse.Namespace) -> int:
     if args.plot is not None and not args.plot.expanduser().parent.is_dir():
         raise UsageError(f"--plot {args.plot}: no such folder {args.plot.expanduser().parent}")
     require_modules("envcheck validate --scaling", "tf", "numpy", "tensorflow")
+    # lazy for start-up: keeps render.scaling, tfquiet, validation.scaling_run out of `envcheck validate --help` and the paths that do not use it
     from envcheck.render.scaling import render_scaling, write_scaling_plot
     from envcheck.tfquiet import quiet_tensorflow
     from envcheck.validation.scaling_run import run_scaling as measure_scaling
@@ -176,6 +182,7 @@ def run_scaling(args: argparse.Namespace) -> int:
         except OSError as exc:
             result["plot_error"] = f"{args.plot}: {exc.strerror or exc}"
     if args.json:
+        # lazy for start-up: keeps render out of `envcheck validate --help` and the paths that do not use it
         from envcheck.render import json_text
 
         sys.stdout.write(json_text("validate", result, result["exit_code"]))
@@ -186,8 +193,7 @@ def run_scaling(args: argparse.Namespace) -> int:
 
 
 def _say_where(result: dict) -> None:
-    from pathlib import Path
-
+    # lazy for start-up: keeps render.scan out of `envcheck validate --help` and the paths that do not use it
     from envcheck.render.scan import tilde
 
     if "plot" in result:
@@ -199,16 +205,14 @@ def _say_where(result: dict) -> None:
 
 
 def _nothing():
-    import contextlib
-
     return contextlib.nullcontext()
 
 
 def _terminal():
     """A console on the terminal behind stderr, kept while TensorFlow's start-up lines are captured
     (they go to file descriptor 2): what validate waits for is shown there. None off a terminal."""
-    import os
 
+    # lazy for start-up: rich is heavy (or absent), imported only where it is used
     from rich.console import Console
 
     try:
@@ -239,8 +243,8 @@ def _announcer(stage):
 
 def _console():
     """A rich console that, when the reader goes away (`| head`), stops printing instead of exiting 1."""
-    import os
 
+    # lazy for start-up: rich is heavy (or absent), imported only where it is used
     from rich.console import Console
 
     class PipeTolerantConsole(Console):
@@ -249,6 +253,7 @@ def _console():
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())  # so that the exit's final flush does not fail either
 
+    # lazy for start-up: keeps render.width out of `envcheck validate --help` and the paths that do not use it
     from envcheck.render.width import terminal_width
 
     return PipeTolerantConsole(width=terminal_width(sys.stdout))  # the width every command wraps at

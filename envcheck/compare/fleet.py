@@ -22,9 +22,28 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.compare.facets import FACETS, Value, facet_values, text_of
-from envcheck.errors import EnvcheckError
-from envcheck.facts import Facts, to_dict
+from envcheck.errors import EnvcheckError, FactsError
+from envcheck.facts import (
+    DriverFacts,
+    EnvFacts,
+    Facts,
+    LibrariesFacts,
+    NvmlFacts,
+    NvmlGpu,
+    PackagesFacts,
+    PciFacts,
+    PlacementResult,
+    PlatformFacts,
+    PythonFacts,
+    TensorflowFacts,
+    from_dict,
+    load_facts,
+    to_dict,
+)
 from envcheck.findings import Severity
+from envcheck.fsutil import read_user_text
+from envcheck.machine import Machine
+from envcheck.redact import redactor
 
 VERDICT = "verdict"
 
@@ -189,6 +208,7 @@ _CHUNK = 64
 
 def _read_parallel(files: list[str], jobs: int) -> list:
     """Files in chunks over worker processes, each with its own cache of judged machines."""
+    # lazy for start-up: keeps concurrent.futures out of every import of compare.fleet
     from concurrent.futures import ProcessPoolExecutor
 
     chunks = [files[i : i + _CHUNK] for i in range(0, len(files), _CHUNK)]
@@ -196,6 +216,7 @@ def _read_parallel(files: list[str], jobs: int) -> list:
     if workers < 2:
         return _read_files(files)
     try:
+        # lazy and guarded: importing multiprocessing can fail on some systems, and the try handles it
         import multiprocessing
 
         context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
@@ -218,8 +239,6 @@ def _read_files(files: list[str]) -> list:
 def _read_one(path: str, cache: dict[str, tuple]):
     """One file: a node, or the one line that refuses it. A snapshot whose machine was judged
     already (the same key) is only checked in the fields the key leaves out."""
-    from envcheck.errors import FactsError
-    from envcheck.fsutil import read_user_text
 
     key = None
     try:
@@ -248,8 +267,6 @@ def _read_one(path: str, cache: dict[str, tuple]):
 
 
 def _load(path: str) -> Facts:
-    from envcheck.facts import load_facts
-
     return load_facts(path)
 
 
@@ -258,8 +275,7 @@ def _node(path: str, hostname: str | None, judged: tuple) -> Node:
 
 
 def _judge(facts: Facts) -> tuple:
-    from envcheck.machine import Machine
-    from envcheck.redact import redactor
+    # lazy for start-up: keeps verdict out of every import of compare.fleet
     from envcheck.verdict import judge
 
     report = judge(facts)
@@ -317,20 +333,6 @@ def machine_key(data: dict) -> tuple[str, dict]:
 def _check_noise(noise: dict) -> None:
     """The fields the key leaves out, checked by the snapshot reader itself (the same types, the
     same strictness): a snapshot that would be refused on its own is refused here too."""
-    from envcheck.facts import (
-        DriverFacts,
-        EnvFacts,
-        LibrariesFacts,
-        NvmlFacts,
-        NvmlGpu,
-        PackagesFacts,
-        PciFacts,
-        PlacementResult,
-        PlatformFacts,
-        PythonFacts,
-        TensorflowFacts,
-        from_dict,
-    )
 
     sections = {
         "python": PythonFacts,

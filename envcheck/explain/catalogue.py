@@ -20,6 +20,7 @@ from envcheck.errors import UsageError
 from envcheck.explain.derivers import DERIVERS, cuda_library_version, cudnn_version_text
 from envcheck.explain.regexes import Regex, repeat_problem
 from envcheck.findings import Fix
+from envcheck.resources import data_file
 from envcheck.shell import Command
 
 __all__ = ["DERIVERS", "Regex", "cuda_library_version", "cudnn_version_text", "repeat_problem"]
@@ -39,8 +40,6 @@ class PatternsError(UsageError):
 
 
 def default_path() -> Path:
-    from envcheck.resources import data_file
-
     return data_file(PATTERNS_FILE)
 
 

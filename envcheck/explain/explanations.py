@@ -21,6 +21,8 @@ from envcheck.explain.machine import MachineNote, notes_for
 from envcheck.explain.parts import REASON_CAUSES, WINDOWS_CAUSES
 from envcheck.explain.scanner import Occurrence, ScanResult
 from envcheck.findings import Fix, fix_to_dict
+from envcheck.matrix import load_matrix
+from envcheck.matrix.libraries import library_family, library_os, name_version
 from envcheck.shell import Command
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -423,8 +425,6 @@ class _MatrixSource:
 @lru_cache(maxsize=1)
 def _bundled_matrix() -> Optional["Matrix"]:
     try:
-        from envcheck.matrix import load_matrix
-
         return load_matrix()
     except (EnvcheckError, ImportError):
         return None
@@ -433,7 +433,6 @@ def _bundled_matrix() -> Optional["Matrix"]:
 def _library_use_names(variables: dict[str, str], matrix: Optional["Matrix"]) -> dict[str, str]:
     """What a library file name stands for, by the releases that load it (the matrix, from
     TensorFlow's tested build configurations and the wheels themselves), not by its digits."""
-    from envcheck.matrix.libraries import library_family, library_os, name_version
 
     library = variables.get("library", "")
     use = matrix.library_use(library) if matrix is not None and library else None

@@ -23,6 +23,9 @@ from envcheck.errors import EnvcheckError
 from envcheck.facts import MISSING, OK, Facts
 from envcheck.findings import Finding, Severity
 from envcheck.machine import ABSENT, Machine, parse_version, short_device
+from envcheck.machine.libraries import libraries_apply, missing, needed
+from envcheck.matrix import load_matrix
+from envcheck.matrix.libraries import library_family
 from envcheck.shell import Command
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,8 +73,6 @@ class MachineContext:
         try:
             if self._matrix_loader is not None:
                 return self._matrix_loader()
-            from envcheck.matrix import load_matrix
-
             return load_matrix()
         except (EnvcheckError, ImportError) as exc:
             self.problems.append(f"the compatibility matrix could not be read ({exc}); advice is general")
@@ -89,6 +90,7 @@ class MachineContext:
         """The doctor's judgement of these facts (run once, for every explanation)."""
         if self.facts is None or self.matrix is None:
             return None
+        # lazy for start-up: keeps verdict out of every import of explain.machine
         from envcheck.verdict import judge
 
         matrix = self.matrix
@@ -164,6 +166,7 @@ def assess_causes(occurrence: "Occurrence", causes: tuple[Any, ...], ctx: Machin
         return causes
     fired = {f.id for f in report.findings}  # an info finding (no GPU here) still says its condition holds
     probed = {link.name for link in report.links if link.status != "skipped"}
+    # lazy for start-up: keeps rules out of every import of explain.machine
     from envcheck.rules import RULES, load_rule_modules
 
     load_rule_modules()
@@ -203,7 +206,6 @@ def _where_the_files_are(ctx: MachineContext) -> dict[str, Optional[str]]:
     m = ctx.machine
     if m is None:
         return {}
-    from envcheck.machine.libraries import libraries_apply, missing, needed
 
     if not libraries_apply(m):
         return {}
@@ -250,14 +252,10 @@ def _pip(ctx: MachineContext, requirement: str) -> Command:
     """``python -m pip install REQ`` for the machine's interpreter when known, else a generic one."""
     if ctx.machine is not None:
         return ctx.machine.pip_command("install", requirement)
-    from envcheck import shell
-
     return shell.pip_command("python", "bash", "install", requirement)
 
 
 def _same_family(build: "TfBuild", family: str) -> Optional[str]:
-    from envcheck.matrix.libraries import library_family
-
     return next((name for name in build.libraries if library_family(name) == family), None)
 
 
@@ -417,67 +415,6 @@ def _device_index(device: str) -> Optional[int]:
     return int(number) if short.startswith("GPU:") and number.isdigit() and len(number) <= 9 else None
 
 
-def cpu_flags(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[MachineNote]:
-    """An illegal instruction: does this CPU have the AVX TensorFlow's wheels are built with?"""
-    facts = ctx.facts
-    if facts.platform.status != OK:
-        return
-    platform, python = facts.platform, facts.python
-    if platform.os == "macos" and python.machine == "x86_64" and platform.machine == "arm64":
-        yield MachineNote(
-            "This Python is an x86_64 build running under Rosetta on Apple silicon; Rosetta has no AVX, so x86 "
-            "TensorFlow wheels crash. Install an arm64 (native) Python and TensorFlow into it."
-        )
-        return
-    if platform.os not in ("linux", "wsl"):
-        return  # only /proc/cpuinfo tells the flags reliably
-    cpu = platform.cpu or "this CPU"
-    if "avx" not in platform.cpu_flags:
-        yield MachineNote(
-            f"{cpu} has no AVX instructions, and TensorFlow's official wheels have required AVX since 1.6: use "
-            "TensorFlow built from source for this CPU, or run on a machine whose CPU has AVX."
-        )
-    else:
-        flags = " ".join(platform.cpu_flags)
-        yield MachineNote(
-            f"{cpu} has AVX ({flags}), so a missing AVX is not the cause here. Find the module that crashed with "
-            '`python -X faulthandler -c "import tensorflow"`.'
-        )
-
-
-def python_version(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[MachineNote]:
-    """pip found no TensorFlow: which releases exist for this interpreter."""
-    facts = ctx.facts
-    if facts.python.status != OK:
-        return
-    python = facts.python
-    if python.bits == 32:
-        yield MachineNote(
-            f"This Python ({python.executable}) is 32-bit; TensorFlow publishes 64-bit wheels only (EC-PY-001). "
-            "Install the 64-bit Python and create the environment with it."
-        )
-        return
-    if ctx.matrix is None or ctx.os is None:
-        return
-    short = ".".join(python.version.split(".")[:2])
-    builds = [b for b in ctx.matrix.tf_releases(ctx.os) if b.supports_python(short)]
-    if not builds:
-        newest = ctx.matrix.tf_releases(ctx.os)
-        pythons = newest[-1].python if newest else ()
-        yield MachineNote(
-            f"No TensorFlow release in the matrix has {ctx.os} wheels for Python {short} (EC-PY-002)"
-            + (f"; the newest release supports Python {', '.join(pythons)}" if pythons else "")
-            + ". Create an environment with a supported Python; `envcheck plan` picks one."
-        )
-        return
-    newest = ctx.matrix.newest_release(ctx.os, python=short) or builds[-1]
-    yield MachineNote(
-        f"By the matrix, TensorFlow releases from {builds[0].tf} up to {newest.tf} have {ctx.os} wheels for Python "
-        f"{short}: pin one of those, and run pip as `python -m pip` so it installs for this Python.",
-        commands=(_pip(ctx, ctx.matrix.pip_requirement(newest, ctx.os, gpu=False)),),
-    )
-
-
 def compute_capability(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[MachineNote]:
     """The newest TF release whose build still runs on the compute capability in the message."""
     cc = occurrence.variables.get("cc", "")
@@ -504,72 +441,21 @@ def compute_capability(occurrence: "Occurrence", ctx: MachineContext) -> Iterato
 
 
 def gpu_memory(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[MachineNote]:
-    """Out of GPU memory: is there a GPU here, and does TensorFlow reserve all of it?"""
+    """Out of GPU memory on a machine without a GPU: the message came from another machine. (Whether
+    TensorFlow here reserves a shared GPU's memory is the doctor's EC-ENV-009, attached by id.)"""
     if _no_gpu_here(ctx):
         yield MachineNote(f"{NO_GPU_HERE[0].upper()}{NO_GPU_HERE[1:]}: the fix applies there.")
-        return
-    if ctx.facts.env_var("TF_FORCE_GPU_ALLOW_GROWTH") is None and ctx.facts.nvml.gpus:
-        yield MachineNote(
-            "TF_FORCE_GPU_ALLOW_GROWTH is not set here, so each TensorFlow process reserves nearly all GPU memory at "
-            "start; with more than one process on a GPU, turn growth on.",
-            commands=tuple(
-                Command(shell.set_variable("TF_FORCE_GPU_ALLOW_GROWTH", "true", name), shell=name)
-                for name in (shell.BASH, shell.POWERSHELL)
-            ),
-        )
-
-
-def xla_cuda_dir(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[MachineNote]:
-    """Where XLA can find ptxas and libdevice on this machine."""
-    facts = ctx.facts
-    for name in ("nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvcc-cu11", "nvidia-cuda-nvcc"):
-        wheel = facts.distribution(name)
-        if wheel is not None and wheel.location:
-            directory = f"{wheel.location.rstrip('/')}/nvidia/cuda_nvcc"
-            yield MachineNote(
-                f"The pip wheel {name} {wheel.version} provides ptxas and libdevice in {directory}.",
-                commands=(
-                    Command(
-                        shell.set_variable("XLA_FLAGS", f"--xla_gpu_cuda_data_dir={directory}", "bash"), shell="bash"
-                    ),
-                ),
-            )
-            return
-    if facts.libraries.status == OK and facts.libraries.toolkits:
-        toolkit = facts.libraries.toolkits[0]
-        yield MachineNote(
-            f"A CUDA toolkit {toolkit.version or ''} is at {toolkit.path}; point XLA at it.".replace("  ", " "),
-            commands=(
-                Command(
-                    shell.set_variable("XLA_FLAGS", f"--xla_gpu_cuda_data_dir={toolkit.path}", "bash"), shell="bash"
-                ),
-            ),
-        )
 
 
 def tf_installed(occurrence: "Occurrence", ctx: MachineContext) -> Iterator[MachineNote]:
-    """'No module named tensorflow': is TensorFlow in this interpreter?"""
-    facts = ctx.facts
-    if facts.python.status != OK:
-        return
-    python = facts.python
+    """'No module named tensorflow' where this interpreter has TensorFlow: the message came from
+    another one. (Where it has none, the doctor's EC-TF-001 says so with the install command.)"""
     installed = ctx.installed()
-    if installed is not None:
-        yield MachineNote(
-            f"{python.executable} has {installed[0]} {installed[1]}, so the error came from a different interpreter "
-            "or environment: print sys.executable in the failing program and compare."
-        )
+    if ctx.facts.python.status != OK or installed is None:
         return
-    where = (
-        "a virtual environment"
-        if python.in_virtualenv
-        else "a conda environment"
-        if python.in_conda
-        else "no virtual environment"
-    )
     yield MachineNote(
-        f"TensorFlow is not installed for {python.executable} (Python {python.version}, {where}). "
-        "`envcheck plan` gives the install command for this machine."
+        f"{ctx.facts.python.executable} has {installed[0]} {installed[1]}, so the error came from a different "
+        "interpreter or environment: print sys.executable in the failing program and compare."
     )
 
 
@@ -578,11 +464,8 @@ SPECIALIZERS: dict[str, Callable[["Occurrence", MachineContext], Iterator[Machin
     "gpu_presence": gpu_presence,
     "driver_version": driver_version,
     "visible_devices": visible_devices,
-    "cpu_flags": cpu_flags,
-    "python_version": python_version,
     "compute_capability": compute_capability,
     "gpu_memory": gpu_memory,
-    "xla_cuda_dir": xla_cuda_dir,
     "tf_installed": tf_installed,
 }
 # Comparisons that need only the message and the matrix, so they run without a machine too.

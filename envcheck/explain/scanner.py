@@ -24,6 +24,7 @@ line holding the string holds whole; a pass whose gate word the text lacks is sk
 from __future__ import annotations
 
 import codecs
+import io
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -119,8 +120,6 @@ class Catalogue:
         return next((p for p in self.patterns if p.id == pattern_id), None)
 
     def scan_text(self, text: str) -> "ScanResult":
-        import io
-
         return self.scan(io.BytesIO(text.encode("utf-8", "surrogateescape")))
 
     def scan(

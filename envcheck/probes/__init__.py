@@ -10,7 +10,10 @@ import dataclasses
 import datetime as _dt
 import json
 import os
+import platform as _platform
+import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,8 +39,12 @@ from envcheck.facts import (
     from_dict,
 )
 from envcheck.probes import interpreter as interpreter_probe
+from envcheck.probes.driver import probe_driver
 from envcheck.probes.gpu_speed import probe_host
+from envcheck.probes.libraries import bounded_runner, probe_libraries, subprocess_load_tester
 from envcheck.probes.limits import COMMAND_TIMEOUT, DOCTOR_TIMEOUT, INTERPRETER_TIMEOUT, NVML_TIMEOUT, TF_TIMEOUT
+from envcheck.probes.nvml import probe_nvml
+from envcheck.probes.pci import probe_pci
 from envcheck.probes.system import probe_environment, probe_platform
 
 INTERPRETER_SCRIPT = Path(interpreter_probe.__file__).resolve()
@@ -97,8 +104,6 @@ class InThread:
     given up on at its deadline: a hanging driver call cannot hold the doctor."""
 
     def __init__(self, name: str, section: type, probe: Callable[..., Any], *args: Any, progress=None) -> None:
-        import threading
-
         self.name, self.section = name, section
         self.progress = progress
         _tell(progress, name.lower(), "start")
@@ -133,8 +138,6 @@ def resolve_interpreter(python: str) -> str:
     """Check that ``python`` names a runnable interpreter; a clear UsageError otherwise."""
     path = Path(python).expanduser()
     if not path.exists():
-        import shutil
-
         found = shutil.which(python)
         if not found:
             raise UsageError(f"--python {python}: no such file")
@@ -224,6 +227,7 @@ def _old_python(exe: str, environ: Mapping[str, str], timeout: float) -> Optiona
 def _tf_distribution_names() -> tuple[str, ...]:
     """The distributions whose requirements the snapshot keeps (TensorFlow's, from the matrix)."""
     try:
+        # lazy, inside the try: a matrix that cannot be loaded only leaves the requirements out
         from envcheck.matrix import load_matrix
 
         return load_matrix().tf_distribution_names()
@@ -238,7 +242,6 @@ def collect(options: ProbeOptions) -> Facts:
     every other probe (NVML on a thread of its own, since nvmlInit can be slow) fits inside them.
     Each probe runs through ``guarded``: timed, and an error section instead of an exception.
     """
-    import platform as _platform
 
     clock = Clock(options.timeout)
     system = options.system or _platform.system()
@@ -246,13 +249,12 @@ def collect(options: ProbeOptions) -> Facts:
     progress = options.progress
     worker = None
     if not options.quick:
+        # lazy for start-up: keeps probes.tensorflow out of `envcheck doctor --quick`
         from envcheck.probes.tensorflow import start_tf_worker
 
         _tell(progress, "tensorflow", "start")
         worker = start_tf_worker(python_exe, options.environ, clock.left(options.tf_timeout))
     try:
-        from envcheck.probes.nvml import probe_nvml
-
         nvml_run = InThread("NVML", NvmlFacts, probe_nvml, options.nvml, progress=progress)
         _tell(progress, "python", "start")
         interp = probe_interpreter(
@@ -314,9 +316,6 @@ def _gpu_stack(
     options: ProbeOptions, clock: Clock, system: str, python_exe: str, interp: dict, python_facts: PythonFacts
 ) -> dict:
     """The PCI, kernel driver and library sections (NVML and TensorFlow run beside them)."""
-    from envcheck.probes.driver import probe_driver
-    from envcheck.probes.libraries import bounded_runner, probe_libraries, subprocess_load_tester
-    from envcheck.probes.pci import probe_pci
 
     library_dirs = interp.get("library_dirs") if isinstance(interp.get("library_dirs"), dict) else {}
     pip_dirs = [str(d) for d in library_dirs.get("pip") or () if isinstance(d, str)]

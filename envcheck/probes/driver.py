@@ -121,11 +121,13 @@ def module_file_version(path: Path) -> Optional[str]:
     """The ``version=`` a kernel module carries in its .modinfo section (uncompressed, .xz or .gz)."""
     try:
         if path.name.endswith(".xz"):
+            # lazy and guarded: importing lzma can fail on some systems, and the try handles it
             import lzma
 
             with lzma.open(path) as fh:
                 data = fh.read(MAX_MODULE_BYTES)
         elif path.name.endswith(".gz"):
+            # lazy and guarded: importing gzip can fail on some systems, and the try handles it
             import gzip
 
             with gzip.open(path) as fh:

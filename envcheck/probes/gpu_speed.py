@@ -12,6 +12,7 @@ nvmlComputeMode_t, nvmlTemperatureThresholds_t, nvmlClocksEventReasons).
 from __future__ import annotations
 
 import os
+import platform
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -258,7 +259,6 @@ def link_generation(speed: Optional[str]) -> Optional[int]:
 
 def probe_host(root: Path = Path("/"), system: Optional[str] = None) -> HostFacts:
     """The CPUs this process may run on and the CPUs of each NUMA node (Linux; skipped elsewhere)."""
-    import platform
 
     if (system or platform.system()) != "Linux":
         return HostFacts(status=SKIPPED, error="CPU affinity and NUMA nodes are read on Linux only")

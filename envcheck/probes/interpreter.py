@@ -145,6 +145,7 @@ def _site_dirs():
     dirs.extend(p for p in sys.path if p)
     if sys.flags.no_user_site and not os.environ.get("PYTHONNOUSERSITE"):
         try:
+            # lazy: ctypes can be missing from the probed interpreter's build; only the load test needs it
             import site
 
             dirs.append(site.getusersitepackages())
@@ -175,6 +176,7 @@ def nvidia_lib_dirs():
 
 def _ctypes_version(lib, family):
     """The version a loaded CUDA library reports about itself, or None when it has no such call."""
+    # lazy: ctypes can be missing from the probed interpreter's build; only the load test needs it
     import ctypes
 
     if family in ("cudart", "nvcuda"):
@@ -228,6 +230,7 @@ _PROPERTY_GETTERS = {
 
 def load_library(path, family):
     """Load one library by its full path and ask its version; failures are results, not errors."""
+    # lazy: ctypes can be missing from the probed interpreter's build; only the load test needs it
     import ctypes
 
     try:

@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import re
+import struct
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -158,8 +159,6 @@ def _target_arch() -> str:
 
 
 def _is_64bit() -> bool:
-    import struct
-
     return struct.calcsize("P") == 8
 
 

@@ -10,6 +10,7 @@ every GPU), so ``collect`` runs this probe on a thread beside the others.
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from collections.abc import Callable
 from typing import Any, Optional
@@ -36,6 +37,7 @@ def probe_nvml(nvml: Any = None) -> NvmlFacts:
                 error=f"NVML Shared Library Not Found (NVML error {LIBRARY_NOT_FOUND}): {missing}",
             )
         try:
+            # lazy for start-up: pynvml is heavy (or absent), imported only where it is used
             import pynvml as nvml
         except ImportError as exc:
             return NvmlFacts(
@@ -81,7 +83,6 @@ def _library_load_error() -> Optional[str]:
     """
     if not sys.platform.startswith("linux"):
         return None
-    import ctypes
 
     try:
         ctypes.CDLL("libnvidia-ml.so.1")

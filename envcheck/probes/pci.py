@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import platform
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -87,8 +88,6 @@ def _bound_driver(path: Path) -> Optional[str]:
 
 
 def _with_name(device: PciDevice, names: dict[str, str]) -> PciDevice:
-    from dataclasses import replace
-
     name = names.get(device.device_id)
     return replace(device, name=name) if name else device
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import platform
 import re
 import socket
@@ -176,8 +177,6 @@ def _cpu_info(root: Path) -> tuple[str | None, tuple[str, ...]]:
 
 def _login_name() -> str | None:
     try:
-        import getpass
-
         return getpass.getuser()
     except Exception:  # noqa: BLE001
         return None

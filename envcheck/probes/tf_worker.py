@@ -8,6 +8,7 @@ object; a partial result is printed after the cheap stages, so a crash during th
 still leaves the version, the build and the devices behind.
 """
 
+import importlib.util
 import json
 import os
 import sys
@@ -58,8 +59,6 @@ def _fail(result, stage, exc):
 
 
 def run(result):
-    import importlib.util
-
     result["stage"] = "find"
     if importlib.util.find_spec("tensorflow") is None:
         result["not_installed"] = True
@@ -68,6 +67,7 @@ def run(result):
     emit(dict(result, partial=True))  # a crash inside the import is then known to be one
     started = time.perf_counter()
     try:
+        # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
         import tensorflow as tf
     except BaseException as exc:  # noqa: BLE001 - ImportError, DLL load failures, SystemExit, ...
         result["import_seconds"] = round(time.perf_counter() - started, 3)
@@ -191,6 +191,7 @@ def devices(tf):
 
 def placement_test(tf, logical):
     """A matmul and a 2-D convolution on every visible GPU (the CPU when there is none)."""
+    # lazy for start-up: numpy is heavy (or absent), imported only where it is used
     import numpy as np
 
     targets = [d["name"] for d in logical if d.get("device_type") == "GPU"] or ["/device:CPU:0"]
@@ -273,6 +274,7 @@ def _value(tf, tensor):
 
 def conv2d_reference(image, kernel):
     """SAME-padded stride-1 NHWC convolution in float64, as TensorFlow defines it."""
+    # lazy for start-up: numpy is heavy (or absent), imported only where it is used
     import numpy as np
 
     n, h, w, _ = image.shape
@@ -306,6 +308,7 @@ def mapped_libraries():
 
 def _devices_tf1(tf):
     """TensorFlow 1.x before tf.config: the local devices as the session sees them."""
+    # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
     from tensorflow.python.client import device_lib
 
     found = device_lib.list_local_devices()
@@ -344,6 +347,7 @@ def main():
 def _flush_c_streams():
     """TensorFlow prints device placement through C stdio; os._exit would drop what is buffered."""
     try:
+        # lazy and guarded: importing ctypes can fail on some systems, and the try handles it
         import ctypes
 
         libc = ctypes.CDLL(None) if os.name == "posix" else ctypes.cdll.msvcrt

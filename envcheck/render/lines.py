@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from envcheck.invocation import runnable
 from envcheck.render.terminal import console_for, print_wrapped, terminal_width, use_color
 from envcheck.render.width import path_pieces
 
@@ -29,7 +30,6 @@ class Lines:
 
     def command(self, line: str, indent: int) -> None:
         """A command to copy: whole, on its own line, written the way this user runs envcheck."""
-        from envcheck.invocation import runnable
 
         text = Text(" " * indent)
         text.append(runnable(line), style="cyan" if self.color else "")

@@ -59,6 +59,7 @@ class Progress:
 
     def renderable(self):
         """The lines as one rich Text (no Table: the live display must cost no start-up time)."""
+        # lazy for start-up: rich is heavy (or absent), imported only where it is used
         from rich.spinner import Spinner
         from rich.text import Text
 
@@ -124,6 +125,8 @@ def live_progress(quick: bool, enabled: Optional[bool] = None, stream=None) -> I
         # Only when the probes are still running after a moment: a quick doctor that is done by
         # then draws nothing and pays nothing for the display (not even rich.live's import).
         from rich.console import Console
+
+        # lazy for start-up: rich is heavy (or absent), imported only where it is used
         from rich.live import Live
 
         with lock:

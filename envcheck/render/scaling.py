@@ -59,6 +59,7 @@ def _measurements(m: dict[str, Any]) -> list[str]:
 
 def scaling_figure(result: dict[str, Any]):
     """Efficiency against the number of devices, with the linear ideal and the expected bar."""
+    # lazy for start-up: matplotlib is heavy (or absent), imported only where it is used
     import matplotlib.style
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure

@@ -7,6 +7,7 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
+from envcheck.facts import facts_from_dict
 from envcheck.printable import printable
 from envcheck.render import json_text
 from envcheck.render.lines import Lines, clip, clip_middle, wrap_words
@@ -112,7 +113,7 @@ def _finished(report: dict, link: str | None) -> bool:
 
 
 def _tensorflow(report: dict) -> str:
-    from envcheck.facts import facts_from_dict
+    # lazy for start-up: keeps machine out of every import of render.scan
     from envcheck.machine import Machine
 
     try:
@@ -216,6 +217,7 @@ def _table(out: Lines, rows: list[Row]) -> None:
     how it was reached, and the first broken link (wrapped under its column) split what is left, each
     taking what it needs and giving the rest to the others. Under about 95 columns the column of
     how each environment was reached goes (-v and --json have it)."""
+    # lazy for start-up: rich is heavy (or absent), imported only where it is used
     from rich.text import Text
 
     small = [

@@ -21,8 +21,10 @@ class Stages:
     the last. Thread-unsafe by design: one command drives it from its main thread."""
 
     def __init__(self, console=None, enabled: Optional[bool] = None) -> None:
+        # lazy for start-up: rich is heavy (or absent), imported only where it is used
         from rich.console import Console
 
+        # lazy for start-up: keeps render.terminal out of every import of render.stages
         from envcheck.render.terminal import use_color
 
         self.console = console or Console(stderr=True, highlight=False)
@@ -64,6 +66,7 @@ class Stages:
         self._current = None
         seconds = time.perf_counter() - started
         if self.animated and done and seconds >= WORTH_A_LINE:
+            # lazy for start-up: rich is heavy (or absent), imported only where it is used
             from rich.text import Text
 
             self.console.print(Text.assemble(("✔ ", "green"), done, (f"  {seconds:.1f} s", "dim")))
@@ -91,6 +94,7 @@ class _Elapsed:
         self.stages = stages
 
     def __rich__(self):
+        # lazy for start-up: rich is heavy (or absent), imported only where it is used
         from rich.text import Text
 
         current = self.stages._current

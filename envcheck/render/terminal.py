@@ -33,6 +33,7 @@ from envcheck.findings import (
     Report,
     Severity,
 )
+from envcheck.invocation import runnable
 from envcheck.printable import printable
 from envcheck.render.width import DEFAULT_WIDTH, MIN_WIDTH, path_pieces, terminal_width  # noqa: F401 - part of this module's interface
 from envcheck.shell import SHELL_TITLES, Command
@@ -218,8 +219,6 @@ class _Out:
         print_wrapped(self.console, parts, indent=indent, hang=hang)
 
     def command(self, command: Command, indent: int) -> None:
-        from envcheck.invocation import runnable
-
         text = Text(" " * indent)
         text.append(printable(runnable(command.line, command.shell)), style="cyan" if self.color else "")
         self.console.print(text, soft_wrap=True, crop=False)
@@ -269,8 +268,6 @@ def render(report: Report, verbose: bool = False, color: Optional[bool] = None, 
             listed = "; ".join(
                 f"{f.id} {f.severity.value}" + (f" (because of {f.caused_by})" if f.caused_by else "") for f in rest
             )
-            from envcheck.invocation import runnable
-
             dim = "dim" if color else ""
             out.line(Text(f"Also: {listed}. Details: ", style=dim), whole(runnable("envcheck doctor -v"), dim), hang=6)
     return out.value()
@@ -443,6 +440,7 @@ def findings(out: _Out, report: Report) -> None:
 
 def multigpu(out: _Out, report: Report) -> None:
     """``-v``: each GPU's link, clocks, temperature and power, and the path between each pair."""
+    # lazy for start-up: only `doctor -v` needs machine and render.multigpu; other commands render here too
     from envcheck.machine import Machine
     from envcheck.render.multigpu import multigpu_details
 

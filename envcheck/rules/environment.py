@@ -231,6 +231,51 @@ def gpu_memory_taken(ctx: Context) -> Iterator[Hit]:
         )
 
 
+@rule(
+    "EC-ENV-009",
+    "A GPU shared with another process while TensorFlow would reserve all its memory",
+    "warning",
+    "environment",
+)
+def gpu_shared_without_growth(ctx: Context) -> Iterator[Hit]:
+    """Without TF_FORCE_GPU_ALLOW_GROWTH each TensorFlow process reserves nearly all of a GPU's free
+    memory when it starts, so a second process on that GPU (another training run, a notebook) runs
+    out of memory. Where another process already holds most of the memory EC-ENV-005 says so."""
+    if ctx.facts.env_var("TF_FORCE_GPU_ALLOW_GROWTH") is not None:
+        return  # set: EC-ENV-006 judges a value TensorFlow rejects
+    shared = [
+        gpu
+        for gpu in ctx.facts.nvml.gpus
+        if gpu.processes
+        and not (
+            gpu.memory_total_mb
+            and gpu.memory_used_mb is not None
+            and gpu.memory_used_mb / gpu.memory_total_mb > BUSY_SHARE
+        )
+    ]
+    if not shared:
+        return
+    names = "; ".join(
+        f"GPU {gpu.index} ({gpu.name or '?'}) with "
+        + ", ".join(f"{p.name or 'pid'} (pid {p.pid})" for p in gpu.processes)
+        for gpu in shared
+    )
+    yield Hit(
+        title=f"TF_FORCE_GPU_ALLOW_GROWTH is not set, and other processes use the GPU: {names}",
+        detail=(
+            "Each TensorFlow process reserves nearly all of a GPU's free memory when it starts, so the "
+            "process that comes second on a shared GPU runs out of memory."
+        ),
+        evidence=(("TF_FORCE_GPU_ALLOW_GROWTH", "not set"),)
+        + tuple((f"nvml gpu {gpu.index} processes", str(len(gpu.processes))) for gpu in shared),
+        fix=Fix(
+            text="Let TensorFlow grow its memory as it needs it instead of reserving it all at start.",
+            commands=(allow_growth_command(ctx),),
+            url="https://www.tensorflow.org/guide/gpu#limiting_gpu_memory_growth",
+        ),
+    )
+
+
 @rule("EC-ENV-006", "TF_FORCE_GPU_ALLOW_GROWTH set to a value TensorFlow rejects", "warning", "environment")
 def allow_growth_value(ctx: Context) -> Iterator[Hit]:
     """TensorFlow accepts exactly "true" or "false"; anything else is logged and ignored."""

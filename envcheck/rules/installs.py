@@ -50,6 +50,8 @@ def install_release(
         commands.append(ctx.pip_command("install", requirement, step=step))
         return tuple(commands), ""
     from envcheck.planner.options import cpu_option, gpu_option, python_range  # start-up: see above
+
+    # lazy for start-up: keeps planner.steps, planner.target out of `envcheck doctor`
     from envcheck.planner.steps import environment_steps
     from envcheck.planner.target import target_from_machine
 
@@ -70,6 +72,8 @@ def plan_for(ctx: Context, release: Optional[str] = None) -> Optional["Plan"]:
     """What ``envcheck plan`` recommends for this machine, or its plan for ``release`` (``--tf``);
     None when the matrix has nothing for it."""
     from envcheck.planner import make_plan  # start-up: see above
+
+    # lazy for start-up: keeps planner.target out of `envcheck doctor`
     from envcheck.planner.target import target_from_machine
 
     try:

@@ -244,6 +244,60 @@ def toolkit_other_version(ctx: Context) -> Iterator[Hit]:
     )
 
 
+# Where XLA looks for ptxas and libdevice when XLA_FLAGS names no --xla_gpu_cuda_data_dir: the CUDA
+# root TensorFlow was configured with (/usr/local/cuda in the official wheels) and, from the
+# releases with the [and-cuda] extra, the nvidia-cuda-nvcc wheel beside TensorFlow (TensorFlow's
+# tsl/platform/default/cuda_root_path.cc, CandidateCudaRoots).
+XLA_DEFAULT_ROOT = "/usr/local/cuda"
+NVCC_WHEELS = ("nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvcc-cu11", "nvidia-cuda-nvcc")
+XLA_FLAGS_PAGE = "https://openxla.org/xla/flags_guidance"
+
+
+@rule("EC-LIB-009", "ptxas and libdevice are where XLA does not look for them", "warning", "libraries")
+def xla_cuda_dir(ctx: Context) -> Iterator[Hit]:
+    """XLA (jit_compile=True, or auto-clustering) needs CUDA's ptxas and libdevice; a copy outside
+    the folders it searches fails the compile ("libdevice not found", "Couldn't invoke ptxas")."""
+    facts = ctx.facts
+    tf = ctx.installed_tf
+    if not ctx.platform.linux_wheels or tf is None or ctx.is_cuda_tf is False or ctx.gpu_presence == ABSENT:
+        return
+    flags = (facts.env_var("XLA_FLAGS") or "").strip()
+    if "--xla_gpu_cuda_data_dir" in flags:
+        return
+    release = parse_version(tf.version)
+    wheel = next((w for w in map(facts.distribution, NVCC_WHEELS) if w is not None and w.location), None)
+    if wheel is not None:
+        if release is None or release.release[:2] >= ctx.matrix.platform.and_cuda_first.release[:2]:
+            return  # TensorFlow looks in the nvidia-cuda-nvcc wheel itself
+        directory = f"{wheel.location.rstrip('/')}/nvidia/cuda_nvcc"
+        where = f"the pip wheel {wheel.name} {wheel.version} ({directory})"
+    else:
+        toolkits = facts.libraries.toolkits if facts.libraries.status == "ok" else ()
+        if not toolkits or any(t.path.rstrip("/").startswith(XLA_DEFAULT_ROOT) for t in toolkits):
+            return
+        directory = toolkits[0].path.rstrip("/")
+        version = f" {toolkits[0].version}" if toolkits[0].version else ""
+        where = f"the CUDA toolkit{version} at {directory}"
+    yield Hit(
+        title=f"XLA does not look for ptxas and libdevice in {where}",
+        detail=(
+            f"Without --xla_gpu_cuda_data_dir in XLA_FLAGS, {tf.distribution} {tf.version} searches {XLA_DEFAULT_ROOT}"
+            + (
+                f" and not the pip wheels (releases before {minor(str(ctx.matrix.platform.and_cuda_first))})"
+                if wheel
+                else ""
+            )
+            + ", so compiling with XLA fails (libdevice not found, ptxas not found)."
+        ),
+        evidence=(("XLA_FLAGS", flags or "not set"), ("ptxas and libdevice", directory)),
+        fix=Fix(
+            text="Point XLA at that folder.",
+            commands=(ctx.set_variable("XLA_FLAGS", f"{flags} --xla_gpu_cuda_data_dir={directory}".strip()),),
+            url=XLA_FLAGS_PAGE,
+        ),
+    )
+
+
 @rule("EC-LIB-006", "pip nvidia-* wheels installed but not found or not loadable", "error", "libraries")
 def pip_wheels_not_loadable(ctx: Context) -> Iterator[Hit]:
     for wheel in ctx.broken_wheels:

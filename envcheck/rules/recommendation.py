@@ -37,6 +37,8 @@ def recommend(ctx: Context) -> Optional[Recommendation]:
         return None
     # Start-up: the planner's modules are loaded only for a machine without TensorFlow (plan_for).
     from envcheck.planner import option_to_dict
+
+    # lazy for start-up: keeps planner.options, planner.steps out of `envcheck doctor`
     from envcheck.planner.options import CPU
     from envcheck.planner.steps import requirement
 

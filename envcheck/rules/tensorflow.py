@@ -349,6 +349,7 @@ def probe_crashed(ctx: Context) -> Iterator[Hit]:
         return
     flags = ctx.facts.platform.cpu_flags
     stage = f" during {tf.failed_stage}" if tf.failed_stage else ""
+    cause = None
     if kind == "timeout":
         title = f"TensorFlow did not finish{stage} within the time limit"
         fix = Fix(
@@ -372,6 +373,7 @@ def probe_crashed(ctx: Context) -> Iterator[Hit]:
             url="https://www.tensorflow.org/install/source",
         )
         severity = None
+        cause = "EC-TF-012"  # the CPU finding says why, whatever TensorFlow was doing
     else:
         why = tf.signal or (f"exit code {tf.returncode}" if tf.returncode is not None else kind.replace("_", " "))
         title = f"TensorFlow {'crashed' if kind == 'crashed' else 'failed'}{stage} ({why})"
@@ -382,7 +384,45 @@ def probe_crashed(ctx: Context) -> Iterator[Hit]:
         severity = None
     evidence = [("tensorflow probe", f"{kind}: {tf.error or ''}".strip())]
     evidence.extend(("tensorflow log", line) for line in tf.log_lines[-5:])
-    yield Hit(title=title, detail=tf.error or "", evidence=tuple(evidence), fix=fix, severity=severity)
+    yield Hit(title=title, detail=tf.error or "", evidence=tuple(evidence), fix=fix, severity=severity, caused_by=cause)
+
+
+ROSETTA_PAGE = "https://developer.apple.com/documentation/apple-silicon/about-the-rosetta-translation-environment"
+
+
+@rule("EC-TF-012", "The CPU lacks the AVX instructions TensorFlow's wheels are built with", "error", "tensorflow")
+def cpu_without_avx(ctx: Context) -> Iterator[Hit]:
+    """TensorFlow's official x86 wheels have required AVX since 1.6: without it ``import tensorflow``
+    dies with an illegal instruction. Said from /proc/cpuinfo on Linux and WSL (where the probe reads
+    the flags), and for an x86_64 Python under Rosetta on Apple silicon, which has no AVX."""
+    platform, python = ctx.facts.platform, ctx.facts.python
+    if platform.status != "ok":
+        return
+    if ctx.os == "macos" and python.machine == "x86_64" and platform.machine == "arm64":
+        yield Hit(
+            title="This Python is an x86_64 build running under Rosetta on Apple silicon, which has no AVX: x86 TensorFlow wheels crash",
+            detail="Rosetta translates x86_64 code but not the AVX instructions TensorFlow's x86 wheels are built with.",
+            evidence=(("python.machine", python.machine), ("platform.machine", platform.machine)),
+            fix=Fix(
+                text="Install an arm64 (native) Python and TensorFlow into it.",
+                commands=(ctx.shell_command('python3 -c "import platform; print(platform.machine())"'),),
+                url=ROSETTA_PAGE,
+            ),
+        )
+        return
+    flags = platform.cpu_flags
+    # No flags at all: /proc/cpuinfo was not read (or lists none TensorFlow cares about): unknown.
+    if ctx.os not in ("linux", "wsl") or not flags or "avx" in flags:
+        return
+    yield Hit(
+        title=f"{platform.cpu or 'This CPU'} has no AVX instructions, which TensorFlow's official wheels have required since 1.6",
+        detail="A wheel built with AVX dies on `import tensorflow` with an illegal instruction (SIGILL) on this CPU.",
+        evidence=(("platform.cpu_flags", " ".join(flags)),),
+        fix=Fix(
+            text="Use TensorFlow built from source for this CPU, or run on a machine whose CPU has AVX.",
+            url="https://www.tensorflow.org/install/source",
+        ),
+    )
 
 
 @rule("EC-TF-008", "TensorFlow release not covered by the matrix", "warning", "tensorflow")

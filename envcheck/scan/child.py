@@ -18,6 +18,11 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from envcheck import procs
+from envcheck.errors import EnvcheckError
+from envcheck.printable import printable
+from envcheck.render import emit
+
 # What envcheck's own process needs from the scan's environment: where programs are (nvidia-smi,
 # ldconfig), who and where the user is, the locale, the temporary folder, Windows' system
 # folders, and the loader path NVML is found on (NVML loads into envcheck's process). Nothing a
@@ -77,9 +82,6 @@ def request(interpreter: str, probe_environ: Mapping[str, str], *, full: bool, t
 
 def main(body: dict[str, Any]) -> int:
     """The doctor's ``--json`` report on the request's interpreter, with the request's environment."""
-    from envcheck import procs
-    from envcheck.errors import EnvcheckError
-    from envcheck.printable import printable
 
     try:
         with procs.adopting_orphans():  # what the probed interpreter leaves behind is ended with it
@@ -93,8 +95,8 @@ def main(body: dict[str, Any]) -> int:
 
 
 def _doctor(body: dict[str, Any]) -> int:
+    # lazy for start-up: keeps probes, render.json, verdict out of every import of scan.child
     from envcheck.probes import ProbeOptions, collect
-    from envcheck.render import emit
     from envcheck.render.json import render
     from envcheck.verdict import judge
 

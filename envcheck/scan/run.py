@@ -35,6 +35,7 @@ from envcheck.scan.discover import (
     Candidate,
     Places,
     is_pyenv_shim,
+    pyenv_root,
 )
 
 IDENTIFY_TIMEOUT = 10.0
@@ -192,7 +193,6 @@ def _kind(answer: dict, c: Candidate, places: Places) -> str:
         return "conda"
     if os.path.realpath(answer["prefix"]) != os.path.realpath(answer.get("base_prefix") or answer["prefix"]):
         return "venv"
-    from envcheck.scan.discover import pyenv_root
 
     root = os.path.realpath(pyenv_root(places))
     if c.how == PYENV or os.path.realpath(answer["prefix"]).startswith(root + os.sep):

@@ -22,6 +22,7 @@ ENVCHECK_CLUSTER_WAIT) for them, then stops with one line (exit 1).
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -317,6 +318,7 @@ def within_wait(tf, seconds: float, who: str, cluster: dict[str, list[str]], sta
     The strategy waits for every worker to join as it sets up the collective ops through the
     coordination service (TensorFlow 2.9 on), and in its first all-reduce, both without end by
     default; past ``seconds`` here, one line (exit 1) says who waited for what."""
+    # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
     from tensorflow.python.distribute import collective_all_reduce_strategy as collective
 
     _coordination_with_timeout(tf, cluster, seconds)
@@ -344,8 +346,7 @@ def _close_the_context() -> None:
     """End the failed eager context now, while the set-up still holds TensorFlow's output: its
     coordination agent, shut down in an error state, prints a dozen lines."""
     try:
-        import gc
-
+        # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
         from tensorflow.python.eager import context
 
         context._reset_context()
@@ -360,6 +361,7 @@ def _coordination_with_timeout(tf, cluster: dict[str, list[str]], seconds: float
     the strategy keeps a service configured before it. A TensorFlow without these parts (older or
     newer internals) keeps its own waits."""
     try:
+        # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
         from tensorflow.python.distribute import multi_worker_util
         from tensorflow.python.eager import context
 

@@ -20,6 +20,8 @@ def history_figure(rows: list[dict[str, Any]], title: str):
     left and accuracy on the right, so that a large loss never flattens the accuracy curves."""
     # matplotlib takes most of a second to import: paid at the first epoch's end, not at start-up.
     import matplotlib.style
+
+    # lazy for start-up: matplotlib is heavy (or absent), imported only where it is used
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator

@@ -51,6 +51,7 @@ class DevicePlan:
 
 def strategy_name(strategy) -> str:
     """The public tf.distribute name (MultiWorkerMirroredStrategy's class calls itself otherwise)."""
+    # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
     import tensorflow as tf
 
     for name in ("MultiWorkerMirroredStrategy", "MirroredStrategy", "OneDeviceStrategy"):
@@ -61,6 +62,7 @@ def strategy_name(strategy) -> str:
 
 def split_cpu(count: int) -> list[str]:
     """Split the CPU into `count` logical devices (or check that it already is); their names."""
+    # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
     import tensorflow as tf
 
     cpu = tf.config.list_physical_devices("CPU")[0]
@@ -89,6 +91,7 @@ def select_gpus(requested: Optional[int], *, may_start_runtime: bool = True) -> 
     TensorFlow's runtime starts, which envcheck.runtime's device listing would do, so that path
     sets visibility and memory growth directly.
     """
+    # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
     import tensorflow as tf
 
     physical = tf.config.list_physical_devices("GPU")
@@ -125,6 +128,7 @@ def select_gpus(requested: Optional[int], *, may_start_runtime: bool = True) -> 
 def _configure_with_runtime(count: int) -> Optional[list[str]]:
     """The first `count` GPUs through envcheck.runtime; None when it is absent or TensorFlow already started."""
     try:
+        # lazy for start-up: keeps runtime (and what it imports) out of every import of train.strategy
         from envcheck import runtime
     except ImportError:
         return None
@@ -198,6 +202,7 @@ def slurm_tf_config(environ=os.environ) -> dict[str, Any]:
     chosen from its slot afterwards (``plan_devices``).
     """
     counts, port_base = check_slurm_step(environ, SLURM_PORT_BASE)
+    # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
     import tensorflow as tf
 
     with _process_environment(environ, SLURM_STEP_VARIABLES):
@@ -263,6 +268,7 @@ def plan_devices(gpus: Optional[int] = None, cpu_replicas: int = 1, multi_worker
     """Configure devices and build the strategy. Call before any other TensorFlow work."""
     if gpus and cpu_replicas > 1:
         raise UsageError("--gpus and --cpu-replicas exclude each other: mirror over GPUs or over CPU devices")
+    # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
     import tensorflow as tf
 
     if multi_worker:
@@ -354,6 +360,7 @@ def _multi_worker(tf, resolver, who: str, cluster: dict):
 def gpu_unavailable_reason(tf) -> str:
     """The doctor's one-line reason (through envcheck.runtime) why TensorFlow has no GPU here."""
     try:
+        # lazy for start-up: keeps runtime (and what it imports) out of every import of train.strategy
         from envcheck import runtime
 
         return runtime.gpu_unavailable_reason(tf)

@@ -355,6 +355,7 @@ def _callbacks(config: TrainConfig, data: CifarData, run, output: OutputFolder, 
     """(the callbacks for fit, the recorder, the NaN stop, the progress bar or None)."""
     import keras  # TensorFlow, as in _datasets
 
+    # lazy for start-up: callbacks imports keras (TensorFlow) at its top
     from envcheck.train import callbacks as cb
 
     plan = run.plan
@@ -493,6 +494,8 @@ def build_summary(
     *, meta, rows, plan, speed_plan, config: TrainConfig, resumed_from: int, wall_seconds: float
 ) -> dict[str, Any]:
     import keras  # TensorFlow, as in _datasets
+
+    # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
     import tensorflow as tf
 
     last = rows[-1] if rows else {}

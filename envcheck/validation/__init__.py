@@ -24,8 +24,10 @@ DEFAULT_CPU_REPLICAS = 2
 
 def plan_for_validation(gpus: Optional[int], cpu_replicas: Optional[int]):
     """Every visible GPU; or, with none (or --gpus 0 / --cpu-replicas), the CPU split into replicas."""
+    # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
     import tensorflow as tf
 
+    # lazy for start-up: keeps train.strategy out of every import of validation
     from envcheck.train.strategy import plan_devices
 
     # --gpus N on a machine without GPUs is refused by plan_devices, as envcheck train refuses it.
@@ -38,6 +40,7 @@ def plan_for_validation(gpus: Optional[int], cpu_replicas: Optional[int]):
 def doctor_verdict() -> Optional[dict]:
     """The doctor's quick verdict on this machine (no TensorFlow subprocess: validate is one)."""
     try:
+        # lazy for start-up: keeps probes, verdict out of every import of validation
         from envcheck.probes import ProbeOptions, collect
         from envcheck.verdict import judge
 
@@ -85,6 +88,7 @@ def run_validation(
     ``console`` is where the training run of level 3 draws its own progress."""
     say = announce or (lambda text: None)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # lazy for start-up: keeps machine, validation.compute, validation.replicas out of every import of validation
     from envcheck.machine import short_device
     from envcheck.validation.compute import run_level1
     from envcheck.validation.replicas import run_level2
@@ -92,6 +96,7 @@ def run_validation(
     say("starting TensorFlow")
     plan = plan_for_validation(gpus, cpu_replicas)
     if full and level >= 3:
+        # lazy for start-up: keeps validation.training out of every import of validation
         from envcheck.validation.training import require_gpu_for_full
 
         require_gpu_for_full(plan)  # before levels 1 and 2, not after them
@@ -112,6 +117,7 @@ def run_validation(
         report.checks += _guarded(2, "all-reduce", lambda: run_level2(plan))
     if level >= 3:
         say("level 3: a training run")
+        # lazy for start-up: keeps validation.training out of every import of validation
         from envcheck.validation.training import run_level3
 
         requested = 0 if (gpus == 0 or cpu_replicas) else gpus  # None: every usable GPU

@@ -38,6 +38,7 @@ def relative_error(result: np.ndarray, reference: np.ndarray) -> float:
 
 
 def _timed(op: Callable, inputs: tuple[np.ndarray, ...], device: str, repeats: int):
+    # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
     import tensorflow as tf
 
     with tf.device(device):
@@ -105,6 +106,7 @@ def check_op(
 
 
 def run_level1(devices: list[str], *, matmul_size: int = 1024, conv_batch: int = 16) -> list[Check]:
+    # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
     import tensorflow as tf
 
     rng = np.random.default_rng(0)

@@ -19,6 +19,7 @@ REPEATS = 5
 
 
 def run_level2(plan, *, elements: int = 1 << 20) -> list[Check]:
+    # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
     import tensorflow as tf
 
     strategy, replicas = plan.strategy, plan.replicas

@@ -137,6 +137,7 @@ def strategy_for(devices: list[str]):
     each strategy; so does this (when the attribute is there: it is not public).
     """
     global _strategies_made
+    # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
     import tensorflow as tf
 
     strategy_class = tf.distribute.MirroredStrategy
@@ -147,6 +148,7 @@ def strategy_for(devices: list[str]):
 
 
 def _train_step(strategy, model, optimizer, global_batch: int):
+    # lazy for start-up: keras and tensorflow are heavy (or absent), imported only where it is used
     import keras
     import tensorflow as tf
 
@@ -169,6 +171,7 @@ def _train_step(strategy, model, optimizer, global_batch: int):
 
 def _timed_training(workload: Workload, devices: list[str], batch: int, steps: int, *, pipeline: bool, probe=None):
     """(images/s of ``steps`` timed steps after the warm-up, NVML probed during them or None)."""
+    # lazy for start-up: keras and tensorflow are heavy (or absent), imported only where it is used
     import keras
     import tensorflow as tf
 
@@ -230,6 +233,7 @@ def pipeline_rate(workload: Workload, global_batch: int, batches: int = PIPELINE
 
 def allreduce_time(workload: Workload, devices: list[str]) -> tuple[float, float]:
     """(seconds per all-reduce of tensors shaped as the model's gradients, their megabytes)."""
+    # lazy for start-up: tensorflow is heavy (or absent), imported only where it is used
     import tensorflow as tf
 
     strategy = strategy_for(devices)

@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from envcheck.errors import EXIT_FINDINGS, EXIT_OK
 from envcheck.scaling_baseline import record_one_device
+from envcheck.validation import plan_for_validation
 from envcheck.validation.bottleneck import analyse
 from envcheck.validation.scaling import DEFAULT_STEPS, ScalingMeasurement, measure
 
@@ -28,7 +29,7 @@ def run_scaling(
 ) -> dict[str, Any]:
     """The JSON document of one scaling run (``measurement``, ``analysis``, ``under_load``, ``exit_code``)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from envcheck.validation import plan_for_validation
+    # lazy for start-up: keeps validation.workloads out of every import of validation.scaling_run
     from envcheck.validation.workloads import reference_workload
 
     say("starting TensorFlow")
@@ -53,6 +54,7 @@ def run_scaling(
 
 
 def _nvml_probe():
+    # lazy for start-up: keeps probes.nvml out of every import of validation.scaling_run
     from envcheck.probes.nvml import probe_nvml
 
     return probe_nvml()
@@ -62,6 +64,7 @@ def _judged_under_load(m: ScalingMeasurement) -> list[dict[str, Any]]:
     """The doctor's Multi-GPU findings on what NVML said while the N devices trained."""
     if m.under_load_nvml is None:
         return []
+    # lazy for start-up: keeps facts, machine, probes.system, rules.engine out of every import of validation.scaling_run
     from envcheck.facts import Facts
     from envcheck.machine import Machine
     from envcheck.probes.system import probe_environment, probe_platform

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from envcheck.errors import UsageError
-from envcheck.machine import short_device
+from envcheck.facts import Facts
+from envcheck.machine import Machine, short_device
 from envcheck.validation.checks import Check
 from envcheck.words import plural
 
@@ -81,6 +82,7 @@ def compare_devices(
 def start_doctor_probe():
     """Start the doctor's TensorFlow worker now (it imports TensorFlow while we train); None if unavailable."""
     try:
+        # lazy for start-up: keeps probes.tensorflow out of every import of validation.training
         from envcheck.probes.tensorflow import start_tf_worker
 
         return start_tf_worker(sys.executable, os.environ, 180.0)
@@ -99,14 +101,13 @@ def usable_gpus_from(probe) -> Optional[list[str]]:
         return None
     if getattr(tf, "error_kind", None) or not getattr(tf, "placement", None):
         return None
-    from envcheck.facts import Facts
-    from envcheck.machine import Machine
 
     machine = Machine(Facts(tensorflow=tf))
     return sorted(short_device(g.tf_device) for g in machine.usable_gpus if g.tf_device)
 
 
 def quick_config(plan, data_path: Optional[Path], output: Path, progress: bool):
+    # lazy for start-up: keeps train.config, train.data out of every import of validation.training
     from envcheck.train.config import PRESETS, TrainConfig
     from envcheck.train.data import DataError, load_cifar10
 
@@ -140,6 +141,7 @@ def require_gpu_for_full(plan) -> None:
 
 
 def full_config(plan, data_path: Optional[Path], output: Path, progress: bool):
+    # lazy for start-up: keeps train.config out of every import of validation.training
     from envcheck.train.config import PRESETS, TrainConfig
 
     require_gpu_for_full(plan)
@@ -158,6 +160,7 @@ def run_level3(
     console=None,
     announce=None,
 ) -> list[Check]:
+    # lazy for start-up: keeps train.trainer out of every import of validation.training
     from envcheck.train.trainer import TrainingDiverged, train
 
     probe = start_doctor_probe()
@@ -225,6 +228,7 @@ def _training_check(name: str, summary: dict[str, Any]) -> Check:
 
 def _accuracy_check(summary: dict[str, Any], replicas: int) -> Check:
     """--full: the validation accuracy against the post's, within ACCURACY_TOLERANCE."""
+    # lazy for start-up: keeps train.config out of every import of validation.training
     from envcheck.train.config import post_reference
 
     reference = post_reference(replicas)

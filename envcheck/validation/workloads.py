@@ -13,6 +13,7 @@ CLASSES = 10
 
 
 def reference_workload(batch_per_replica: int = 64, seed: int = 0) -> Workload:
+    # lazy for start-up: keeps train.model, train.pipeline out of every import of validation.workloads
     from envcheck.train.model import build_training_model
     from envcheck.train.pipeline import training_dataset
 

@@ -11,11 +11,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
 
-from envcheck.facts import ERROR, SKIPPED, Distribution, Facts, LibraryCopy, NvmlFacts, PlacementResult, TensorflowFacts
+from envcheck.facts import (
+    ERROR,
+    SKIPPED,
+    CudaToolkit,
+    Distribution,
+    Facts,
+    LibraryCopy,
+    NvmlFacts,
+    PlacementResult,
+    TensorflowFacts,
+)
 
 from . import builders as b
 
 V10 = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v10.0\\bin"
+
+
+def _toolkit_at(path: str) -> Facts:
+    """The server without the nvidia-cuda-nvcc wheel, and a CUDA 12.2 toolkit at ``path``."""
+    facts = b.with_distributions(b.server(), drop=("nvidia-cuda-nvcc-cu12",))
+    return b.change(facts, {"libraries.toolkits": (CudaToolkit(path=path, version="12.2", origin="cuda-dir"),)})
+
+
+def _rosetta(python_machine: str) -> Facts:
+    """An Apple-silicon Mac whose Python is built for ``python_machine``."""
+    facts = b.change(b.no_gpu(), {"platform.os": "macos", "platform.system": "Darwin", "platform.machine": "arm64"})
+    return b.change(facts, {"python.machine": python_machine})
 
 
 @dataclass(frozen=True)
@@ -389,6 +411,21 @@ CASES: tuple[Case, ...] = (
         "cuDNN wheel outside TF 2.15.1's pin",
     ),
     Case(
+        "EC-LIB-009",
+        lambda: _toolkit_at("/opt/cuda-12.2"),
+        lambda: _toolkit_at("/usr/local/cuda-12.2"),
+        "toolkit outside /usr/local/cuda, no nvcc wheel",
+    ),
+    Case(
+        "EC-LIB-009",
+        lambda: b.with_tf(b.server(), "tensorflow", "2.12.0"),
+        lambda: b.with_env(
+            b.with_tf(b.server(), "tensorflow", "2.12.0"),
+            XLA_FLAGS="--xla_gpu_cuda_data_dir=/home/ml/venvs/train/lib/python3.11/site-packages/nvidia/cuda_nvcc",
+        ),
+        "nvcc wheel under a TensorFlow before [and-cuda]",
+    ),
+    Case(
         "EC-LIB-008",
         lambda: b.cuda_10_installed(b.setup_post(), without=("cublas64_100.dll",)),
         lambda: b.cuda_10_installed(b.setup_post()),
@@ -488,6 +525,13 @@ CASES: tuple[Case, ...] = (
         "worker timed out",
     ),
     Case("EC-TF-008", lambda: b.with_tf(b.server(), "tensorflow", "2.99.0"), b.server, "release newer than the matrix"),
+    Case(
+        "EC-TF-012",
+        lambda: b.change(b.server(), {"platform.cpu_flags": ("sse4_1", "sse4_2")}),
+        b.server,
+        "a CPU without AVX",
+    ),
+    Case("EC-TF-012", lambda: _rosetta("x86_64"), lambda: _rosetta("arm64"), "x86_64 Python under Rosetta"),
     Case(
         "EC-TF-009",
         lambda: b.change(b.no_gpu(), {"platform.os": "macos", "platform.system": "Darwin"}),
@@ -679,6 +723,18 @@ CASES: tuple[Case, ...] = (
         lambda: b.busy_gpu(b.server(), 30000),
         lambda: b.busy_gpu(b.server(), 12000),
         "30 of 32 GB taken by another process",
+    ),
+    Case(
+        "EC-ENV-009",
+        lambda: b.busy_gpu(b.server(), 2000),
+        lambda: b.with_env(b.busy_gpu(b.server(), 2000), TF_FORCE_GPU_ALLOW_GROWTH="true"),
+        "another process on GPU 0, growth unset",
+    ),
+    Case(
+        "EC-ENV-009",
+        lambda: b.busy_gpu(b.server(), 2000),
+        lambda: b.busy_gpu(b.server(), 30000),
+        "most of the memory taken is EC-ENV-005's",
     ),
     Case(
         "EC-ENV-006",

@@ -455,3 +455,13 @@ def test_a_convolution_failing_on_every_gpu_is_broken_not_cpu_only():
     assert report.verdict.status == BROKEN and report.verdict.gpus == 0
     assert report.verdict.first_broken_link == "placement" and report.verdict.finding_id == "EC-PLC-003"
     assert "convolution failed" in report.verdict.reason and report.exit_code == 1
+
+
+def test_an_illegal_instruction_on_a_cpu_without_avx_is_grouped_under_the_cpu_finding():
+    crashed = TensorflowFacts(status="error", error_kind="crashed", signal="SIGILL", returncode=-4, error="SIGILL")
+    facts = b.change(b.server(), {"tensorflow": crashed, "platform.cpu_flags": ("sse4_1", "sse4_2")})
+    by_id = {f.id: f for f in judge(facts, matrix_loader=load_matrix).findings}
+    assert "no AVX" in by_id["EC-TF-007"].title and by_id["EC-TF-007"].caused_by == "EC-TF-012"
+    with_avx = b.change(b.server(), {"tensorflow": crashed})
+    by_id = {f.id: f for f in judge(with_avx, matrix_loader=load_matrix).findings}
+    assert "EC-TF-012" not in by_id and by_id["EC-TF-007"].caused_by is None
