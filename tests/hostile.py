@@ -59,6 +59,13 @@ def raw_controls(text: str, colour: bool = False) -> list[str]:
     )
 
 
+# The width every text renderer is asked for here: wide enough that nothing wraps, so a line that
+# starts with the payload's forged word got there through the value's own newline or carriage
+# return, never through wrapping (a value's word may start a wrapped line at any width: a hostile
+# snapshot found that at 100 columns). Wrapping itself is tested by the goldens at 60, 80 and 120.
+WIDE = 2000
+
+
 def forged_lines(text: str) -> list[str]:
     """Lines that start with the payload's forged word: a newline or carriage return went through."""
     return [line for line in re.split(r"[\n\r]", text) if line.lstrip(" -*#>`").startswith(FORGED)]
@@ -157,9 +164,9 @@ def renders(facts: Facts, tmp: Path) -> list[tuple[str, str, bool]]:
 
     report = judge(facts)
     out = [
-        ("doctor", terminal.render(report, color=False, width=100), False),
-        ("doctor -v", terminal.render(report, verbose=True, color=False, width=100), False),
-        ("doctor -v in colour", terminal.render(report, verbose=True, color=True, width=80), True),
+        ("doctor", terminal.render(report, color=False, width=WIDE), False),
+        ("doctor -v", terminal.render(report, verbose=True, color=False, width=WIDE), False),
+        ("doctor -v in colour", terminal.render(report, verbose=True, color=True, width=WIDE), True),
         ("doctor --markdown", markdown.render(report), False),
         ("doctor --markdown --no-redact", markdown.render(report, redact=False), False),
     ]
@@ -177,14 +184,14 @@ def renders(facts: Facts, tmp: Path) -> list[tuple[str, str, bool]]:
                 pass  # the other OS's script is a usage error
     other = judge(load_facts(FIXTURES / "multi_gpu_server.json"))
     diff = compare(Side("a.json", other), Side("b.json", report))
-    out.append(("diff", render_diff.render(diff, width=100, color=False), False))
+    out.append(("diff", render_diff.render(diff, width=WIDE, color=False), False))
     files = []
     for name, data in (("hostile", to_dict(facts)), ("plain", to_dict(other.facts)), ("plain2", to_dict(other.facts))):
         path = tmp / f"{name}.json"
         path.write_text(json.dumps(data))
         files.append(str(path))
     fleet = read_fleet(files, jobs=1)
-    out.append(("fleet", render_fleet.render(fleet, width=100, color=False), False))
+    out.append(("fleet", render_fleet.render(fleet, width=WIDE, color=False), False))
     out.append(("fleet --markdown", render_fleet.render_markdown(fleet), False))
     out.append(("scan", _scan_render(json.loads(render_json(report)), facts), False))
     return out
@@ -210,4 +217,4 @@ def _scan_render(doctor: dict, facts: Facts) -> str:
     )
     findings = kernel_findings([kernel], [Unusable(Candidate(facts.python.executable, KERNEL, name, kernel), "odd")])
     result = Scan((env,), tuple(findings), False, 1.0, 60.0, 30.0)
-    return render(result, home=facts.platform.home or "", verbose=True, width=100, color=False)
+    return render(result, home=facts.platform.home or "", verbose=True, width=WIDE, color=False)
