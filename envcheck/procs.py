@@ -240,12 +240,32 @@ def end_orphans(mark: str, rounds: int = 5) -> set[int]:
     the process groups ended."""
     groups: set[int] = set()
     for _ in range(rounds):
-        found = [pid for pid in _adopted() if _carries(pid, mark)]
+        found = _marked(_adopted(), mark)
         if not found:
             break
         for pid in found:
             groups.add(_kill_orphan(pid))
     return groups - {0}
+
+
+def _marked(pids: set[int], mark: str, patience: float = 0.5) -> list[int]:
+    """The processes of ``pids`` that carry ``mark``. One in the middle of execve shows an empty
+    environment for a moment (its new memory has no environment block yet): it is read again
+    until it has one, is gone, or ``patience`` runs out, so a helper caught mid-exec is not missed."""
+    found: list[int] = []
+    pending = set(pids)
+    end = time.monotonic() + patience
+    while pending:
+        for pid in sorted(pending):
+            carries = _carries(pid, mark)
+            if carries is not None:
+                pending.discard(pid)
+                if carries:
+                    found.append(pid)
+        if not pending or time.monotonic() >= end:
+            return found
+        time.sleep(0.005)
+    return found
 
 
 def _reap(groups: set[int] | None, patience: float = 0.5) -> None:
@@ -312,12 +332,17 @@ def _adopted() -> set[int]:
         return children - _live
 
 
-def _carries(pid: int, mark: str) -> bool:
+def _carries(pid: int, mark: str) -> Optional[bool]:
+    """Whether the process's environment holds ``mark``; None when it has none to read yet (an
+    exec under way) although the process lives and is no zombie."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:
-            entries = fh.read(1 << 20).split(b"\0")
+            data = fh.read(1 << 20)
     except OSError:
         return False
+    if not data:
+        return None if _stat(pid)[0] not in ("", "Z", "X") else False
+    entries = data.split(b"\0")
     prefix = TREE_VARIABLE.encode() + b"="
     for entry in entries:
         if entry.startswith(prefix):

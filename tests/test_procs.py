@@ -178,3 +178,17 @@ def test_adopting_orphans_ends_on_the_way_out_and_leaves_no_zombie(tmp_path):
     assert subreaper() == 0
     with pytest.raises(ProcessLookupError):
         os.kill(helper, 0)
+
+
+def test_an_orphan_caught_in_the_middle_of_exec_is_looked_at_again(monkeypatch):
+    """Between execve's new memory and its environment block, /proc/PID/environ reads empty: the
+    first look says nothing, the next one finds the mark (under load the window is wide enough
+    for a helper to be missed and outlive its child)."""
+    from envcheck import procs
+
+    looks = {1001: [None, None, True], 1002: [False], 1003: [None, False]}
+    monkeypatch.setattr(procs, "_carries", lambda pid, mark: looks[pid].pop(0))
+    assert procs._marked({1001, 1002, 1003}, "m") == [1001]
+    # a process whose environment stays empty (env -i) is given up on, not waited for forever
+    monkeypatch.setattr(procs, "_carries", lambda pid, mark: None)
+    assert procs._marked({1004}, "m", patience=0.05) == []
