@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,6 +24,13 @@ FIXTURES = REPO / "tests" / "fixtures"
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
     os.unsetenv(_name)
+
+# The same for Ctrl-C: a shell that starts pytest in the background (`... &`, nohup, a CI runner's
+# script) starts it with SIGINT ignored, and every process a test starts inherits that, so the
+# tests that send a run SIGINT would see it carry on. Python's own handler instead: a process
+# started after exec gets the default, and Python in it raises KeyboardInterrupt as at a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):
