@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -13,6 +14,32 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
+
+# The tests are the same however pytest was started: a width comes from the test that needs one,
+# never from the runner. pytest imports readline at start-up, and GNU readline exports the
+# terminal's size (80x24 without a terminal) as COLUMNS and LINES into the process's environment
+# behind os.environ's back: subprocesses and pytest-xdist's workers inherit COLUMNS=80, and a
+# shell's exported COLUMNS would do the same. Both are removed here, from os.environ and from the
+# environment subprocesses inherit.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+    os.unsetenv(_name)
+
+# The same for Ctrl-C: a shell that starts pytest in the background (`... &`, nohup, a CI runner's
+# script) starts it with SIGINT ignored, and every process a test starts inherits that, so the
+# tests that send a run SIGINT would see it carry on. Python's own handler instead: a process
+# started after exec gets the default, and Python in it raises KeyboardInterrupt as at a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files with slow tests first, each file's tests in their own order: pytest-xdist hands out
+    whole files (--dist loadfile, in this order: --no-loadscope-reorder), so the minutes-long ones
+    start at once and the many short ones fill in around them, instead of one long file starting
+    last while the other workers have nothing left to do."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)  # a stable sort: the order within a file stays
 
 
 @dataclass
