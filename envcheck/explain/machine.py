@@ -26,6 +26,7 @@ from envcheck.machine import ABSENT, Machine, parse_version, short_device
 from envcheck.machine.libraries import libraries_apply, missing, needed
 from envcheck.matrix import load_matrix
 from envcheck.matrix.libraries import library_family
+from envcheck.platform import PLATFORMS
 from envcheck.shell import Command
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -224,11 +225,10 @@ def _where_the_files_are(ctx: MachineContext) -> dict[str, Optional[str]]:
 
 
 def _compatible_oses(oses: tuple[str, ...]) -> set[str]:
-    # WSL runs the Linux wheels, so a Linux message can come from WSL and the other way round.
-    found = set(oses)
-    if "linux" in found or "wsl" in found:
-        found |= {"linux", "wsl"}
-    return found
+    """The OSes a message naming ``oses`` can come from: those that run the same TensorFlow wheels
+    (a Linux message can come from WSL2 and the other way round)."""
+    wheels = {PLATFORMS[o].wheels_os for o in oses if o in PLATFORMS}
+    return set(oses) | {name for name, p in PLATFORMS.items() if p.wheels_os in wheels}
 
 
 # --- helpers -------------------------------------------------------------------------------------

@@ -554,3 +554,14 @@ def test_no_module_named_tensorflow_is_the_doctors_finding_or_another_interprete
     assert "TensorFlow is not installed in /envs/tf/bin/python" in notes(missing)
     present = explained(message, machine(packages={"tensorflow": "2.15.0"}))
     assert findings(present) == [] and "came from a different interpreter" in notes(present)
+
+
+def test_a_message_of_an_os_can_come_from_one_that_runs_the_same_wheels():
+    """Read from the platforms, not a list: WSL2 runs the Linux wheels, so a Linux-only message
+    can come from WSL2 and a WSL2 one from Linux; neither from Windows or macOS."""
+    from envcheck.explain.machine import _compatible_oses
+
+    assert _compatible_oses(("linux",)) == {"linux", "wsl"}
+    assert _compatible_oses(("wsl",)) == {"linux", "wsl"}
+    assert _compatible_oses(("windows",)) == {"windows"}
+    assert _compatible_oses(("macos", "windows")) == {"macos", "windows"}
