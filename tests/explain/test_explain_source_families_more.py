@@ -271,6 +271,105 @@ MESSAGES = [
         False,
         "torch-msvc-redist-missing",
     ),
+    # round 4, second part: more notices, extension builds, MPS
+    (
+        "keras",  # tf_keras/mixed_precision/device_compatibility_check.py
+        "WARNING:tensorflow:Your GPUs may run slowly with dtype policy mixed_float16 because they do not have compute capability of at least 7.0. Your GPUs:",
+        "mixed-precision-slow-device",
+        True,
+        "mixed-precision-slow-device",
+    ),
+    (
+        "harmless",  # tensorflow/core/common_runtime/forward_type_inference.cc
+        "W0000 00:00:1731000000.1 7 forward_type_inference.cc:332] Type inference failed. This indicates an invalid graph that escaped type checking. Error message: INVALID_ARGUMENT: expected compatible input types",
+        "tf-graph-notices",
+        True,
+        "tf-graph-notices",
+    ),
+    (
+        "harmless",  # tensorflow/core/grappler/devices.cc, GetNumAvailableGPUs
+        "I tensorflow/core/grappler/devices.cc:75] Number of eligible GPUs (core count >= 8, compute capability >= 0.0): 2",
+        "tf-runtime-progress-notices",
+        True,
+        "tf-runtime-progress-notices",
+    ),
+    (
+        "keras",  # tensorflow/python/checkpoint/checkpoint.py
+        "WARNING:tensorflow:Detecting that an object or model or tf.train.Checkpoint is being deleted with unrestored values.",
+        "tf-checkpoint-unrestored-values",
+        True,
+        "tf-checkpoint-unrestored-values",
+    ),
+    (
+        "other_frameworks",  # aten/src/ATen/cuda/CublasHandlePool.cpp
+        "UserWarning: Attempting to run cuBLAS, but there was no current CUDA context! Attempting to set the primary context... (Triggered internally at ../aten/src/ATen/cuda/CublasHandlePool.cpp:135.)",
+        "torch-harmless-notices",
+        True,
+        "torch-harmless-notices",
+    ),
+    (
+        "other_frameworks",  # jax/_src/xla_bridge.py, a platform that fails to start
+        "INFO:jax._src.xla_bridge:Unable to initialize backend 'tpu': INTERNAL: Failed to open libtpu.so: libtpu.so: cannot open shared object file: No such file or directory",
+        "jax-other-backend-skipped",
+        True,
+        "jax-other-backend-skipped",
+    ),
+    (
+        "driver",  # c10/cuda/CUDAFunctions.cpp, device_count_impl
+        "UserWarning: CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up environment, e.g. changing env variable CUDA_VISIBLE_DEVICES after program start. Setting the available devices to be zero.",
+        "torch-cuda-unknown-error",
+        False,
+        "uvm-bad-state",
+    ),
+    (
+        "other_frameworks",  # torch/serialization.py, validate_cuda_device
+        "RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu').",
+        "torch-load-cuda-unavailable",
+        False,
+        "torch-cpu-wheel",
+    ),
+    (
+        "compute_capability",  # nvcc's option check
+        "nvcc fatal   : Unsupported gpu architecture 'compute_120'",
+        "nvcc-unsupported-arch",
+        False,
+        "nvcc-unsupported-arch",
+    ),
+    (
+        "linux_libraries",  # torch/utils/cpp_extension.py
+        "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
+        "cuda-home-not-set",
+        False,
+        "cuda-home-not-set",
+    ),
+    (
+        "linux_libraries",  # torch/utils/cpp_extension.py, _check_cuda_version
+        "RuntimeError: The detected CUDA version (12.4) mismatches the version that was used to compile PyTorch (11.8). Please make sure to use the same CUDA versions.",
+        "torch-extension-cuda-mismatch",
+        False,
+        "torch-extension-cuda-mismatch",
+    ),
+    (
+        "linux_libraries",  # a C compiler's missing-include error in a GPU package's build
+        "/tmp/pip-build/csrc/flash_api.cpp:8:10: fatal error: cuda.h: No such file or directory",
+        "cuda-header-missing",
+        False,
+        "cuda-header-missing",
+    ),
+    (
+        "macos",  # aten/src/ATen/mps/MPSFallback.mm, the CPU fall-back warning
+        "UserWarning: The operator 'aten::nonzero' is not currently supported on the MPS backend and will fall back to run on the CPU. This may have performance implications.",
+        "mps-notices",
+        True,
+        "mps-notices",
+    ),
+    (
+        "macos",  # aten/src/ATen/native/mps/OperationUtils.mm, Placeholder
+        "RuntimeError: Placeholder storage has not been allocated on MPS device!",
+        "mps-placeholder-not-on-device",
+        False,
+        "mps-placeholder-not-on-device",
+    ),
 ]
 
 # Lines like the ones above that are not them: no explanation, or not this one.
@@ -281,6 +380,10 @@ NOT_THESE = [
     ("Using CPUExecutionProvider, CUDAExecutionProvider", "onnxruntime-cuda-provider-unavailable"),
     ("MPS backend available: True", "mps-out-of-memory"),
     ("jaxlib is version 0.4.30", "jaxlib-version-mismatch"),
+    ("Unable to initialize backend 'cuda': FAILED_PRECONDITION: No visible GPU devices.", "jax-other-backend-skipped"),
+    ("fatal error: stdio.h: No such file or directory", "cuda-header-missing"),
+    ("nvcc fatal   : Value 'c++20' is not defined for option 'std'", "nvcc-unsupported-arch"),
+    ("Profiler found no GPUs to trace", "tf-runtime-progress-notices"),
 ]
 
 
