@@ -370,6 +370,20 @@ MESSAGES = [
         False,
         "mps-placeholder-not-on-device",
     ),
+    (
+        "windows",  # Windows' loader, STATUS_DLL_NOT_FOUND (0xC0000135)
+        "The code execution cannot proceed because MSVCP140.dll was not found. Reinstalling the program may fix this problem.",
+        "win-vcruntime-dll-dialog",
+        False,
+        "win-vcruntime-dll-dialog",
+    ),
+    (
+        "windows",  # the same, for a CUDA file
+        "The code execution cannot proceed because cublas64_11.dll was not found. Reinstalling the program may fix this problem.",
+        "win-cuda-dll-dialog",
+        False,
+        "cuda-dll-folder-not-on-path",
+    ),
 ]
 
 # Lines like the ones above that are not them: no explanation, or not this one.
@@ -384,6 +398,8 @@ NOT_THESE = [
     ("fatal error: stdio.h: No such file or directory", "cuda-header-missing"),
     ("nvcc fatal   : Value 'c++20' is not defined for option 'std'", "nvcc-unsupported-arch"),
     ("Profiler found no GPUs to trace", "tf-runtime-progress-notices"),
+    ("The code execution cannot proceed because steam_api64.dll was not found.", "win-cuda-dll-dialog"),
+    ("The code execution cannot proceed because steam_api64.dll was not found.", "win-vcruntime-dll-dialog"),
 ]
 
 
