@@ -384,6 +384,13 @@ MESSAGES = [
         False,
         "cuda-dll-folder-not-on-path",
     ),
+    (
+        "other_frameworks",  # xformers/ops/fmha/dispatch.py, _run_priority_list
+        "NotImplementedError: No operator found for `memory_efficient_attention_backward` with inputs:",
+        "xformers-no-operator",
+        False,
+        "xformers-build-mismatch",
+    ),
 ]
 
 # Lines like the ones above that are not them: no explanation, or not this one.
