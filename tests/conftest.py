@@ -33,6 +33,20 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.fixture(autouse=True)
+def _keras_global_policy_kept():
+    """A test that runs the trainer in this process (prepare sets Keras' global dtype policy to
+    what the speed plan chose, mixed_bfloat16 on a CPU described as having AVX512_BF16) leaves the
+    policy as it found it: layers a later test builds without a dtype would otherwise compute in
+    bfloat16 (found under pytest-xdist, where another file ran first in the same worker)."""
+    keras = sys.modules.get("keras")
+    before = keras.mixed_precision.global_policy().name if keras is not None else None
+    yield
+    keras = sys.modules.get("keras")
+    if keras is not None and keras.mixed_precision.global_policy().name != (before or "float32"):
+        keras.mixed_precision.set_global_policy(before or "float32")
+
+
 def pytest_collection_modifyitems(config, items):
     """Files with slow tests first, each file's tests in their own order: pytest-xdist hands out
     whole files (--dist loadfile, in this order: --no-loadscope-reorder), so the minutes-long ones

@@ -69,7 +69,13 @@ def cited_threads(text: str) -> set[str]:
 def _repository_text_files(held_out: Path):
     for directory, subdirs, names in os.walk(ROOT):
         here = Path(directory)
-        subdirs[:] = [d for d in subdirs if d not in SKIPPED_DIRS and not d.endswith(".egg-info")]
+        # A virtual environment anywhere (the README's .venv-test, another name) holds other
+        # projects' files, not this one's: Keras cites PyTorch's threads.
+        subdirs[:] = [
+            d
+            for d in subdirs
+            if d not in SKIPPED_DIRS and not d.endswith(".egg-info") and not (here / d / "pyvenv.cfg").exists()
+        ]
         if here == held_out or held_out in here.parents:
             subdirs[:] = []
             continue
