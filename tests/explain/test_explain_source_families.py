@@ -355,6 +355,12 @@ MESSAGES = [
 
 @pytest.mark.parametrize("family, message, pattern_id, harmless, first", MESSAGES, ids=[m[2] for m in MESSAGES])
 def test_source_message_is_explained_with_its_cause_first(family, message, pattern_id, harmless, first):
+    assert_explained(message, pattern_id, harmless, first)
+
+
+def assert_explained(message: str, pattern_id: str, harmless: bool, first) -> None:
+    """The message is explained by its own pattern alone, harmless or not as the source means it,
+    with ``first`` (when given) as its first cause."""
     result = CATALOGUE.scan_text(message)
     assert result.ids == [pattern_id]
     (explanation,) = explain(result)

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from envcheck.explain import explain, load_patterns
-
-CATALOGUE = load_patterns()
+from envcheck.explain import explain
+from tests.explain.test_explain_source_families import CATALOGUE, assert_explained
 
 # (family, message, pattern id, harmless, first cause id)
 MESSAGES = [
@@ -412,12 +411,7 @@ NOT_THESE = [
 
 @pytest.mark.parametrize("family, message, pattern_id, harmless, first", MESSAGES, ids=[m[2] for m in MESSAGES])
 def test_source_message_is_explained_with_its_cause_first(family, message, pattern_id, harmless, first):
-    result = CATALOGUE.scan_text(message)
-    assert result.ids == [pattern_id]
-    (explanation,) = explain(result)
-    assert explanation.harmless is harmless
-    if first is not None:
-        assert explanation.causes[0].id == first
+    assert_explained(message, pattern_id, harmless, first)
 
 
 @pytest.mark.parametrize("text, pattern_id", NOT_THESE, ids=[n[1] for n in NOT_THESE])
