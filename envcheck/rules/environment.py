@@ -243,6 +243,8 @@ def gpu_shared_without_growth(ctx: Context) -> Iterator[Hit]:
     out of memory. Where another process already holds most of the memory EC-ENV-005 says so."""
     if ctx.facts.env_var("TF_FORCE_GPU_ALLOW_GROWTH") is not None:
         return  # set: EC-ENV-006 judges a value TensorFlow rejects
+    if ctx.is_cuda_tf is False:
+        return  # a CPU-only build (tensorflow-cpu) reserves no GPU memory
     shared = [
         gpu
         for gpu in ctx.facts.nvml.gpus

@@ -8,6 +8,8 @@ import re
 from collections.abc import Iterator
 from typing import Optional
 
+from packaging.version import Version
+
 from envcheck.findings import Fix
 from envcheck.machine import ABSENT, PRESENT, minor, parse_version, telling_line
 from envcheck.machine.libraries import MATH, libraries_apply, library_named_in
@@ -387,6 +389,9 @@ def probe_crashed(ctx: Context) -> Iterator[Hit]:
     yield Hit(title=title, detail=tf.error or "", evidence=tuple(evidence), fix=fix, severity=severity, caused_by=cause)
 
 
+# TensorFlow's release notes for 1.6.0: "Prebuilt binaries are now built against CUDA 9.0 and cuDNN 7.
+# Prebuilt binaries will use AVX instructions. This may break TF on older CPUs."
+AVX_REQUIRED_FROM = Version("1.6")
 ROSETTA_PAGE = "https://developer.apple.com/documentation/apple-silicon/about-the-rosetta-translation-environment"
 
 
@@ -396,8 +401,11 @@ def cpu_without_avx(ctx: Context) -> Iterator[Hit]:
     dies with an illegal instruction. Said from /proc/cpuinfo on Linux and WSL (where the probe reads
     the flags), and for an x86_64 Python under Rosetta on Apple silicon, which has no AVX."""
     platform, python = ctx.facts.platform, ctx.facts.python
-    if platform.status != "ok":
-        return
+    if platform.status != "ok" or ctx.tf_runs:
+        return  # TensorFlow imported and ran here: whatever build it is, it runs on this CPU
+    installed = parse_version(ctx.installed_tf.version) if ctx.installed_tf else None
+    if installed is not None and installed < AVX_REQUIRED_FROM:
+        return  # wheels before 1.6 were built without AVX
     if ctx.os == "macos" and python.machine == "x86_64" and platform.machine == "arm64":
         yield Hit(
             title="This Python is an x86_64 build running under Rosetta on Apple silicon, which has no AVX: x86 TensorFlow wheels crash",

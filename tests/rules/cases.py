@@ -40,6 +40,18 @@ def _rosetta(python_machine: str) -> Facts:
     return b.change(facts, {"python.machine": python_machine})
 
 
+def _no_avx(facts: Facts) -> Facts:
+    return b.change(facts, {"platform.cpu_flags": ("sse4_1", "sse4_2")})
+
+
+def _sigill(facts: Facts) -> Facts:
+    """TensorFlow's import killed by an illegal instruction (the probe's worker, signal 4)."""
+    crashed = dataclasses.replace(
+        facts.tensorflow, status=ERROR, error_kind="crashed", signal="SIGILL", returncode=-4, failed_stage="import"
+    )
+    return b.change(facts, {"tensorflow": crashed})
+
+
 @dataclass(frozen=True)
 class Case:
     rule: str
@@ -527,11 +539,28 @@ CASES: tuple[Case, ...] = (
     Case("EC-TF-008", lambda: b.with_tf(b.server(), "tensorflow", "2.99.0"), b.server, "release newer than the matrix"),
     Case(
         "EC-TF-012",
-        lambda: b.change(b.server(), {"platform.cpu_flags": ("sse4_1", "sse4_2")}),
-        b.server,
-        "a CPU without AVX",
+        lambda: _sigill(_no_avx(b.server())),
+        lambda: _sigill(b.server()),
+        "a CPU without AVX, the import killed by SIGILL",
     ),
-    Case("EC-TF-012", lambda: _rosetta("x86_64"), lambda: _rosetta("arm64"), "x86_64 Python under Rosetta"),
+    Case(
+        "EC-TF-012",
+        lambda: _no_avx(_not_installed(b.no_gpu())),
+        lambda: _no_avx(b.no_gpu()),  # TensorFlow imported and ran on it: a build without AVX
+        "a CPU without AVX before TensorFlow is installed",
+    ),
+    Case(
+        "EC-TF-012",
+        lambda: _sigill(_no_avx(b.with_tf(b.server(), "tensorflow-gpu", "1.6.0"))),
+        lambda: _sigill(_no_avx(b.with_tf(b.server(), "tensorflow-gpu", "1.5.1"))),  # built without AVX
+        "the first release whose wheels need AVX",
+    ),
+    Case(
+        "EC-TF-012",
+        lambda: _not_installed(_rosetta("x86_64")),
+        lambda: _not_installed(_rosetta("arm64")),
+        "x86_64 Python under Rosetta",
+    ),
     Case(
         "EC-TF-009",
         lambda: b.change(b.no_gpu(), {"platform.os": "macos", "platform.system": "Darwin"}),
@@ -735,6 +764,12 @@ CASES: tuple[Case, ...] = (
         lambda: b.busy_gpu(b.server(), 2000),
         lambda: b.busy_gpu(b.server(), 30000),
         "most of the memory taken is EC-ENV-005's",
+    ),
+    Case(
+        "EC-ENV-009",
+        lambda: b.busy_gpu(b.server(), 2000),
+        lambda: b.change(b.busy_gpu(b.server(), 2000), {"tensorflow.is_cuda_build": False}),
+        "a CPU-only TensorFlow reserves no GPU memory",
     ),
     Case(
         "EC-ENV-006",
