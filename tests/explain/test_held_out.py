@@ -1,7 +1,9 @@
-"""The held-out sets (tests/fixtures/held_out/ and the second one, tests/fixtures/held_out_v2/) are
-well formed and still held out: every entry has its fields, and no file of the project outside a
-set's folder cites one of its threads. Their accuracy figures are measured by
-benchmarks/explain_accuracy.py and never asserted here."""
+"""The held-out sets (tests/fixtures/held_out_v2/ and those frozen after it) are well formed and
+still held out: every entry has its fields, and no file of the project outside a set's folder cites
+one of its threads. The first set (tests/fixtures/held_out/) is retired: measured five times, it is
+now read by whoever writes patterns, and its entries move to the training corpus as patterns are
+written from them (its README.md); it keeps its format and shares no thread with a live set. The
+accuracy figures are measured by benchmarks/explain_accuracy.py and never asserted here."""
 
 from __future__ import annotations
 
@@ -18,9 +20,11 @@ ROOT = Path(__file__).resolve().parents[2]
 HELD_OUT = ROOT / "tests" / "fixtures" / "held_out"
 HELD_OUT_V2 = ROOT / "tests" / "fixtures" / "held_out_v2"
 ALIASES_NAME = "aliases.yaml"
-# Each set and the fewest messages it may have (its README says why).
-SETS = {HELD_OUT: 110, HELD_OUT_V2: 100}
+# Each live set and the fewest messages it may have (its README says why).
+SETS = {HELD_OUT_V2: 100}
 SET_IDS = [folder.name for folder in SETS]
+# Retired sets: format only, however few entries are left in them.
+RETIRED = (HELD_OUT,)
 
 REQUIRED = {"id", "kind", "message", "source", "harmless", "cause", "cause_id", "fix"}
 OPTIONAL = {"os", "generation"}
@@ -48,7 +52,7 @@ def _entries(folder: Path) -> list[tuple[str, dict]]:
     return out
 
 
-ENTRIES_OF = {folder: _entries(folder) for folder in SETS}
+ENTRIES_OF = {folder: _entries(folder) for folder in (*SETS, *RETIRED)}
 
 
 def thread_key(url: str) -> str:
@@ -84,10 +88,11 @@ def _repository_text_files(held_out: Path):
                 yield here / name
 
 
-@pytest.mark.parametrize("folder", list(SETS), ids=SET_IDS)
+@pytest.mark.parametrize("folder", [*SETS, *RETIRED], ids=[*SET_IDS, *(f.name for f in RETIRED)])
 def test_the_set_is_large_and_well_formed(folder):
     entries = ENTRIES_OF[folder]
-    assert len(entries) >= SETS[folder] and len(_files(folder)) >= 10
+    if folder in SETS:
+        assert len(entries) >= SETS[folder] and len(_files(folder)) >= 10
     ids = [entry["id"] for _, entry in entries]
     assert len(set(ids)) == len(ids)
     for family, entry in entries:
@@ -181,7 +186,11 @@ def test_a_different_number_is_a_different_thread():
     assert "example-org/example-repo#34" not in cited_threads("https://github.com/example-org/example-repo/issues/342")
 
 
-def test_the_two_sets_share_no_thread_and_no_id():
-    first, second = (ENTRIES_OF[folder] for folder in SETS)
-    assert not {thread_key(e["source"]) for _, e in first} & {thread_key(e["source"]) for _, e in second}
-    assert not {e["id"] for _, e in first} & {e["id"] for _, e in second}
+def test_no_two_sets_share_a_thread_or_an_id():
+    folders = [*SETS, *RETIRED]
+    for i, one in enumerate(folders):
+        for other in folders[i + 1 :]:
+            first, second = ENTRIES_OF[one], ENTRIES_OF[other]
+            label = f"{one.name} and {other.name}"
+            assert not {thread_key(e["source"]) for _, e in first} & {thread_key(e["source"]) for _, e in second}, label
+            assert not {e["id"] for _, e in first} & {e["id"] for _, e in second}, label
