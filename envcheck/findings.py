@@ -7,7 +7,7 @@ run the pip steps of it; nothing here runs anything.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from envcheck.facts import Facts, to_dict
@@ -197,3 +197,26 @@ def exit_code_for(findings: tuple[Finding, ...] | list[Finding], fail_on: str = 
         return 0
     threshold = Severity.ERROR.rank if fail_on == "error" else Severity.WARNING.rank
     return 1 if any(f.severity.rank >= threshold for f in findings) else 0
+
+
+def shown_once(findings: tuple[Finding, ...] | list[Finding]) -> list[Finding]:
+    """The findings to show a person: those the same rule raised in the same words about several
+    GPUs (four identical cards, each only PTX-covered) become one, about all of them, its title
+    saying how many; the evidence each GPU has of its own comes first, then what they share. The
+    report and its JSON keep one finding per GPU; only the reading is merged."""
+    groups: dict[tuple, list[Finding]] = {}
+    for f in findings:
+        key = (f.id, f.severity, f.title, f.link, f.detail, f.fix, f.caused_by)
+        groups.setdefault(key if f.gpus else (*key, len(groups)), []).append(f)
+    out = []
+    for same in groups.values():
+        first = same[0]
+        if len(same) == 1:
+            out.append(first)
+            continue
+        shared = [e for e in first.evidence if all(e in f.evidence for f in same)]
+        own = [e for f in same for e in f.evidence if e not in shared]
+        gpus = tuple(dict.fromkeys(g for f in same for g in f.gpus))
+        evidence = tuple(dict.fromkeys(own)) + tuple(shared)
+        out.append(replace(first, title=f"{first.title}; the same on {len(gpus)} GPUs", evidence=evidence, gpus=gpus))
+    return out

@@ -11,7 +11,7 @@ import dataclasses
 import json
 
 from envcheck.facts import to_dict
-from envcheck.findings import Report
+from envcheck.findings import Report, shown_once
 from envcheck.printable import printable
 from envcheck.redact import redactor, with_fields_redacted
 
@@ -61,7 +61,7 @@ def _findings(report: Report) -> list[str]:
         return ["None."]
     lines: list[str] = []
     in_a_path = _fixes_in_the_paths(report.verdict)
-    for f in report.findings:
+    for f in shown_once(report.findings):
         cause = f" (because of {f.caused_by})" if f.caused_by else ""
         lines.append(f"- **{f.id}** ({f.severity.value}) {printable(f.title)}{cause}")
         if f.detail:

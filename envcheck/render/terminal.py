@@ -32,6 +32,7 @@ from envcheck.findings import (
     Fix,
     Report,
     Severity,
+    shown_once,
 )
 from envcheck.invocation import runnable
 from envcheck.printable import printable
@@ -262,11 +263,14 @@ def render(report: Report, verbose: bool = False, color: Optional[bool] = None, 
         findings(out, report)
         multigpu(out, report)
     else:
-        rest = [f for f in report.findings if f.id not in shown]
+        rest = [f for f in shown_once(report.findings) if f.id not in shown]
         if rest:
             out.blank()
+            # dict.fromkeys: one rule's findings about GPUs with different names read the same here
             listed = "; ".join(
-                f"{f.id} {f.severity.value}" + (f" (because of {f.caused_by})" if f.caused_by else "") for f in rest
+                dict.fromkeys(
+                    f"{f.id} {f.severity.value}" + (f" (because of {f.caused_by})" if f.caused_by else "") for f in rest
+                )
             )
             dim = "dim" if color else ""
             out.line(Text(f"Also: {listed}. Details: ", style=dim), whole(runnable("envcheck doctor -v"), dim), hang=6)
@@ -340,7 +344,7 @@ def ways_forward(out: _Out, report: Report) -> set[str]:
             _step(out, number, step, finding, clears=children)
     worth = [
         f
-        for f in report.findings
+        for f in shown_once(report.findings)
         if f.severity is Severity.WARNING and f.fix is not None and f.id not in shown and f.caused_by is None
     ]
     if worth and verdict.status in (GPU_READY, DEGRADED, CPU_ONLY):
@@ -413,7 +417,7 @@ def findings(out: _Out, report: Report) -> None:
         return
     out.blank()
     out.line(Text("Findings", style="bold" if out.color else ""))
-    for f in report.findings:
+    for f in shown_once(report.findings):
         cause = f" (because of {f.caused_by})" if f.caused_by else ""
         title = printable(f.title) + cause
         out.line(Text("  "), out.mark(_SEVERITY_MARK, f.severity), Text(f" {f.id}  "), Text(title), hang=6)
