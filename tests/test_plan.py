@@ -370,3 +370,13 @@ def test_a_kepler_card_is_planned_within_its_last_driver_branch(cli):
     assert load_matrix().supports_driver("3.5", data["driver_floor"]) is True
     newer = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", "RTX 3090")
     assert newer["tensorflow"] != "2.14" and not any("branch, so the plan" in r for r in newer["reasons"])
+
+
+def test_a_card_newer_than_the_builds_cuda_is_planned_with_its_own_first_driver(cli):
+    """An RTX 5090 (12.0, first in CUDA 12.8 with driver 570.26) on TensorFlow built with CUDA
+    12.5: the driver to install is the card's, not the 555 that CUDA 12.5 alone would ask for."""
+    data = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", "RTX 5090", "--driver", "535.54")
+    assert data["kind"] == "gpu" and data["driver_floor"] == "570.26"
+    assert any("Compute capability 12.0 needs NVIDIA driver 570.26" in r and "CUDA 12.8" in r for r in data["reasons"])
+    ada = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", "RTX 4090", "--driver", "535.54")
+    assert ada["driver_floor"] != "570.26" and not any("Compute capability 8.9 needs" in r for r in ada["reasons"])

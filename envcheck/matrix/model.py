@@ -632,6 +632,22 @@ class Matrix:
             return self._capability_index.get(tuple(int(p) for p in text.split(".")))
         return None
 
+    def first_driver(self, compute_capability: str | Version, os: str) -> tuple[CudaRelease, Version] | None:
+        """The CUDA release that first lists this compute capability and the driver it asks for on
+        ``os``: a driver from an older branch predates the architecture and cannot drive the card
+        (NVIDIA adds a new architecture in the driver branch released with the CUDA that adds it;
+        CUDA's release notes give both). None when the table's oldest release already lists it
+        (its first release is older than the table) or nothing lists it."""
+        key = str(compute_capability).strip()
+        releases = [c for c in self._cuda if c.architectures]
+        for n, release in enumerate(releases):
+            if key in release.architectures:
+                if n == 0:
+                    return None
+                driver = self.min_driver(release.version, os)
+                return None if driver is None else (release, driver)
+        return None
+
     def last_driver_branch(self, compute_capability_or_architecture: str | Version) -> str | None:
         """The last driver branch that supports the architecture ("470" for Kepler, "3.5"), or
         None: when the architecture is still supported, or when the matrix does not know it

@@ -14,6 +14,10 @@ NVIDIA's rules, as the CUDA C++ Programming Guide and the CUDA Compatibility gui
   CUDA release itself asks for, not the major's minor-version floor.
 - A GPU architecture gets no driver after its last branch (Kepler: 470): a build whose CUDA needs a
   later driver never runs on it.
+- Nor before its first: a card is driven only by the driver branches from the one released with
+  the first CUDA that lists its compute capability (CUDA's release notes give both: compute
+  capability 12.0 came with CUDA 12.8 and its 570 driver), so an older build on a newer card still
+  needs that driver.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ NONE = "none"  # no code the GPU can run
 BINARY_COMPATIBILITY = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"
 PTX_COMPATIBILITY = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#ptx-compatibility"
 PTX_JIT_AND_MINOR_VERSIONS = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
-SOURCES = (BINARY_COMPATIBILITY, PTX_COMPATIBILITY, PTX_JIT_AND_MINOR_VERSIONS)
+CUDA_RELEASE_NOTES = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"
+SOURCES = (BINARY_COMPATIBILITY, PTX_COMPATIBILITY, PTX_JIT_AND_MINOR_VERSIONS, CUDA_RELEASE_NOTES)
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,9 @@ class GpuRun:
     driver_needed: Optional[Version]  # the oldest driver that runs the build on this GPU here
     reason: str  # one line: why it runs, or why not
     sources: tuple[str, ...] = SOURCES
+    # The CUDA release (major.minor) whose driver ``driver_needed`` is, when that is the GPU's own
+    # first CUDA (the card is newer than the build's CUDA) rather than the build's CUDA.
+    card_cuda: Optional[str] = None
 
 
 @lru_cache(maxsize=4096)  # a pure function of its arguments, asked for each GPU by every rule
@@ -72,6 +80,11 @@ def runs_on_gpu(
     need = _driver_needed(matrix, cuda, os, code)
     served = f"{entry} code" if code == NATIVE else f"only {entry} PTX, which the driver JIT-compiles"
     arch = matrix.architecture(cc)
+    first = matrix.first_driver(f"{cc.major}.{cc.minor}", os)
+    card_first = first is not None and (need is None or first[1] > need)
+    card = _minor(first[0].version) if card_first else None
+    if card_first:
+        need = first[1]
     if need is not None and arch is not None and arch.supports_driver(need) is False:
         return GpuRun(
             False,
@@ -84,7 +97,7 @@ def runs_on_gpu(
     have = _version(driver)
     if have is None:
         runs = None if driver is not None else True
-        return GpuRun(runs, code, entry, need, served)
+        return GpuRun(runs, code, entry, need, served, card_cuda=card)
     if arch is not None and arch.supports_driver(have) is False:
         return GpuRun(
             False,
@@ -93,6 +106,12 @@ def runs_on_gpu(
             need,
             f"driver {driver} does not drive {arch.name} GPUs (their last branch is {arch.last_driver_branch})",
         )
+    if need is not None and have < need and card_first:
+        why = (
+            f"{served}; driver {driver} predates GPUs of compute capability {cc}: the first CUDA release for "
+            f"them, {_minor(first[0].version)}, came with driver {need}, and an older branch does not drive them"
+        )
+        return GpuRun(False, code, entry, need, why, card_cuda=_minor(first[0].version))
     if need is not None and have < need:
         why = (
             f"{served}: PTX from CUDA {_minor(cuda)} needs driver {need} or newer to JIT-compile (minor-version "
@@ -100,8 +119,8 @@ def runs_on_gpu(
             if code == PTX
             else f"{served}; driver {driver} is older than {need}, the oldest that runs CUDA {_minor(cuda)}"
         )
-        return GpuRun(False, code, entry, need, why)
-    return GpuRun(True, code, entry, need, served)
+        return GpuRun(False, code, entry, need, why, card_cuda=card)
+    return GpuRun(True, code, entry, need, served, card_cuda=card)
 
 
 def release_runs_on_gpu(matrix: Matrix, build: TfBuild, compute_capability: object, os: str, driver: object = None):

@@ -151,7 +151,18 @@ def _driver_reasons(matrix: "Matrix", target: Target, option: Option) -> list[st
     where = requirement.os_title if requirement is not None else "Linux"
     need = f"CUDA {option.cuda} needs NVIDIA driver {option.driver_floor} or newer on {where}"
     full = requirement.full if requirement is not None else None
-    if full is not None and option.driver_floor < full:
+    first = (
+        matrix.first_driver(str(target.compute_capability), option.os)
+        if target.compute_capability is not None
+        else None
+    )
+    if first is not None and first[1] == option.driver_floor and (full is None or first[1] > full):
+        # The card is newer than the build's CUDA: its own first CUDA's driver is the floor.
+        need = (
+            f"Compute capability {target.compute_capability} needs NVIDIA driver {option.driver_floor} or newer on "
+            f"{where}, the driver of CUDA {first[0].version.major}.{first[0].version.minor}, the first release for it"
+        )
+    elif full is not None and option.driver_floor < full:
         major = option.build.cuda.major
         need += f" (the floor of CUDA {major}'s minor-version compatibility; the {option.cuda} toolkit itself asks for {full})"
     if option.os == "wsl":

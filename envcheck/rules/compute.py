@@ -184,6 +184,8 @@ def ptx_needs_newer_driver(ctx: Context) -> Iterator[Hit]:
         run = ctx.gpu_run(cc)
         if run.code != PTX or run.runs is not False or run.driver_needed is None:
             continue
+        if run.card_cuda:
+            continue  # the driver predates the card itself, whatever code the build has: EC-DRV-009
         if ctx.matrix.supports_driver(cc, run.driver_needed) is False:
             continue  # no driver that new exists for this card: EC-CC-003
         floor = ctx.driver_requirement(cuda)

@@ -10,7 +10,13 @@ from envcheck.machine import ABSENT, minor, parse_version
 from envcheck.rules.compute import known_capabilities
 from envcheck.rules.engine import Context, Hit, rule
 from envcheck.rules.evidence import matrix_evidence
-from envcheck.rules.gpu import CONTAINER_TOOLKIT_PAGE, NVIDIA_DRIVER_PAGE, install_driver_fix
+from envcheck.rules.gpu import (
+    CONTAINER_TOOLKIT_PAGE,
+    NVIDIA_DRIVER_PAGE,
+    install_driver_fix,
+    predating_driver,
+    unbound_cards,
+)
 from envcheck.rules.installs import install_release
 
 if TYPE_CHECKING:
@@ -377,3 +383,44 @@ def _keys(ctx: Context, failures: list[tuple[str, str]]) -> tuple[str, ...]:
         return ()
     named = {where.split()[2] for where, _ in failures}  # "nvml gpu 2 (name)"
     return tuple(g.key for g in ctx.gpus if str(g.index) in named)
+
+
+@rule("EC-DRV-009", "A driver older than the GPU's architecture", "error", "driver")
+def driver_predates_gpu(ctx: Context) -> Iterator[Hit]:
+    """A card is driven only by the driver branches from the one released with the first CUDA
+    that lists its compute capability (CUDA's release notes); a GPU reported with an older driver
+    (a snapshot's NVML list, a driver number read off Windows) cannot run CUDA code, whatever
+    code the build has. A card left unbound for that reason is EC-GPU-004."""
+    version = ctx.driver_version
+    unbound = {g.key for g, _ in unbound_cards(ctx)}
+    for gpu, cc in known_capabilities(ctx):  # a GPU hidden on purpose is nobody's problem
+        if gpu.key in unbound:
+            continue
+        first = predating_driver(ctx, cc, version)
+        if first is None:
+            continue
+        release, floor = first
+        build = ctx.tf_build
+        cuda_need = ctx.driver_requirement(build.cuda) if build is not None and build.cuda is not None else None
+        cuda_floor = cuda_need.minimum if cuda_need is not None else None
+        if cuda_floor is not None and floor <= cuda_floor:
+            continue  # the build's CUDA asks for as much: EC-DRV-001
+        # Below the CUDA floor as well, EC-DRV-001's update (to this card's floor: install_driver_fix)
+        # clears this too.
+        below_cuda = cuda_floor is not None and parse_version(str(version)) < cuda_floor
+        fix = install_driver_fix(ctx, "Update the NVIDIA driver")
+        yield Hit(
+            title=f"{gpu.label}: driver {version} is older than the card (compute capability {gpu.compute_capability} needs {floor} or newer)",
+            detail=(
+                f"The first CUDA release for compute capability {gpu.compute_capability}, {minor(release.version)}, came "
+                f"with driver {floor}; drivers of older branches do not drive the card."
+            ),
+            evidence=(
+                (f"gpu {gpu.key}", f"{gpu.name}: compute capability {gpu.compute_capability}"),
+                ("driver version", str(version)),
+                (f"matrix: CUDA {minor(release.version)} minimum driver ({ctx.os})", str(floor)),
+            ),
+            fix=fix,
+            caused_by="EC-DRV-001" if below_cuda else None,
+            gpus=(gpu.key,),
+        )

@@ -6,11 +6,14 @@ the driver does not drive is seen and named (by pci.ids, else by the matrix's PC
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any, Optional
+
+from packaging.version import Version
 
 from envcheck import shell
 from envcheck.facts import PciDevice
 from envcheck.findings import Fix
-from envcheck.machine import ABSENT, GpuView
+from envcheck.machine import ABSENT, GpuView, minor, parse_version
 from envcheck.probes.nvml import normalise_bus_id
 from envcheck.rules.engine import Context, Hit, rule
 from envcheck.words import counted
@@ -137,7 +140,8 @@ def _other_driver_fix(ctx: Context, driver: str) -> tuple[Fix, str]:
 @rule("EC-GPU-004", "A GPU on the bus that the loaded NVIDIA driver does not drive", "error", "gpu")
 def gpu_not_driven(ctx: Context) -> Iterator[Hit]:
     """The nvidia module is loaded, but a card on the bus has no driver bound: most often an
-    architecture that branch no longer supports (Kepler after 470), next to a newer GPU it drives."""
+    architecture that branch no longer supports (Kepler after 470), next to a newer GPU it drives,
+    or one newer than the branch (a compute capability 12.0 card on a 535 driver)."""
     facts = ctx.facts
     if not facts.driver.loaded:
         return
@@ -145,8 +149,19 @@ def gpu_not_driven(ctx: Context) -> Iterator[Hit]:
     for gpu, device in unbound_cards(ctx):
         arch = ctx.matrix.architecture(gpu.compute_capability) if gpu.compute_capability else None
         retired = arch is not None and version is not None and arch.supports_driver(version) is False
+        first = predating_driver(ctx, gpu.compute_capability, version)
         others = [g for g in ctx.gpus if g.source == "nvml"]
-        if retired:
+        if first is not None:
+            release, floor = first
+            fix = install_driver_fix(ctx, "Update the NVIDIA driver")
+            commands = fix.commands
+            text = (
+                f"{fix.text} Driver {version} is older than {arch.name if arch else 'these'} GPUs of compute "
+                f"capability {gpu.compute_capability}: the first CUDA release for them, {minor(release.version)}, came "
+                f"with the {floor.release[0]} driver branch ({floor} or newer), and an older branch leaves the card "
+                "without a driver."
+            )
+        elif retired:
             text = (
                 f"{arch.name} GPUs get no driver after the {arch.last_driver_branch} branch, so driver {version} cannot "
                 f"use this card. "
@@ -165,7 +180,8 @@ def gpu_not_driven(ctx: Context) -> Iterator[Hit]:
             )
         yield Hit(
             title=f"{gpu.label}: the loaded NVIDIA driver {version or ''} does not drive it".replace("  ", " ")
-            + (f" ({arch.name}: last driver branch {arch.last_driver_branch})" if retired else ""),
+            + (f" ({arch.name}: last driver branch {arch.last_driver_branch})" if retired else "")
+            + (f" (it predates the card, which needs {first[1]} or newer)" if first else ""),
             detail="The card is on the PCI bus with no driver bound, while the nvidia module drives "
             + ("the other GPUs." if others else "nothing."),
             evidence=(
@@ -177,12 +193,39 @@ def gpu_not_driven(ctx: Context) -> Iterator[Hit]:
         )
 
 
+def predating_driver(ctx: Context, compute_capability, driver) -> Optional[tuple[Any, Version]]:
+    """(the first CUDA release for this GPU, the driver it came with) when ``driver`` is from an
+    older branch than that one: the driver predates the card (matrix.first_driver)."""
+    if not compute_capability or not driver:
+        return None
+    first = ctx.matrix.first_driver(compute_capability, ctx.os)
+    have = parse_version(str(driver))
+    if first is None or have is None or have >= first[1]:
+        return None
+    return first
+
+
+def _newest_first_driver(ctx: Context) -> Optional[tuple[Any, Version, str]]:
+    """The newest of the machine's GPUs' first drivers: (CUDA release, driver, GPU name)."""
+    found = None
+    for gpu in ctx.gpus:
+        first = ctx.matrix.first_driver(gpu.compute_capability, ctx.os) if gpu.compute_capability else None
+        if first is not None and (found is None or first[1] > found[1]):
+            found = (first[0], first[1], gpu.name)
+    return found
+
+
 def install_driver_fix(ctx: Context, what: str, after_install=()) -> Fix:
-    """Install a driver new enough for the CUDA that the installed TF needs, on this platform."""
+    """Install a driver new enough for the CUDA that the installed TF needs and for the machine's
+    GPUs (a card newer than that CUDA needs the driver branch of its own first CUDA), on this
+    platform."""
     build = ctx.tf_build
     need = ctx.driver_requirement(build.cuda) if build is not None and build.cuda is not None else None
     minimum = need.minimum if need is not None else None
     need = f" (version {minimum} or newer, for CUDA {build.cuda})" if minimum and build else ""
+    card = _newest_first_driver(ctx)
+    if card is not None and (minimum is None or card[1].release[0] > minimum.release[0]):
+        need = f" (version {card[1]} or newer: {card[2]} needs the driver branch of CUDA {minor(card[0].version)}, its first)"
     commands = []
     if ctx.os == "wsl":
         text = f"{what} on Windows, not inside WSL{need}: WSL2 uses the Windows driver."

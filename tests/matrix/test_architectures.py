@@ -102,3 +102,41 @@ def test_architectures_name_their_sources_and_do_not_overlap(m):
 def test_every_cuda_architecture_up_to_blackwell_is_known_but_8_8(m):
     built = {a for c in m.cuda_releases() for a in c.architectures}
     assert {a for a in built if m.architecture(a) is None} == {"8.8"}
+
+
+@pytest.mark.parametrize(
+    "capability, os, cuda, driver",
+    [
+        ("12.0", "linux", "12.8", "570.26"),  # GeForce RTX 50
+        ("12.0", "windows", "12.8", "570.65"),
+        ("12.0", "wsl", "12.8", "570.65"),  # the Windows driver
+        ("10.0", "linux", "12.8", "570.26"),  # B200
+        ("8.9", "linux", "11.8", "520.61.05"),  # RTX 40
+        ("9.0", "linux", "11.8", "520.61.05"),  # H100
+        ("8.6", "linux", "11.1", "455.23"),  # RTX 30
+        ("7.5", "windows", "10.0", "411.31"),  # Turing
+    ],
+)
+def test_first_driver_of_an_architecture_is_that_of_its_first_cuda(m, capability, os, cuda, driver):
+    release, first = m.first_driver(capability, os)
+    assert (f"{release.version.major}.{release.version.minor}", str(first)) == (cuda, driver)
+
+
+@pytest.mark.parametrize("capability", ["3.5", "5.0", "2.0", "99.9", "sm_86"])
+def test_no_first_driver_where_the_table_does_not_reach_back_or_knows_nothing(m, capability):
+    # 3.5, 5.0 and 2.0 are already in the table's oldest CUDA: their first release is older than it
+    assert m.first_driver(capability, "linux") is None
+
+
+def test_a_build_for_an_older_cuda_still_needs_the_cards_first_driver(m):
+    from envcheck.matrix.runs import runs_on_gpu
+
+    build = m.tf_build("2.15", "linux")  # CUDA 12.2, compute_80 PTX for newer cards
+    common = dict(archs=build.compute_capabilities, cuda=build.cuda, compute_capability="12.0", os="linux")
+    old = runs_on_gpu(m, **common, driver="560.35.03")  # runs CUDA 12.2, predates compute capability 12.0
+    assert old.runs is False and str(old.driver_needed) == "570.26" and old.card_cuda == "12.8"
+    assert "predates" in old.reason
+    new = runs_on_gpu(m, **common, driver="570.124.04")
+    assert new.runs is True and new.card_cuda == "12.8"
+    ampere = runs_on_gpu(m, **{**common, "compute_capability": "8.6"}, driver="560.35.03")
+    assert ampere.runs is True and ampere.card_cuda is None  # the build's CUDA asks for more than 8.6's first

@@ -201,6 +201,33 @@ CASES: tuple[Case, ...] = (
         lambda: b.unbound_card(b.no_driver_linux(b.server()), "0x1004"),
         "a Kepler card the loaded 535 driver does not drive (no driver loaded at all: not this rule)",
     ),
+    Case(
+        "EC-GPU-004",
+        lambda: b.unbound_card(b.server(), "0x2b85"),  # a GeForce RTX 5090 (Blackwell, 12.0) beside the V100s on 535
+        lambda: b.unbound_card(b.no_driver_linux(b.server()), "0x2b85"),
+        "a card newer than the loaded 535 driver (its first CUDA, 12.8, came with 570)",
+    ),
+    Case(
+        "EC-DRV-009",
+        lambda: b.server_gpus(b.server(), ("NVIDIA GeForce RTX 5090", "12.0")),
+        lambda: b.change(
+            b.server_gpus(b.server(), ("NVIDIA GeForce RTX 5090", "12.0")),
+            {"nvml.driver_version": "570.124.04", "driver.version": "570.124.04"},
+        ),
+        "an RTX 5090 listed with driver 535 (compute capability 12.0 came with CUDA 12.8 and driver 570.26)",
+    ),
+    Case(
+        "EC-DRV-009",
+        lambda: b.change(
+            b.server_gpus(b.server(), ("NVIDIA GeForce RTX 5090", "12.0")),
+            {"nvml.driver_version": "560.35.03", "driver.version": "560.35.03"},
+        ),
+        lambda: b.change(
+            b.server_gpus(b.server(), ("NVIDIA GeForce RTX 4090", "8.9")),
+            {"nvml.driver_version": "560.35.03", "driver.version": "560.35.03"},
+        ),
+        "driver 560 runs CUDA 12.2 but predates the RTX 5090 (570.26); it drives an RTX 4090 (8.9: 520.61.05)",
+    ),
     # --- driver
     Case(
         "EC-DRV-001",
