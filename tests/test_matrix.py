@@ -263,10 +263,30 @@ def test_support_native_ptx_none(m):
     tf221 = m.tf_build("2.21", "linux")  # sm_60 sm_70 sm_80 sm_89 compute_90
     assert m.support(tf221, "8.6") == "native"  # sm_80 cubins load on 8.6
     assert m.support(tf221, "6.1") == "native"
-    assert m.support(tf221, "12.0") == "ptx"  # Blackwell JIT-compiles compute_90
+    # Blackwell: compute_90 PTX would reach it, but 2.21 compiles its kernels for the card at run
+    # time with CUDA 12.5's PTX ISA, which cannot target 12.0 (first in CUDA 12.8)
+    assert m.support(tf221, "12.0") == "none"
     assert m.support(tf221, "5.2") == "none"
     assert m.support(m.tf_build("2.15", "linux"), "8.0") == "ptx"
+    assert m.support(m.tf_build("2.15", "linux"), "12.0") == "ptx"  # before 2.16: the driver JIT-compiles it
     assert m.support(m.tf_build("2.11", "windows"), "8.6") == "none"
+
+
+@pytest.mark.parametrize(
+    "tf, cuda, capability, serves",
+    [
+        ("2.16", "12.3", "12.0", False),  # a Blackwell GeForce: first in CUDA 12.8
+        ("2.21", "12.5", "10.0", False),  # B200: first in CUDA 12.8
+        ("2.21", "12.5", "9.0", True),  # Hopper is in CUDA 12.5
+        ("2.16", "12.3", "8.9", True),
+        ("2.15", "12.2", "12.0", True),  # before 2.16 the driver JIT-compiles the build's PTX
+        ("2.4", "11.0", "8.6", True),  # an RTX 30 card on TensorFlow 2.4
+        (None, "12.5", "12.0", True),  # the release not known: as PTX always did
+        ("2.21", None, "12.0", True),
+    ],
+)
+def test_ptx_serves_a_newer_card_only_where_the_driver_compiles_it(m, tf, cuda, capability, serves):
+    assert m.ptx_serves(tf, cuda, capability) is serves
 
 
 # --- Against real parts of this machine -------------------------------------------------------

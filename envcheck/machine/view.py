@@ -404,6 +404,7 @@ class Machine:
             compute_capability=compute_capability,
             os=self.os,
             driver=self.driver_version,
+            tf=self.installed_tf.version if self.installed_tf is not None else None,
         )
 
     def build_support(self, compute_capability: Optional[str]) -> Optional[str]:

@@ -350,6 +350,11 @@ def _branch_floor(driver: str | Version) -> int | None:
     return major - major % 5
 
 
+# The first TensorFlow release that compiles GPU kernels for the card's own architecture at run time
+# by default (Keras 3's XLA; see Matrix.ptx_serves).
+RUNTIME_CODEGEN_FROM = Version("2.16")
+
+
 class Matrix:
     """The validated matrix and the questions rules ask of it."""
 
@@ -493,7 +498,10 @@ class Matrix:
         Whether the driver can JIT that PTX is the one question's part (``matrix.runs``)."""
         if not build.gpu:
             return "none"
-        return code_for(build.compute_capabilities, compute_capability)[0]
+        code = code_for(build.compute_capabilities, compute_capability)[0]
+        if code == "ptx" and not self.ptx_serves(build.tf, build.cuda, compute_capability):
+            return "none"
+        return code
 
     # CUDA / cuDNN -------------------------------------------------------------------------
     def cuda_releases(self) -> list[CudaRelease]:
@@ -631,6 +639,32 @@ class Matrix:
         if re.fullmatch(r"\d{1,9}\.\d{1,9}", text):
             return self._capability_index.get(tuple(int(p) for p in text.split(".")))
         return None
+
+    def first_cuda(self, compute_capability: str | Version) -> CudaRelease | None:
+        """The oldest CUDA release in the table that lists this compute capability."""
+        key = str(compute_capability).strip()
+        return next((c for c in self._cuda if key in c.architectures), None)
+
+    def ptx_serves(
+        self, tf: str | Version | None, cuda: str | Version | None, compute_capability: str | Version
+    ) -> bool:
+        """Whether a TensorFlow build's PTX serves a GPU it has no cubin for. From TensorFlow 2.16 on
+        it does not where the GPU's architecture is newer than the CUDA release the build was made
+        with: TensorFlow then compiles its kernels for the GPU's own architecture at run time (XLA,
+        which Keras 3 turns on by default, and the kernel generator) with that release's PTX ISA,
+        which cannot target the card, and its kernels fail to load (CUDA_ERROR_INVALID_PTX; XLA's
+        "PTX version 8.5 does not support target 'sm_120'"): every TensorFlow 2.16-2.21 wheel on a
+        Blackwell card. Older releases are taken at their word: PTX is JIT-compiled by the driver."""
+        if tf is None or cuda is None:
+            return True
+        try:
+            release, built_with = as_version(str(tf)), as_version(str(cuda))
+        except ValueError:
+            return True
+        first = self.first_cuda(compute_capability)
+        if release < RUNTIME_CODEGEN_FROM or first is None:
+            return True
+        return built_with.release[:2] >= first.version.release[:2]
 
     def first_driver(self, compute_capability: str | Version, os: str) -> tuple[CudaRelease, Version] | None:
         """The CUDA release that first lists this compute capability and the driver it asks for on

@@ -18,6 +18,12 @@ NVIDIA's rules, as the CUDA C++ Programming Guide and the CUDA Compatibility gui
   the first CUDA that lists its compute capability (CUDA's release notes give both: compute
   capability 12.0 came with CUDA 12.8 and its 570 driver), so an older build on a newer card still
   needs that driver.
+- PTX serves a newer card only where the code is compiled by the driver. From TensorFlow 2.16,
+  TensorFlow compiles its kernels for the card's own architecture at run time (XLA, on by default
+  under Keras 3, and its kernel generator) with the PTX ISA of the CUDA release it was built with;
+  a card newer than that release (a Blackwell card under the CUDA 12.3-12.5 of TensorFlow
+  2.16-2.21) cannot be targeted and its kernels do not load (``Matrix.ptx_serves``; the PTX ISA's
+  release notes give each ISA's targets).
 """
 
 from __future__ import annotations
@@ -39,7 +45,16 @@ BINARY_COMPATIBILITY = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/in
 PTX_COMPATIBILITY = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#ptx-compatibility"
 PTX_JIT_AND_MINOR_VERSIONS = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 CUDA_RELEASE_NOTES = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"
-SOURCES = (BINARY_COMPATIBILITY, PTX_COMPATIBILITY, PTX_JIT_AND_MINOR_VERSIONS, CUDA_RELEASE_NOTES)
+PTX_ISA_TARGETS = "https://docs.nvidia.com/cuda/parallel-thread-execution/index.html#release-notes"
+KERAS_JIT_COMPILE = "https://keras.io/api/models/model_training_apis/"
+SOURCES = (
+    BINARY_COMPATIBILITY,
+    PTX_COMPATIBILITY,
+    PTX_JIT_AND_MINOR_VERSIONS,
+    CUDA_RELEASE_NOTES,
+    PTX_ISA_TARGETS,
+    KERAS_JIT_COMPILE,
+)
 
 
 @dataclass(frozen=True)
@@ -66,9 +81,12 @@ def runs_on_gpu(
     compute_capability: object,
     os: str,
     driver: object = None,
+    tf: object = None,
 ) -> GpuRun:
     """Whether a build with code ``archs`` built with CUDA ``cuda`` runs on a GPU of
-    ``compute_capability`` on ``os``, with ``driver`` (None: with any driver this GPU can get)."""
+    ``compute_capability`` on ``os``, with ``driver`` (None: with any driver this GPU can get);
+    ``tf``, the build's release, decides whether its PTX serves a card newer than its CUDA
+    (``Matrix.ptx_serves``; None: as PTX always did)."""
     cc = _capability(compute_capability)
     if cc is None:
         return GpuRun(None, None, None, None, "its compute capability is not known")
@@ -77,6 +95,17 @@ def runs_on_gpu(
     code, entry = code_for(archs, cc)
     if code == NONE:
         return GpuRun(False, NONE, None, None, f"the build has code for {', '.join(archs)} only, none for {cc}")
+    if code == PTX and not matrix.ptx_serves(_text(tf), _text(cuda), f"{cc.major}.{cc.minor}"):
+        first = matrix.first_cuda(f"{cc.major}.{cc.minor}")
+        return GpuRun(
+            False,
+            NONE,
+            None,
+            None,
+            f"the build has no cubin for {cc}, and TensorFlow {_minor(tf)} compiles its kernels for the card at run "
+            f"time with CUDA {_minor(cuda)}'s PTX ISA, which predates compute capability {cc} (first in CUDA "
+            f"{_minor(first.version) if first else '?'}): its kernels do not load",
+        )
     need = _driver_needed(matrix, cuda, os, code)
     served = f"{entry} code" if code == NATIVE else f"only {entry} PTX, which the driver JIT-compiles"
     arch = matrix.architecture(cc)
@@ -134,7 +163,12 @@ def release_runs_on_gpu(matrix: Matrix, build: TfBuild, compute_capability: obje
         compute_capability=compute_capability,
         os=os,
         driver=driver,
+        tf=build.tf,
     )
+
+
+def _text(value: object) -> Optional[str]:
+    return None if value is None else str(value)
 
 
 def _driver_needed(matrix: Matrix, cuda: object, os: str, code: str) -> Optional[Version]:

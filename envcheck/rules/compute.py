@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 from envcheck.findings import Fix, Severity
 from envcheck.machine import GpuView, minor, parse_version
+from envcheck.matrix.model import code_for
 from envcheck.matrix.runs import NATIVE, NONE, PTX, SOURCES
 from envcheck.rules.engine import Context, Hit, rule
 from envcheck.rules.evidence import matrix_evidence
@@ -80,15 +81,24 @@ def compute_capability_unsupported(ctx: Context) -> Iterator[Hit]:
             if newest is not None
             else "no TensorFlow release in the matrix runs on it"
         )
+        # A card newer than the build: its PTX would reach it, but the release compiles its kernels
+        # for the card at run time with a PTX ISA that predates it (Matrix.ptx_serves).
+        newer = code_for(archs, cc)[0] == PTX
+        otherwise = f"build TensorFlow from source for compute capability {cc}" if newer else "use a newer GPU"
         others = _others_that_run(ctx, gpu)
         if others:
             fix = leave_out_fix(ctx, gpu, others, f" ({newest_text[0].upper()}{newest_text[1:]}.)")
         else:
-            fix = move_fix(ctx, f"the newest release that runs on {gpu.name} (compute capability {cc})", CUDA_GPUS_PAGE)
+            fix = move_fix(
+                ctx, f"the newest release that runs on {gpu.name} (compute capability {cc})", CUDA_GPUS_PAGE, otherwise
+            )
+        what = "is newer than this TensorFlow build can serve" if newer else "is not supported by this TensorFlow build"
         yield Hit(
-            title=f"{gpu.name} (compute capability {cc}) is not supported by this TensorFlow build; {newest_text}",
+            title=f"{gpu.name} (compute capability {cc}) {what}; {newest_text}",
             detail=(
                 f"The build carries code for {caps} only; TensorFlow ignores a GPU it has no native code or PTX for."
+                if not newer
+                else f"The build carries code for {caps}: {ctx.gpu_run(cc).reason}."
             ),
             evidence=tuple(evidence),
             fix=fix,

@@ -91,20 +91,20 @@ def newest_release_for(ctx: Context, cc: str) -> Optional["TfBuild"]:
     return ctx.newest_release(gpu=True, accept=lambda b: release_runs_on_gpu(ctx.matrix, b, cc, ctx.os).runs is True)
 
 
-def move_fix(ctx: Context, why: str, url: Optional[str] = None) -> Fix:
+def move_fix(ctx: Context, why: str, url: Optional[str] = None, otherwise: str = "use a newer GPU") -> Fix:
     """Install the release the plan recommends for this machine; ``why`` says what it is (the newest
     release that runs on this GPU). Its commands, and the GPUs the plan leaves out, are the plan's."""
     plan = plan_for(ctx)
     if plan is None or plan.option.kind != "gpu":
         return Fix(
-            text="No TensorFlow release in the matrix runs on this GPU: run on the CPU or use a newer GPU.", url=url
+            text=f"No TensorFlow release in the matrix runs on this GPU: run on the CPU or {otherwise}.", url=url
         )
     option = plan.option
     commands, python_note = install_release(ctx, option.build, exact=option.exact)
     left = [s for s in plan.steps if s.title.startswith("Leave out")]
     text = (
         f"Install TensorFlow {option.tf} (CUDA {option.cuda}, cuDNN {option.cudnn}, Python "
-        f"{', '.join(option.build.python)}), {why}, or use a newer GPU.{python_note}"
+        f"{', '.join(option.build.python)}), {why}, or {otherwise}.{python_note}"
     )
     if left:
         text += f" {left[0].title}: {left[0].detail}"
