@@ -88,6 +88,8 @@ def test_gpu_that_only_runs_through_ptx(capsys):
     assert answer["native"] == {}
     assert "2.15" in answer["ptx"]["linux"] and "2.16" not in answer["ptx"]["linux"]
     assert "2.21" not in answer["ptx"]["linux"]  # compiles for the card with a PTX ISA older than it
+    assert "2.16" in answer["older_ptx_isa"]["linux"] and "2.21" in answer["older_ptx_isa"]["linux"]
+    assert run_json(capsys, "gpu", "RTX 4090")["older_ptx_isa"] == {}
 
 
 def test_gpu_too_old_for_any_release(capsys):

@@ -7,6 +7,7 @@ from typing import Any
 
 from envcheck.errors import NotFoundError, UsageError
 from envcheck.matrix import BUILD_OSES, Matrix, TfBuild, as_version, load_matrix, unknown_gpu_message
+from envcheck.matrix.model import code_for
 from envcheck.matrix.runs import NATIVE, NONE, PTX, release_runs_on_gpu
 from envcheck.platform import DRIVER_OSES, OSES, platform_named
 from envcheck.printable import printable
@@ -144,10 +145,12 @@ def gpu_answer(matrix: Matrix, name: str) -> dict[str, Any]:
                 "`nvidia-smi --query-gpu=name,compute_cap --format=csv` or at https://developer.nvidia.com/cuda-gpus",
             )
         )
-    support: dict[str, dict[str, list[str]]] = {NATIVE: {}, PTX: {}, "beyond_last_driver": {}}
+    support: dict[str, dict[str, list[str]]] = {NATIVE: {}, PTX: {}, "beyond_last_driver": {}, "older_ptx_isa": {}}
     for build in listed_rows(matrix):
         run = release_runs_on_gpu(matrix, build, gpu.compute_capability, build.os)
         kind = run.code if run.runs is not False else ("beyond_last_driver" if run.code != NONE else NONE)
+        if kind == NONE and build.gpu and code_for(build.compute_capabilities, gpu.compute_capability)[0] == PTX:
+            kind = "older_ptx_isa"  # PTX that would reach the card, in a release that compiles for it itself
         if kind in support:
             support[kind].setdefault(build.os, []).append(str(build.tf))
     return {
@@ -159,6 +162,7 @@ def gpu_answer(matrix: Matrix, name: str) -> dict[str, Any]:
         "native": support[NATIVE],
         "ptx": support[PTX],
         "beyond_last_driver": support["beyond_last_driver"],
+        "older_ptx_isa": support["older_ptx_isa"],
         "notes": list(gpu.notes),
         "sources": list(gpu.sources),
     }

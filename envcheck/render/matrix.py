@@ -82,6 +82,11 @@ def render_gpu(answer: dict[str, Any], releases_by_os: dict[str, list[str]], wid
             f"  code for it, but CUDA needs a driver after its last branch, on {os}: TensorFlow "
             + release_ranges(releases, releases_by_os[os])
         )
+    for os, releases in a.get("older_ptx_isa", {}).items():
+        lines.append(
+            f"  PTX for it, but kernels compiled for it with an older CUDA's PTX ISA do not load, on {os}: TensorFlow "
+            + release_ranges(releases, releases_by_os[os])
+        )
     if not a["native"] and not a["ptx"]:
         lines.append("  no TensorFlow release in the matrix runs on it")
     return _fit("\n".join(lines + _notes(a) + _sources(a)), width)
