@@ -128,7 +128,11 @@ class Machine:
         """The installed TF distributions, less those another one depends on (tensorflow pulls in
         tensorflow-intel on Windows: one install, not a mix)."""
         dists = [self.facts.distribution(name) for name in self.installed_tf_distributions]
-        return tuple(d for d in dists if d is not None and not any(o is not d and _requires(o, d.name) for o in dists))
+        return tuple(
+            d
+            for d in dists
+            if d is not None and not any(o is not d and _pulls_in(o, d) for o in dists if o is not None)
+        )
 
     def build_for(self, version: str) -> Optional["TfBuild"]:
         if parse_version(version) is None:
@@ -555,6 +559,18 @@ class Machine:
         """Put a folder first on the loader's search path for this shell (LD_LIBRARY_PATH, or PATH
         on Windows); the folder stays one literal word whatever it is called."""
         return Command(shell.prepend_path(self.platform.loader_variable, directory, self.shell), shell=self.shell)
+
+
+# The Windows tensorflow wheels of 2.11 on are a stub that requires tensorflow-intel of the same
+# version (the matrix's distribution note, PyPI's metadata): a snapshot whose package list lost the
+# requirements still holds one install.
+_PULLED_IN_BY = {"tensorflow-intel": "tensorflow"}
+
+
+def _pulls_in(dist: Distribution, other: Distribution) -> bool:
+    if _requires(dist, other.name):
+        return True
+    return _PULLED_IN_BY.get(other.name) == dist.name and not dist.requires and dist.version == other.version
 
 
 def _requires(dist: Distribution, other: str) -> bool:

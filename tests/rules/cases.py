@@ -503,6 +503,13 @@ CASES: tuple[Case, ...] = (
         "tensorflow-intel is a dependency of tensorflow, not a second install",
     ),
     Case(
+        "EC-TF-002",
+        lambda: b.with_distributions(_windows_tf("2.15.1"), ("tensorflow-intel", "2.14.0")),
+        lambda: b.with_distributions(_windows_tf("2.15.1"), ("tensorflow-intel", "2.15.1")),
+        "a snapshot without the requirements: tensorflow-intel of another release is a second install, of the "
+        "same release the stub's own",
+    ),
+    Case(
         "EC-TF-003",
         lambda: b.with_distributions(b.no_gpu(), ("tensorflow-gpu", "2.12.0")),
         lambda: b.with_distributions(b.no_gpu(), ("tensorflow-gpu", "2.11.0")),
