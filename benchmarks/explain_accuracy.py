@@ -4,12 +4,13 @@ Two corpora, reported separately and side by side (the default):
 
 - the training corpus (tests/fixtures/real_messages/): the messages the catalogue grew from, so
   its figures are an upper bound;
-- the held-out set (tests/fixtures/held_out/): real messages from threads no file of the project
-  cites, never tuned on (its README.md), so its figures are what a user pasting a message nobody
-  wrote a pattern for can expect;
-- the second held-out set (tests/fixtures/held_out_v2/), frozen when the first had been measured
-  three times, in the same format and measured the same way; the default report gives it its own
-  report and its own column beside the first (the two are never added together).
+- the first held-out set (tests/fixtures/held_out/), now RETIRED: measured five times, it is read
+  by whoever writes patterns (its README.md), so its figures are reported as "held-out v1
+  (retired)" and are no longer held-out figures;
+- the second held-out set (tests/fixtures/held_out_v2/) and the third (tests/fixtures/held_out_v3/):
+  real messages from threads no file of the project cites, never tuned on (their README.md files),
+  so their figures are what a user pasting a message nobody wrote a pattern for can expect. The
+  default report gives each its own report and its own column (the sets are never added together).
 
 For every message it runs the scanner and ``explain`` (no machine: the message alone).
 
@@ -48,8 +49,9 @@ frozen) counts as given only through the set's aliases.yaml, which maps it to th
 cause ids.
 
 ``--json`` prints the same as JSON; ``--corpus DIR`` measures another corpus in the training
-format alone, ``--held-out [DIR]`` the held-out set (or another folder in its format, such as
-tests/fixtures/held_out_v2) alone; ``--held-out-v2 DIR`` the folder of the third column;
+format alone, ``--held-out [DIR]`` a folder in the held-out format alone (the retired first set
+when no folder is named; tests/fixtures/held_out_v2 or held_out_v3 for the live sets);
+``--held-out-v2 DIR`` and ``--held-out-v3 DIR`` the folders of the live sets' columns;
 ``--misses`` also lists the held-out messages missed, by id (left out otherwise: whoever tunes
 the catalogue reads the figures, not which messages failed); ``--patterns FILE`` another
 catalogue (for example the one of an older release, to compare). A catalogue without ranked causes counts a cause as right when the explanation's id is the
@@ -59,6 +61,7 @@ catalogue (for example the one of an older release, to compare). A catalogue wit
     python benchmarks/explain_accuracy.py --held-out
     python benchmarks/explain_accuracy.py --held-out --misses
     python benchmarks/explain_accuracy.py --held-out tests/fixtures/held_out_v2
+    python benchmarks/explain_accuracy.py --held-out tests/fixtures/held_out_v3
     python benchmarks/explain_accuracy.py --json --corpus path/to/unseen
 """
 
@@ -79,6 +82,10 @@ if str(ROOT) not in sys.path:
 DEFAULT_CORPUS = ROOT / "tests" / "fixtures" / "real_messages"
 DEFAULT_HELD_OUT = ROOT / "tests" / "fixtures" / "held_out"
 DEFAULT_HELD_OUT_V2 = ROOT / "tests" / "fixtures" / "held_out_v2"
+DEFAULT_HELD_OUT_V3 = ROOT / "tests" / "fixtures" / "held_out_v3"
+# The first set is retired (its README.md): its figures are reported under this label, never as
+# held-out figures.
+RETIRED_LABEL = "held-out v1 (retired)"
 ORDINARY_FILE = "ordinary.yaml"
 ALIASES_FILE = "aliases.yaml"
 KINDS = ("error", "harmless", "near_miss")
@@ -438,6 +445,7 @@ def measure_held_out(folder: Path, patterns: Optional[Path] = None) -> dict[str,
         "patterns": str(catalogue.path),
         "catalogue_size": len(catalogue.patterns),
         "aliases": len(aliases),
+        "retired": is_retired(folder),
         **report,
     }
 
@@ -458,11 +466,22 @@ def _ratio(f: dict[str, Any], part: str, whole: str) -> str:
     return f"{f.get(part, 0)}/{f.get(whole, 0)}"
 
 
+def is_retired(folder: Path) -> bool:
+    """Whether this folder is the retired first set."""
+    return Path(folder).resolve() == DEFAULT_HELD_OUT.resolve()
+
+
 def render_held_out(report: dict[str, Any]) -> str:
+    if report.get("retired"):
+        title = (
+            f"envcheck explain on {RETIRED_LABEL}, {report['held_out']}: read by whoever writes patterns, "
+            "so these are not held-out figures"
+        )
+    else:
+        title = f"envcheck explain on the held-out set {report['held_out']}"
     head = f"{'family':<20} {'msgs':>5} {'errors':>7} {'recognised':>11} {'cause first':>12} {'cause given':>12} {'harmless ok':>12} {'near misses':>12}"
     lines = [
-        f"envcheck explain on the held-out set {report['held_out']} "
-        f"({report['catalogue_size']} patterns, {report['aliases']} aliases)",
+        f"{title} ({report['catalogue_size']} patterns, {report['aliases']} aliases)",
         head,
         "-" * len(head),
     ]
@@ -514,14 +533,19 @@ def _summary_lines(o: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_side_by_side(
-    training: dict[str, Any], held_out: dict[str, Any], second: Optional[dict[str, Any]] = None
-) -> str:
-    """The training corpus and the held-out set in columns (and the second held-out set, when given,
-    in a third column of its own: the two held-out sets are never added together)."""
-    sets = [training["overall"], held_out["overall"]] + ([second["overall"]] if second is not None else [])
-    t = sets[0]
-    held_sets = sets[1:]
+NUMBER_WORDS = {2: "two", 3: "three", 4: "four"}
+
+
+def held_out_label(report: dict[str, Any], default: str) -> str:
+    """The column label of a held-out report: the retired first set is never called held out."""
+    return RETIRED_LABEL if report.get("retired") else default
+
+
+def render_side_by_side(training: dict[str, Any], columns: list[tuple[str, dict[str, Any]]]) -> str:
+    """The training corpus and each held-out set in a column of its own (labelled; the held-out
+    sets are never added together)."""
+    t = training["overall"]
+    held_sets = [report["overall"] for _, report in columns]
 
     def held(cell) -> list[str]:
         return [cell(h) for h in held_sets]
@@ -564,18 +588,16 @@ def render_side_by_side(
             )
         )
     width = max(len(r[0]) for r in rows)
-    if second is None:
-        lines = [
-            "\nthe two sets side by side (same definitions; shares of all errors)",
-            f"{'':<{width}}  {'training':>26}  {'held-out':>14}",
-        ]
-        lines.extend(f"{name:<{width}}  {a:>26}  {b:>14}" for name, a, b in rows)
-    else:
-        lines = [
-            "\nthe three sets side by side (same definitions; shares of all errors; the held-out sets apart)",
-            f"{'':<{width}}  {'training':>26}  {'held-out':>14}  {'held-out v2':>14}",
-        ]
-        lines.extend(f"{name:<{width}}  {a:>26}  {b:>14}  {c:>14}" for name, a, b, c in rows)
+    labels = [label for label, _ in columns]
+    widths = [max(14, len(label)) for label in labels]
+    count = NUMBER_WORDS.get(1 + len(columns), str(1 + len(columns)))
+    apart = "; the held-out sets apart" if len(columns) > 1 else ""
+    lines = [
+        f"\nthe {count} sets side by side (same definitions; shares of all errors{apart})",
+        f"{'':<{width}}  {'training':>26}" + "".join(f"  {label:>{w}}" for label, w in zip(labels, widths)),
+    ]
+    for name, first, *rest in rows:
+        lines.append(f"{name:<{width}}  {first:>26}" + "".join(f"  {v:>{w}}" for v, w in zip(rest, widths)))
     return "\n".join(lines)
 
 
@@ -593,15 +615,28 @@ def main(argv: Optional[list[str]] = None) -> int:
         nargs="?",
         const=DEFAULT_HELD_OUT,
         default=None,
-        help=f"measure the held-out set alone (default folder: {DEFAULT_HELD_OUT})",
+        help=(
+            f"measure a held-out folder alone (default folder: {DEFAULT_HELD_OUT}, the retired first set, "
+            f"reported as {RETIRED_LABEL})"
+        ),
     )
     parser.add_argument(
         "--held-out-v2",
         type=Path,
         default=None,
         help=(
-            "the second held-out set, reported in its own column beside the first in the side-by-side "
+            "the second held-out set, reported in its own column in the side-by-side "
             f"report (default there: {DEFAULT_HELD_OUT_V2}, when neither --corpus nor --held-out is given); "
+            "measure it alone with --held-out DIR"
+        ),
+    )
+    parser.add_argument(
+        "--held-out-v3",
+        type=Path,
+        default=None,
+        help=(
+            "the third held-out set, reported in its own column in the side-by-side "
+            f"report (default there: {DEFAULT_HELD_OUT_V3}, when neither --corpus nor --held-out is given); "
             "measure it alone with --held-out DIR"
         ),
     )
@@ -624,28 +659,36 @@ def main(argv: Optional[list[str]] = None) -> int:
         held = held if args.misses else without_misses(held)
         print(json.dumps(held, indent=2) if args.json else render_held_out(held))
         return 0
-    second_folder = args.held_out_v2
-    if second_folder is None and args.corpus is None and args.held_out is None and DEFAULT_HELD_OUT_V2.is_dir():
-        second_folder = DEFAULT_HELD_OUT_V2
+    defaults = args.corpus is None and args.held_out is None
+    live = []
+    for key, given, default in (
+        ("held_out_v2", args.held_out_v2, DEFAULT_HELD_OUT_V2),
+        ("held_out_v3", args.held_out_v3, DEFAULT_HELD_OUT_V3),
+    ):
+        folder = given if given is not None else (default if defaults and default.is_dir() else None)
+        if folder is not None:
+            live.append((key, folder))
     corpus = args.corpus or DEFAULT_CORPUS
     training = measure(corpus, args.patterns)
     training_by_kind = measure_training_by_kind(corpus, args.patterns)
     held = measure_held_out(args.held_out or DEFAULT_HELD_OUT, args.patterns)
     held = held if args.misses else without_misses(held)
-    second = None
-    if second_folder is not None:
-        second = measure_held_out(second_folder, args.patterns)
-        second = second if args.misses else without_misses(second)
+    reports = []
+    for key, folder in live:
+        report = measure_held_out(folder, args.patterns)
+        reports.append((key, report if args.misses else without_misses(report)))
     if args.json:
-        report = {"training": {**training, "by_kind": training_by_kind}, "held_out": held}
-        if second is not None:
-            report["held_out_v2"] = second
-        print(json.dumps(report, indent=2))
+        out = {"training": {**training, "by_kind": training_by_kind}, "held_out": held}
+        out.update(reports)
+        print(json.dumps(out, indent=2))
     else:
         parts = [render(training), "\n" + render_held_out(held)]
-        if second is not None:
-            parts.append("\n" + render_held_out(second))
-        print("\n".join(parts) + "\n" + render_side_by_side(training_by_kind, held, second))
+        parts.extend("\n" + render_held_out(report) for _, report in reports)
+        columns = [(held_out_label(held, "held-out"), held)]
+        columns.extend(
+            (held_out_label(report, key.replace("held_out_", "held-out ")), report) for key, report in reports
+        )
+        print("\n".join(parts) + "\n" + render_side_by_side(training_by_kind, columns))
     return 0
 
 

@@ -250,6 +250,81 @@ def test_a_second_held_out_set_gets_its_own_column(tiny_sets, tmp_path, capsys):
     assert row.rstrip().endswith("1 / 0 / 1       2 / 0 / 0")
 
 
+def _second_and_third(tmp_path):
+    folders = []
+    for name, count in (("held2", 2), ("held3", 3)):
+        folder = tmp_path / name
+        folder.mkdir()
+        base = {"source": f"https://example.org/{name}", "cause": "c", "fix": "f", "harmless": False}
+        messages = [
+            {**base, "id": f"{name}-{i}", "kind": "error", "message": f"Epoch {i}/10", "cause_id": "x"}
+            for i in range(count)
+        ]
+        _write(folder, "family.yaml", {"messages": messages})
+        _write(folder, "aliases.yaml", {"aliases": {}})
+        folders.append(folder)
+    return folders
+
+
+def test_a_third_held_out_set_gets_its_own_column(tiny_sets, tmp_path, capsys):
+    corpus, held = tiny_sets
+    second, third = _second_and_third(tmp_path)
+    args = ["--corpus", str(corpus), "--held-out", str(held), "--held-out-v2", str(second), "--held-out-v3", str(third)]
+    assert bench.main(["--json", *args]) == 0
+    report = json.loads(capsys.readouterr().out)
+    # Each held-out set is measured apart: 1, 2 and 3 errors, never added together.
+    errors = [report[key]["overall"]["errors"] for key in ("held_out", "held_out_v2", "held_out_v3")]
+    assert errors == [1, 2, 3] and report["held_out_v3"]["misses_count"] == 3
+    assert bench.main(args) == 0
+    text = capsys.readouterr().out
+    assert "the four sets side by side" in text and "held-out v3" in text
+    assert f"the held-out set {third}" in text
+    row = next(line for line in text.splitlines() if line.startswith("messages: errors / harmless / near misses"))
+    assert row.rstrip().endswith("2 / 0 / 0       3 / 0 / 0")
+    # The third set alone, as --held-out DIR, is the same report.
+    assert bench.main(["--json", "--held-out", str(third)]) == 0
+    alone = json.loads(capsys.readouterr().out)
+    assert alone["overall"]["errors"] == 3 and alone["retired"] is False
+
+
+def test_the_third_set_alone_in_the_side_by_side_report(tiny_sets, tmp_path, capsys):
+    corpus, held = tiny_sets
+    _, third = _second_and_third(tmp_path)
+    args = ["--corpus", str(corpus), "--held-out", str(held), "--held-out-v3", str(third)]
+    assert bench.main(["--json", *args]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert "held_out_v2" not in report and report["held_out_v3"]["overall"]["errors"] == 3
+    assert bench.main(args) == 0
+    text = capsys.readouterr().out
+    assert "the three sets side by side" in text and "held-out v3" in text and "held-out v2" not in text
+
+
+def test_the_retired_first_set_is_never_called_held_out(tiny_sets, tmp_path, capsys, monkeypatch):
+    corpus, held = tiny_sets
+    second, third = _second_and_third(tmp_path)
+    # The tiny folder stands for the retired first set.
+    monkeypatch.setattr(bench, "DEFAULT_HELD_OUT", held)
+    assert bench.main(["--json", "--held-out"]) == 0
+    assert json.loads(capsys.readouterr().out)["retired"] is True
+    assert bench.main(["--held-out"]) == 0
+    text = capsys.readouterr().out
+    assert "held-out v1 (retired)" in text and "not held-out figures" in text
+    assert "the held-out set" not in text
+    args = ["--corpus", str(corpus), "--held-out", "--held-out-v2", str(second), "--held-out-v3", str(third)]
+    assert bench.main(args) == 0
+    text = capsys.readouterr().out
+    header = next(line for line in text.splitlines() if line.lstrip().startswith("training"))
+    assert header.split("training")[1].split() == ["held-out", "v1", "(retired)", "held-out", "v2", "held-out", "v3"]
+    assert f"the held-out set {held} " not in text and f"the held-out set {second} " in text
+
+
+def test_a_live_set_is_not_labelled_retired(tiny_sets, capsys):
+    _, held = tiny_sets
+    assert bench.main(["--held-out", str(held)]) == 0
+    text = capsys.readouterr().out
+    assert "retired" not in text and f"the held-out set {held}" in text
+
+
 def test_without_a_second_set_the_report_has_two_columns(tiny_sets, capsys):
     corpus, held = tiny_sets
     assert bench.main(["--json", "--corpus", str(corpus), "--held-out", str(held)]) == 0

@@ -1,4 +1,4 @@
-"""The held-out sets (tests/fixtures/held_out_v2/ and those frozen after it) are well formed and
+"""The held-out sets (tests/fixtures/held_out_v2/ and held_out_v3/) are well formed and
 still held out: every entry has its fields, and no file of the project outside a set's folder cites
 one of its threads. The first set (tests/fixtures/held_out/) is retired: measured five times, it is
 now read by whoever writes patterns, and its entries move to the training corpus as patterns are
@@ -19,9 +19,13 @@ from envcheck.explain import load_patterns
 ROOT = Path(__file__).resolve().parents[2]
 HELD_OUT = ROOT / "tests" / "fixtures" / "held_out"
 HELD_OUT_V2 = ROOT / "tests" / "fixtures" / "held_out_v2"
+HELD_OUT_V3 = ROOT / "tests" / "fixtures" / "held_out_v3"
 ALIASES_NAME = "aliases.yaml"
 # Each live set and the fewest messages it may have (its README says why).
-SETS = {HELD_OUT_V2: 100}
+# MERGE: the third set holds only its first part (part A, V3_PART_A messages) until the second
+# part is merged; its minimum becomes 100 then, like the second set's.
+V3_PART_A = 45
+SETS = {HELD_OUT_V2: 100, HELD_OUT_V3: V3_PART_A}
 SET_IDS = [folder.name for folder in SETS]
 # Retired sets: format only, however few entries are left in them.
 RETIRED = (HELD_OUT,)
@@ -111,12 +115,20 @@ def test_the_set_is_large_and_well_formed(folder):
             assert entry["harmless"] is False, label
 
 
+# The share of harmless notices a live set must have, (lowest, highest).
+HARMLESS_SHARE = {HELD_OUT_V2: (0.08, 0.2)}
+# MERGE: part A of the third set has no harmless family (the second part brings it), so its lowest
+# share is 0 until the merge; restore (0.08, 0.2) then, and delete this line.
+HARMLESS_SHARE[HELD_OUT_V3] = (0.0, 0.2)
+
+
 @pytest.mark.parametrize("folder", list(SETS), ids=SET_IDS)
 def test_every_kind_is_there_in_realistic_proportions(folder):
     entries = ENTRIES_OF[folder]
     kinds = [entry["kind"] for _, entry in entries]
     share = {kind: kinds.count(kind) / len(kinds) for kind in KINDS}
-    assert share["error"] >= 0.7 and 0.08 <= share["harmless"] <= 0.2 and kinds.count("near_miss") >= 8
+    lowest, highest = HARMLESS_SHARE.get(folder, (0.08, 0.2))
+    assert share["error"] >= 0.7 and lowest <= share["harmless"] <= highest and kinds.count("near_miss") >= 8
     systems = {entry.get("os") for _, entry in entries}
     assert {"linux", "windows", "macos", "wsl"} <= systems
 
