@@ -659,7 +659,7 @@ class Matrix:
             return True
         try:
             release, built_with = as_version(str(tf)), as_version(str(cuda))
-        except ValueError:
+        except (ValueError, UsageError):  # a version no one can read: judged as PTX always was
             return True
         first = self.first_cuda(compute_capability)
         if release < RUNTIME_CODEGEN_FROM or first is None:

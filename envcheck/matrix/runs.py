@@ -47,6 +47,15 @@ PTX_JIT_AND_MINOR_VERSIONS = "https://docs.nvidia.com/deploy/cuda-compatibility/
 CUDA_RELEASE_NOTES = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"
 PTX_ISA_TARGETS = "https://docs.nvidia.com/cuda/parallel-thread-execution/index.html#release-notes"
 KERAS_JIT_COMPILE = "https://keras.io/api/models/model_training_apis/"
+# What TensorFlow 2.16-2.21 wheels do on a Blackwell card, as their users reported it:
+# CUDA_ERROR_INVALID_PTX from the kernel generator (2.16.2, 2.20), XLA's LLVM refusing the target
+# ("PTX version 8.5 does not support target 'sm_120'", 2.21 and nightly), only self-built wheels
+# or NVIDIA's containers working.
+TF_ON_BLACKWELL = (
+    "https://github.com/tensorflow/tensorflow/issues/101746",
+    "https://github.com/tensorflow/tensorflow/issues/111958",
+    "https://github.com/tensorflow/tensorflow/issues/89272",
+)
 SOURCES = (
     BINARY_COMPATIBILITY,
     PTX_COMPATIBILITY,
@@ -54,6 +63,7 @@ SOURCES = (
     CUDA_RELEASE_NOTES,
     PTX_ISA_TARGETS,
     KERAS_JIT_COMPILE,
+    *TF_ON_BLACKWELL,
 )
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from envcheck.findings import Fix, Severity
 from envcheck.machine import GpuView, minor, parse_version
 from envcheck.matrix.model import code_for
-from envcheck.matrix.runs import NATIVE, NONE, PTX, SOURCES
+from envcheck.matrix.runs import NATIVE, NONE, PTX, SOURCES, TF_ON_BLACKWELL
 from envcheck.rules.engine import Context, Hit, rule
 from envcheck.rules.evidence import matrix_evidence
 from envcheck.rules.installs import install_release, move_fix, newest_release_for
@@ -76,6 +76,8 @@ def compute_capability_unsupported(ctx: Context) -> Iterator[Hit]:
             evidence.append(matrix_evidence(ctx, build))
         evidence.extend(_ignored_lines(ctx))
         evidence.append(("NVIDIA: binary and PTX compatibility", SOURCES[0]))
+        if code_for(archs, cc)[0] == PTX:
+            evidence.append(("TensorFlow on a card newer than its CUDA", " ".join(TF_ON_BLACKWELL)))
         newest_text = (
             f"the newest TensorFlow that runs on it is {newest.label}"
             if newest is not None
