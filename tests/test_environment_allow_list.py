@@ -68,10 +68,12 @@ unlisted = st.builds(
 @settings(max_examples=examples(300))
 @given(name=unlisted)
 def test_no_prefix_lets_a_name_through(name):
+    # CUDA_PATH_V<major>_<minor>, as the Windows installers set it: both numbers there, 1-3 digits
+    major, _, minor = name[len("CUDA_PATH_V") :].partition("_")
     versioned = (
         name.startswith("CUDA_PATH_V")
-        and name[len("CUDA_PATH_V") :].replace("_", "", 1).isdigit()
         and name.count("_") == 3
+        and all(part.isdigit() and len(part) <= 3 for part in (major, minor))
     )
     assert allowed_variable(name) == versioned, name
 
