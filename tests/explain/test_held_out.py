@@ -22,7 +22,7 @@ HELD_OUT_V2 = ROOT / "tests" / "fixtures" / "held_out_v2"
 HELD_OUT_V3 = ROOT / "tests" / "fixtures" / "held_out_v3"
 ALIASES_NAME = "aliases.yaml"
 # Each live set and the fewest messages it may have (its README says why).
-SETS = {HELD_OUT_V2: 100, HELD_OUT_V3: 79}
+SETS = {HELD_OUT_V2: 100, HELD_OUT_V3: 100}
 SET_IDS = [folder.name for folder in SETS]
 # Retired sets: format only, however few entries are left in them.
 RETIRED = (HELD_OUT,)
