@@ -57,6 +57,14 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             r"NVRM version: NVIDIA [^\n]{0,60}?Kernel Module(?: for \w{1,10})? {1,3}(\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)",
             ("nvrm version",),
         ),
+        # NCCL's socket transport lists the interfaces it will use, " [%d]%s:%s" each
+        # (src/transport/net_socket.cc, "NET/Socket : Using%s"): a docker bridge or veth among them cannot
+        # reach another machine
+        (
+            "log_nccl_bridge",
+            r"\[\d{1,2}\](docker\d{1,2}|br-[0-9a-f]{12}|veth[0-9a-z]{4,12}|virbr\d{1,2}|cni\d{1,2}):[0-9a-f.:]{2,40}",
+            ("]docker", "]br-", "]veth", "]virbr", "]cni"),
+        ),
         ("log_python", r"\bPython (3\.\d{1,2})(?:\.\d{1,2})?\b", ("python 3",)),
         ("log_python", r"[/\\]python(3\.\d{1,2})[/\\](?:site|dist)-packages", ("-packages",)),
         ("log_python", r"\bcp3(\d{1,2})-cp3\d{1,2}", ("cp3",)),
@@ -110,7 +118,7 @@ _CRASH_HINTS = (
 )
 CONTEXT_NAMES = (
     "log_tf", "log_cuda", "log_driver_cuda", "log_cudnn", "log_driver", "log_kernel_driver", "log_python",
-    "log_os", "log_crash", "log_gpu",
+    "log_os", "log_crash", "log_gpu", "log_nccl_bridge",
 )  # fmt: skip
 
 

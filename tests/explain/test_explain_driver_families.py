@@ -1,0 +1,128 @@
+"""Driver, kernel-module, container and NCCL messages, each written from the format string of the
+source that prints it (named beside it and in the pattern's ``sources``), with the parts a run
+fills in chosen here: each must be explained by its own pattern with the cause that the source's
+condition (or the log around it) implies first, and a look-alike must stay quiet."""
+
+from __future__ import annotations
+
+import pytest
+
+from envcheck.explain import explain
+from envcheck.explain.context import read_context
+from tests.explain.test_explain_source_families import CATALOGUE, assert_explained
+
+# (family, message, pattern id, harmless, first cause id)
+MESSAGES = [
+    (
+        "kernel",  # open-gpu-kernel-modules kernel-open/nvidia/nv.c, the legacy-GPU notice
+        "[   12.5] NVRM: The NVIDIA GeForce GT 730 GPU installed in this system is\n"
+        "[   12.5] NVRM:  supported through the NVIDIA 470.xx Legacy drivers. Please\n"
+        "[   12.5] NVRM:  visit http://www.nvidia.com/object/unix.html for more\n"
+        "[   12.5] NVRM:  information.  The 550.54.14 NVIDIA driver will ignore\n"
+        "[   12.5] NVRM:  this GPU.  Continuing probe...\n"
+        "[   12.5] NVRM: No NVIDIA GPU found.",
+        "nvrm-no-devices-probed",
+        False,
+        "gpu-unsupported-by-driver",
+    ),
+    (
+        "kernel",  # nv.c: no GPU taken, without a reason in the log: another driver is the likelier
+        "[    3.1] NVRM: No NVIDIA GPU found.",
+        "nvrm-no-devices-probed",
+        False,
+        "other-driver-holds-gpu",
+    ),
+    (
+        "harmless",  # tensorflow/compiler/tf2tensorrt/common/utils (py_utils), quoted without its prefix
+        "Could not find TensorRT",
+        "tensorrt-not-found",
+        True,
+        "tensorrt-not-found",
+    ),
+    (
+        "nccl",  # nccl-tests src/common.h, NCCLCHECK: "%s: Test NCCL failure %s:%d '%s'"
+        "node7: Test NCCL failure all_reduce.cu:51 'unhandled system error'",
+        "nccl-system-error",
+        False,
+        "nccl-shm-too-small",
+    ),
+    (
+        "nccl",  # PyTorch NCCLUtils.hpp: "NCCL error in: %s:%d, %s", quoted from the file name on
+        "RuntimeError: ProcessGroupNCCL.cpp:1191, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.14.3",
+        "nccl-system-error",
+        False,
+        "nccl-shm-too-small",
+    ),
+    (
+        "nccl",  # src/transport/net_socket.cc "NET/Socket : Using%s" (" [%d]%s:%s" each), then the error
+        "host1:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.5<0> [1]docker0:172.17.0.1<0> [2]veth1a2b3c4:fe80::1%veth1a2b3c4<0>\n"
+        "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL version 2.14.3",
+        "nccl-system-error",
+        False,
+        "nccl-network-interface",
+    ),
+    (
+        "containers",  # libnvidia-container src/cli/common.c, the requirement check, under Docker Desktop
+        "PS C:\\Users\\ada> docker run --gpus all img\n"
+        "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.6, please update your driver to a newer version, or use an earlier cuda container: unknown.",
+        "container-cuda-requirement-unmet",
+        False,
+        "cuda-driver-too-old",
+    ),
+]
+
+# (text, pattern id that must not explain it)
+NOT_THESE = [
+    ("The 470.xx Legacy drivers are supported through the end of 2024", "nvrm-no-devices-probed"),
+    ("Could not find TensorRT-LLM engine files in ./engines", "tensorrt-not-found"),
+    ("RuntimeError: CUDA error: device-side assert triggered", "cuda-runtime-status"),
+    (
+        "THCudaCheck FAIL file=/pytorch/aten/src/THC/generic/THCTensorMath.cu line=26 error=710 : device-side assert triggered",
+        "cuda-runtime-status",
+    ),
+    ("pip: unhandled system error while unpacking the wheel", "nccl-system-error"),
+]
+
+
+@pytest.mark.parametrize("family, message, pattern_id, harmless, first", MESSAGES, ids=[m[2] for m in MESSAGES])
+def test_source_message_is_explained_with_its_cause_first(family, message, pattern_id, harmless, first):
+    assert_explained(message, pattern_id, harmless, first)
+
+
+@pytest.mark.parametrize("text, pattern_id", NOT_THESE, ids=[n[1] for n in NOT_THESE])
+def test_a_line_that_only_looks_like_it_is_not_claimed(text, pattern_id):
+    assert pattern_id not in CATALOGUE.scan_text(text).ids
+
+
+def test_nvidia_smi_without_a_driver_gives_way_to_the_kernel_logs_reason():
+    log = (
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n"
+        "NVRM:  supported through the NVIDIA 390.xx Legacy drivers. Please\n"
+    )
+    assert CATALOGUE.scan_text(log).ids == ["nvrm-no-devices-probed"]
+    assert CATALOGUE.scan_text(log.splitlines()[0]).ids == ["nvidia-smi-no-driver"]
+
+
+def test_a_kernel_assert_leaves_other_runtime_errors_explained():
+    assert CATALOGUE.scan_text("RuntimeError: CUDA error: misaligned address").ids == ["cuda-runtime-status"]
+
+
+def test_the_nccl_interface_list_is_read_for_bridges_only():
+    bridged = read_context("NCCL INFO NET/Socket : Using [0]ens5:10.1.2.3<0> [1]br-0123456789ab:172.18.0.1<0>")
+    assert bridged["log_nccl_bridge"] == "br-0123456789ab"
+    plain = read_context("NCCL INFO NET/Socket : Using [0]ens5:10.1.2.3<0> [1]ib0:10.9.0.3<0>")
+    assert "log_nccl_bridge" not in plain
+    assert "log_nccl_bridge" not in read_context("docker network create br-0123456789ab")
+
+
+def test_a_container_requirement_on_windows_gets_a_command_windows_runs():
+    log = MESSAGES[-1][1]
+    (explanation,) = explain(CATALOGUE.scan_text(log))
+    assert all(c.shell in ("any", "powershell") for c in explanation.causes[0].tell.commands)
+
+
+def test_a_driver_mismatch_names_mixed_driver_packages():
+    (explanation,) = explain(
+        CATALOGUE.scan_text("Error 803: system has unsupported display driver / cuda driver combination")
+    )
+    assert [c.id for c in explanation.causes] == ["driver-upgraded-no-reboot", "stray-libcuda", "driver-packages-mixed"]
