@@ -9,6 +9,7 @@ import pytest
 
 from envcheck.explain import explain
 from envcheck.explain.context import read_context
+from envcheck.explain.derivers import memory_size
 from tests.explain.test_explain_source_families import CATALOGUE, assert_explained
 
 # (family, message, pattern id, harmless, first cause id)
@@ -69,6 +70,34 @@ MESSAGES = [
         False,
         "cuda-driver-too-old",
     ),
+    (
+        "memory",  # c10/cuda/CUDACachingAllocator.cpp before 2.1: the GPU full, PyTorch holding a fifth of it
+        "RuntimeError: CUDA out of memory. Tried to allocate 64.00 MiB (GPU 0; 15.90 GiB total capacity; 2.10 GiB already allocated; 40.50 MiB free; 3.02 GiB reserved in total by PyTorch)",
+        "torch-cuda-out-of-memory",
+        False,
+        "other-process-holds-gpu",
+    ),
+    (
+        "memory",  # the same format, PyTorch holding nearly all of the GPU: its own model and batch
+        "RuntimeError: CUDA out of memory. Tried to allocate 64.00 MiB (GPU 0; 15.90 GiB total capacity; 14.80 GiB already allocated; 40.50 MiB free; 15.10 GiB reserved in total by PyTorch)",
+        "torch-cuda-out-of-memory",
+        False,
+        "batch-too-large",
+    ),
+    (
+        "memory",  # CUDACachingAllocator.cpp from 2.1, "Process %d has %s memory in use" for another process
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 23.60 GiB of which 100.00 MiB is free. Process 4242 has 17.00 GiB memory in use. Including non-PyTorch memory, this process has 6.40 GiB memory in use. Of the allocated memory 5.90 GiB is allocated by PyTorch, and 200.00 MiB is reserved by PyTorch but unallocated.",
+        "torch-cuda-out-of-memory",
+        False,
+        "other-process-holds-gpu",
+    ),
+    (
+        "memory",  # the same format with free memory left: nothing says where the memory went
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 23.60 GiB of which 5.00 GiB is free. Including non-PyTorch memory, this process has 18.40 GiB memory in use. Of the allocated memory 18.00 GiB is allocated by PyTorch, and 100.00 MiB is reserved by PyTorch but unallocated.",
+        "torch-cuda-out-of-memory",
+        False,
+        "gpu-memory-held-by-other-framework",
+    ),
 ]
 
 # (text, pattern id that must not explain it)
@@ -116,7 +145,7 @@ def test_the_nccl_interface_list_is_read_for_bridges_only():
 
 
 def test_a_container_requirement_on_windows_gets_a_command_windows_runs():
-    log = MESSAGES[-1][1]
+    log = next(m[1] for m in MESSAGES if m[2] == "container-cuda-requirement-unmet")
     (explanation,) = explain(CATALOGUE.scan_text(log))
     assert all(c.shell in ("any", "powershell") for c in explanation.causes[0].tell.commands)
 
@@ -126,3 +155,17 @@ def test_a_driver_mismatch_names_mixed_driver_packages():
         CATALOGUE.scan_text("Error 803: system has unsupported display driver / cuda driver combination")
     )
     assert [c.id for c in explanation.causes] == ["driver-upgraded-no-reboot", "stray-libcuda", "driver-packages-mixed"]
+
+
+@pytest.mark.parametrize(
+    "text, size",
+    [
+        ("10.76 GiB", 10.76 * 2**30),
+        ("26.12 MiB", 26.12 * 2**20),
+        ("0 bytes", 0.0),
+        ("512 KB", 512 * 2**10),
+        ("ten GiB", None),
+    ],
+)
+def test_allocator_sizes_are_read_in_bytes(text, size):
+    assert memory_size(text) == size
