@@ -169,3 +169,33 @@ def test_a_driver_mismatch_names_mixed_driver_packages():
 )
 def test_allocator_sizes_are_read_in_bytes(text, size):
     assert memory_size(text) == size
+
+
+@pytest.mark.parametrize(
+    "log, newer",
+    [
+        ("torch 1.6.0+cu101 on a GeForce RTX 3090", "yes"),
+        ("torch 1.9.0+cu111 on a GeForce RTX 3090", None),
+        ("major: 8 minor: 9 memoryClockRate (GHz) 2.5\nCUDA version: 11.2", "yes"),
+        ("compute capability: 7.5\nCUDA version: 10.0", None),
+        ("torch 1.6.0+cu101", None),
+    ],
+)
+def test_a_gpu_newer_than_the_logs_cuda_is_read(log, newer):
+    assert read_context(log).get("log_gpu_newer_than_cuda") == newer
+
+
+@pytest.mark.parametrize(
+    "cuda, first",
+    [("10.1, V10.1.243", "release-lacks-arch"), ("11.2, V11.2.152", "gpu-memory-preallocated")],
+)
+def test_a_cudnn_handle_failure_on_a_gpu_newer_than_the_cuda_names_the_build_first(cuda, first):
+    # cuda_dnn.cc's handle failure in a log naming an RTX 30 (8.6) and the CUDA toolkit: 10.1
+    # predates 8.6, 11.2 builds for it (and memory stays the first cause)
+    log = (
+        "Found device 0 with properties: name: GeForce RTX 3080 computeCapability: 8.6\n"
+        f"Cuda compilation tools, release {cuda}\n"
+        "E tensorflow/stream_executor/cuda/cuda_dnn.cc:329] Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR"
+    )
+    (explanation,) = [e for e in explain(CATALOGUE.scan_text(log)) if e.id == "cudnn-handle-failed"]
+    assert explanation.causes[0].id == first
