@@ -98,6 +98,13 @@ MESSAGES = [
         False,
         "gpu-memory-held-by-other-framework",
     ),
+    (
+        "kernel",  # kernel/module/signing.c: an unsigned module loaded without Secure Boot enforcing
+        "[    4.2] nvidia: module verification failed: signature and/or required key missing - tainting kernel",
+        "kernel-module-taint-notice",
+        True,
+        "kernel-module-taint-notice",
+    ),
 ]
 
 # (text, pattern id that must not explain it)
@@ -110,6 +117,7 @@ NOT_THESE = [
         "cuda-runtime-status",
     ),
     ("pip: unhandled system error while unpacking the wheel", "nccl-system-error"),
+    ("grep taints kernel.log", "kernel-module-taint-notice"),
 ]
 
 
@@ -199,3 +207,12 @@ def test_a_cudnn_handle_failure_on_a_gpu_newer_than_the_cuda_names_the_build_fir
     )
     (explanation,) = [e for e in explain(CATALOGUE.scan_text(log)) if e.id == "cudnn-handle-failed"]
     assert explanation.causes[0].id == first
+
+
+def test_a_taint_notice_beside_a_refused_module_is_not_called_harmless():
+    log = (
+        "nvidia: module license 'NVIDIA' taints kernel.\n"
+        "modprobe: ERROR: could not insert 'nvidia': Key was rejected by service\n"
+    )
+    explanations = {e.id: e for e in explain(CATALOGUE.scan_text(log))}
+    assert not explanations["kernel-module-taint-notice"].harmless
