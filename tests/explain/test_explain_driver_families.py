@@ -99,8 +99,8 @@ MESSAGES = [
         "gpu-memory-held-by-other-framework",
     ),
     (
-        "kernel",  # kernel/module/signing.c: an unsigned module loaded without Secure Boot enforcing
-        "[    4.2] nvidia: module verification failed: signature and/or required key missing - tainting kernel",
+        "kernel",  # kernel/module/main.c: a module outside the kernel's tree, loaded
+        "[    4.2] dxgkrnl: loading out-of-tree module taints kernel.",
         "kernel-module-taint-notice",
         True,
         "kernel-module-taint-notice",
