@@ -57,6 +57,21 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             r"NVRM version: NVIDIA [^\n]{0,60}?Kernel Module(?: for \w{1,10})? {1,3}(\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)",
             ("nvrm version",),
         ),
+        # NCCL's socket transport lists the interfaces it will use, " [%d]%s:%s" each
+        # (src/transport/net_socket.cc, "NET/Socket : Using%s"): a docker bridge or veth among them cannot
+        # reach another machine
+        (
+            "log_nccl_bridge",
+            r"\[\d{1,2}\](docker\d{1,2}|br-[0-9a-f]{12}|veth[0-9a-z]{4,12}|virbr\d{1,2}|cni\d{1,2}):[0-9a-f.:]{2,40}",
+            ("]docker", "]br-", "]veth", "]virbr", "]cni"),
+        ),
+        # the GPU's compute capability as TensorFlow's device lines print it
+        ("log_gpu_cc", r"\bcompute ?capability[: ]{1,3}(\d{1,2}\.\d)\b", ("capability",)),
+        ("log_gpu_cc", r"\bmajor: (\d{1,2}) minor: (?:\d)\b", ("major: ",)),
+        # a GeForce RTX of a series the log names (nvidia-smi, TensorFlow's "name: ..."): its series digit
+        ("log_gpu_rtx", r"\bRTX (\d)0[5-9]0\b", ("rtx ",)),
+        # a PyTorch wheel's CUDA tag ("1.6.0+cu101")
+        ("log_cuda_tag", r"\d\+cu(\d{2,3})\b", ("+cu",)),
         ("log_python", r"\bPython (3\.\d{1,2})(?:\.\d{1,2})?\b", ("python 3",)),
         ("log_python", r"[/\\]python(3\.\d{1,2})[/\\](?:site|dist)-packages", ("-packages",)),
         ("log_python", r"\bcp3(\d{1,2})-cp3\d{1,2}", ("cp3",)),
@@ -110,7 +125,7 @@ _CRASH_HINTS = (
 )
 CONTEXT_NAMES = (
     "log_tf", "log_cuda", "log_driver_cuda", "log_cudnn", "log_driver", "log_kernel_driver", "log_python",
-    "log_os", "log_crash", "log_gpu",
+    "log_os", "log_crash", "log_gpu", "log_nccl_bridge", "log_gpu_cc", "log_gpu_newer_than_cuda",
 )  # fmt: skip
 
 
@@ -126,6 +141,7 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
             facts[name] = found
     if "log_python" in facts and facts["log_python"].isdigit():
         facts["log_python"] = f"3.{facts['log_python']}"  # from a wheel tag: cp310
+    _read_gpu_architecture(facts, text)
     platform = platform_of(text)
     if platform:
         facts["log_os"] = platform
@@ -136,6 +152,40 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     if any(h in lowered for h in ("found device", "created", "nvidia", "tesla", "gpu:")) and _GPU_SEEN.search(text):
         facts["log_gpu"] = "yes"
     return facts
+
+
+# The first CUDA release that builds code for each GPU architecture (compute capability), by the
+# CUDA Toolkit release notes (sm_86 in 11.1, sm_89 and sm_90 in 11.8, sm_100 and sm_120 in 12.8)
+# and NVIDIA's compute-capability table (https://developer.nvidia.com/cuda-gpus).
+_FIRST_CUDA_FOR_ARCH = {
+    "3.0": (5, 0), "3.5": (5, 0), "3.7": (5, 0), "5.0": (6, 0), "5.2": (6, 5), "6.0": (8, 0), "6.1": (8, 0),
+    "7.0": (9, 0), "7.5": (10, 0), "8.0": (11, 0), "8.6": (11, 1), "8.9": (11, 8), "9.0": (11, 8),
+    "10.0": (12, 8), "12.0": (12, 8),
+}  # fmt: skip
+# GeForce RTX series (the digit of "RTX 3090") and their compute capability (NVIDIA's table)
+_RTX_SERIES_CC = {"2": "7.5", "3": "8.6", "4": "8.9", "5": "12.0"}
+
+
+def _read_gpu_architecture(facts: dict[str, str], text: str) -> None:
+    """``log_gpu_cc`` from TensorFlow's device line or a named GeForce RTX series, ``log_cuda`` from
+    a PyTorch wheel's tag when nothing else names it, and ``log_gpu_newer_than_cuda`` ("yes") when
+    that CUDA predates the GPU's architecture: the build has no machine code for it."""
+    if facts.get("log_gpu_cc", "").isdigit():  # TensorFlow 1.x: "major: 8 minor: 6"
+        found = re.search(r"\bmajor: (\d{1,2}) minor: (\d)\b", text)
+        facts["log_gpu_cc"] = f"{found.group(1)}.{found.group(2)}" if found else ""
+    if not facts.get("log_gpu_cc") and facts.get("log_gpu_rtx") in _RTX_SERIES_CC:
+        facts["log_gpu_cc"] = _RTX_SERIES_CC[facts["log_gpu_rtx"]]
+    facts.pop("log_gpu_rtx", None)
+    tag = facts.pop("log_cuda_tag", "")
+    if tag and "log_cuda" not in facts:
+        facts["log_cuda"] = f"{tag[:-1]}.{tag[-1]}"  # cu101 -> 10.1, cu92 -> 9.2
+    if not facts.get("log_gpu_cc"):
+        facts.pop("log_gpu_cc", None)
+        return
+    first = _FIRST_CUDA_FOR_ARCH.get(facts["log_gpu_cc"])
+    cuda = re.fullmatch(r"(\d{1,2})\.(\d{1,2})", facts.get("log_cuda", ""))
+    if first and cuda and (int(cuda.group(1)), int(cuda.group(2))) < first:
+        facts["log_gpu_newer_than_cuda"] = "yes"
 
 
 def _last_value(regex: re.Pattern[str], hints: tuple[str, ...], text: str, lowered: str) -> str:

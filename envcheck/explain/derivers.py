@@ -111,6 +111,34 @@ def _derive_needed_version(variables: dict[str, str]) -> dict[str, str]:
     }
 
 
+_SIZE_UNITS = {"b": 1, "bytes": 1, "kb": 2**10, "kib": 2**10, "mb": 2**20, "mib": 2**20, "gb": 2**30, "gib": 2**30, "tb": 2**40, "tib": 2**40}  # fmt: skip
+
+
+def memory_size(text: str) -> Optional[float]:
+    """Bytes in a size as PyTorch's allocator prints it ("10.76 GiB", "26.12 MiB", "0 bytes")."""
+    found = re.fullmatch(r"\s{0,3}(\d{1,9}(?:\.\d{1,6})?) ?([KMGT]?i?B|bytes)\s{0,3}", text, re.I)
+    return float(found.group(1)) * _SIZE_UNITS[found.group(2).lower()] if found else None
+
+
+def _derive_allocator_memory(variables: dict[str, str]) -> dict[str, str]:
+    """From an allocator's out-of-memory message: ``held_elsewhere`` is "yes" when the GPU is all
+    but full and this process (PyTorch's reserved memory, or all this process uses) holds under
+    half of it, the rest being held outside it (another process); ``held_here`` is "yes" when
+    PyTorch itself holds four fifths of the GPU or more (its model and batch)."""
+    total, free = memory_size(variables.get("total", "")), memory_size(variables.get("free", ""))
+    if not total or free is None or free >= 0.1 * total:
+        return {"held_elsewhere": "", "held_here": ""}
+    by_pytorch = memory_size(variables.get("reserved", ""))
+    if by_pytorch is None and variables.get("by_pytorch"):
+        allocated, cached = memory_size(variables["by_pytorch"]), memory_size(variables.get("unallocated", ""))
+        by_pytorch = (allocated or 0.0) + (cached or 0.0)
+    here = by_pytorch if by_pytorch is not None else memory_size(variables.get("this_process", ""))
+    return {
+        "held_elsewhere": "yes" if here is not None and here < 0.5 * total else "",
+        "held_here": "yes" if by_pytorch is not None and by_pytorch >= 0.8 * total else "",
+    }
+
+
 Deriver = Callable[[dict[str, str]], Optional[dict[str, str]]]
 # name -> (scan-time function, names it provides, names the explanation fills from the matrix)
 DERIVERS: dict[str, tuple[Deriver, tuple[str, ...], tuple[str, ...]]] = {
@@ -127,6 +155,8 @@ DERIVERS: dict[str, tuple[Deriver, tuple[str, ...], tuple[str, ...]]] = {
         (),
     ),
     "needed_version": (_derive_needed_version, ("needed_version_family", "library_file", "in_conda"), ()),
+    # an allocator's out-of-memory message with the GPU's total, free and this process's share
+    "allocator_memory": (_derive_allocator_memory, ("held_elsewhere", "held_here"), ()),
     # A status of the CUDA stack, by name, number or printed text: its meaning from cuda_status.yaml.
     # The pattern matches only when the status is known (a deriver may answer None: no match).
     "status": (

@@ -185,7 +185,7 @@ MESSAGES = [
         "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.4, please update your driver to a newer version, or use an earlier cuda container: unknown.",
         "container-cuda-requirement-unmet",
         False,
-        "host-driver-too-old-for-image",
+        "cuda-driver-too-old",
     ),
     (
         "containers",  # src/cli/common.c, select_devices
