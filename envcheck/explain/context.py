@@ -154,14 +154,6 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     return facts
 
 
-# The first CUDA release that builds code for each GPU architecture (compute capability), by the
-# CUDA Toolkit release notes (sm_86 in 11.1, sm_89 and sm_90 in 11.8, sm_100 and sm_120 in 12.8)
-# and NVIDIA's compute-capability table (https://developer.nvidia.com/cuda-gpus).
-_FIRST_CUDA_FOR_ARCH = {
-    "3.0": (5, 0), "3.5": (5, 0), "3.7": (5, 0), "5.0": (6, 0), "5.2": (6, 5), "6.0": (8, 0), "6.1": (8, 0),
-    "7.0": (9, 0), "7.5": (10, 0), "8.0": (11, 0), "8.6": (11, 1), "8.9": (11, 8), "9.0": (11, 8),
-    "10.0": (12, 8), "12.0": (12, 8),
-}  # fmt: skip
 # GeForce RTX series (the digit of "RTX 3090") and their compute capability (NVIDIA's table)
 _RTX_SERIES_CC = {"2": "7.5", "3": "8.6", "4": "8.9", "5": "12.0"}
 
@@ -182,10 +174,23 @@ def _read_gpu_architecture(facts: dict[str, str], text: str) -> None:
     if not facts.get("log_gpu_cc"):
         facts.pop("log_gpu_cc", None)
         return
-    first = _FIRST_CUDA_FOR_ARCH.get(facts["log_gpu_cc"])
     cuda = re.fullmatch(r"(\d{1,2})\.(\d{1,2})", facts.get("log_cuda", ""))
-    if first and cuda and (int(cuda.group(1)), int(cuda.group(2))) < first:
+    first = _first_cuda(facts["log_gpu_cc"]) if cuda else None
+    if first and (int(cuda.group(1)), int(cuda.group(2))) < first:
         facts["log_gpu_newer_than_cuda"] = "yes"
+
+
+def _first_cuda(capability: str) -> Optional[tuple[int, ...]]:
+    """(major, minor) of the first CUDA release that builds code for this compute capability, from
+    the compatibility matrix (its CUDA releases' architectures, from CUDA's release notes)."""
+    # lazy for speed: only a log that shows both a GPU's capability and a CUDA version needs the matrix
+    from envcheck.matrix import load_matrix
+
+    try:
+        release = load_matrix().first_cuda(capability)
+    except Exception:  # noqa: BLE001 - a matrix that cannot load leaves the fact out, not explain
+        return None
+    return tuple(release.version.release[:2]) if release is not None else None
 
 
 def _last_value(regex: re.Pattern[str], hints: tuple[str, ...], text: str, lowered: str) -> str:
