@@ -148,3 +148,21 @@ def test_an_illegal_instruction_from_an_unknown_system_gets_commands_for_linux_a
     assert not any("/proc/cpuinfo" in line for line in lines)
     (linux,) = explain(CATALOGUE.scan_text("/home/u/venv/bin/python: Illegal instruction (core dumped)"))
     assert any("/proc/cpuinfo" in c.line for c in linux.fix.commands)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "RuntimeError: cuDNN error: CUDNN_STATUS_ARCH_MISMATCH",  # cudnnGetErrorString's text
+        "E cuda_dnn.cc:377] Could not create cudnn handle: CUDNN_STATUS_ARCH_MISMATCH",
+        "libcudnn.cudnnStatusArchMismatch",  # the Python wrapper's exception for status 6
+    ],
+)
+def test_a_cudnn_arch_mismatch_is_a_gpu_too_old_for_cudnn(message):
+    explanations = explain(CATALOGUE.scan_text(message))
+    assert explanations[0].id == "cudnn-arch-mismatch"
+    assert explanations[0].causes[0].id == "compute-capability-too-low"
+
+
+def test_cublas_arch_mismatch_is_not_cudnns():
+    assert "cudnn-arch-mismatch" not in CATALOGUE.scan_text("CUBLAS_STATUS_ARCH_MISMATCH").ids
