@@ -3,6 +3,9 @@ version, why the dynamic loader refused it, the Windows error code, and the stat
 stack it names. Every explanation carries these parts, so a pattern's causes can depend on them
 (``dlerror_reason: [other-file]``) and a status is given its meaning wherever it appears.
 
+``library_stack`` is "cuda" when the file is one of the CUDA stack's own libraries (the driver's,
+the toolkit's, cuDNN, NCCL, TensorRT), "other" for any other file (a package's own, the system's).
+
 The dynamic loader's reasons, as glibc's ``dlerror()``, macOS's ``dlopen`` and Windows'
 ``LoadLibrary`` word them:
 
@@ -109,9 +112,18 @@ _STATUS_NAME = re.compile(
     r"(?:CUBLAS_STATUS|CUSOLVER_STATUS|CUSPARSE_STATUS|CUFFT)_[A-Z0-9_]{2,70}|NVML_ERROR_[A-Z0-9_]{2,60}|"
     r"nccl(?:UnhandledCudaError|SystemError|InternalError|InvalidArgument|InvalidUsage|RemoteError|InProgress|Timeout))\b"
 )
+# The libraries of the CUDA stack itself (the driver's, the toolkit's, cuDNN, NCCL, TensorRT) by
+# their file names on Linux and Windows; any other file a message names is a package's own or the
+# system's, whose missing dependency is rarely CUDA (on Windows, most often the Visual C++ runtime).
+_CUDA_STACK_FILE = re.compile(
+    r"^(?:lib)?(?:cuda|nvcuda|cudart|cublas|cublaslt|cudnn|cufft|curand|cusolver|cusparse|nvrtc|nvjitlink|"
+    r"nvtoolsext|nvtx|cupti|nccl|nvinfer|nvonnxparser|nvml|nvidia-ml|nvblas|npp)",
+    re.I,
+)
 PART_NAMES = (
     "library_file",
     "library_file_version",
+    "library_stack",
     "dlerror_reason",
     "dlerror_file",
     "dependency",
@@ -131,6 +143,7 @@ def read_parts(text: str, library: str = "") -> dict[str, str]:
     if found is not None:
         parts["library_file"] = found.group("file")
         parts["library_file_version"] = _file_version(found.group("file"))
+        parts["library_stack"] = "cuda" if _CUDA_STACK_FILE.match(found.group("file")) else "other"
     parts.update(_loader_reason(text, library or parts.get("library_file", "")))
     parts.update(_windows_code(text))
     parts.update(_status(text))

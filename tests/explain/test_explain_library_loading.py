@@ -166,3 +166,21 @@ def test_a_cudnn_arch_mismatch_is_a_gpu_too_old_for_cudnn(message):
 
 def test_cublas_arch_mismatch_is_not_cudnns():
     assert "cudnn-arch-mismatch" not in CATALOGUE.scan_text("CUBLAS_STATUS_ARCH_MISMATCH").ids
+
+
+def test_a_packages_own_dll_failing_with_126_points_at_the_cpp_runtime():
+    # Python's ctypes/torch loader on Windows: "[WinError 126] ... Error loading "PATH" or one of its dependencies."
+    own = 'OSError: [WinError 126] The specified module could not be found. Error loading "C:\\Python312\\Lib\\site-packages\\torch\\lib\\shm.dll" or one of its dependencies.'
+    (explanation,) = explain(CATALOGUE.scan_text(own))
+    assert explanation.id == "windows-dll-load-error"
+    assert explanation.causes[0].id == "msvc-runtime-missing"
+    cuda = own.replace("shm.dll", "cublas64_12.dll")
+    (explanation,) = explain(CATALOGUE.scan_text(cuda))
+    assert "msvc-runtime-missing" not in {c.id for c in explanation.causes}
+
+
+def test_library_stack_tells_the_cuda_stacks_files_from_the_others():
+    assert read_parts("Error loading cudnn_ops_infer64_8.dll")["library_stack"] == "cuda"
+    assert read_parts("libcublasLt.so.12: cannot open shared object file")["library_stack"] == "cuda"
+    assert read_parts("Error loading fbgemm.dll")["library_stack"] == "other"
+    assert "library_stack" not in read_parts("no file named here")
