@@ -184,3 +184,12 @@ def test_library_stack_tells_the_cuda_stacks_files_from_the_others():
     assert read_parts("libcublasLt.so.12: cannot open shared object file")["library_stack"] == "cuda"
     assert read_parts("Error loading fbgemm.dll")["library_stack"] == "other"
     assert "library_stack" not in read_parts("no file named here")
+
+
+def test_cuffts_internal_error_asks_first_whether_the_cuda_release_knows_the_gpu():
+    # aten/src/ATen/native/cuda/CuFFTUtils.h: "cuFFT error: " followed by the cufftResult's name
+    (explanation,) = explain(CATALOGUE.scan_text("RuntimeError: cuFFT error: CUFFT_INTERNAL_ERROR"))
+    assert explanation.id == "cuda-math-cufft-internal-error"
+    assert [c.id for c in explanation.causes] == ["release-lacks-arch", "gpu-memory-exhausted-cufft"]
+    (other,) = explain(CATALOGUE.scan_text("RuntimeError: cuFFT error: CUFFT_INVALID_SIZE"))
+    assert other.id == "cuda-math-library-status"
