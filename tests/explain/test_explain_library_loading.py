@@ -193,3 +193,22 @@ def test_cuffts_internal_error_asks_first_whether_the_cuda_release_knows_the_gpu
     assert [c.id for c in explanation.causes] == ["release-lacks-arch", "gpu-memory-exhausted-cufft"]
     (other,) = explain(CATALOGUE.scan_text("RuntimeError: cuFFT error: CUFFT_INVALID_SIZE"))
     assert other.id == "cuda-math-library-status"
+
+
+def test_a_missing_library_named_with_the_drivers_version_is_a_half_upgraded_driver():
+    # ld.so's "NAME: cannot open shared object file"; the driver installs libnvidia-*.so.<its version>
+    (explanation,) = explain(
+        CATALOGUE.scan_text(
+            "ImportError: libnvidia-fatbinaryloader.so.418.87.01: cannot open shared object file: No such file or directory"
+        )
+    )
+    assert explanation.id == "loader-driver-library-version-missing"
+    assert explanation.variables["driver_version"] == "418.87.01"
+    assert explanation.causes[0].id == "driver-packages-mixed"
+    # the version-less soname is another story (NVML not installed), not a mixed driver
+    assert (
+        "loader-driver-library-version-missing"
+        not in CATALOGUE.scan_text(
+            "ImportError: libnvidia-ml.so.1: cannot open shared object file: No such file or directory"
+        ).ids
+    )
