@@ -155,7 +155,6 @@ def test_an_illegal_instruction_from_an_unknown_system_gets_commands_for_linux_a
     [
         "RuntimeError: cuDNN error: CUDNN_STATUS_ARCH_MISMATCH",  # cudnnGetErrorString's text
         "E cuda_dnn.cc:377] Could not create cudnn handle: CUDNN_STATUS_ARCH_MISMATCH",
-        "libcudnn.cudnnStatusArchMismatch",  # the Python wrapper's exception for status 6
     ],
 )
 def test_a_cudnn_arch_mismatch_is_a_gpu_too_old_for_cudnn(message):
@@ -212,3 +211,10 @@ def test_a_missing_library_named_with_the_drivers_version_is_a_half_upgraded_dri
             "ImportError: libnvidia-ml.so.1: cannot open shared object file: No such file or directory"
         ).ids
     )
+
+
+def test_core_dumped_is_the_linux_shells_wording():
+    from envcheck.explain.context import platform_of
+
+    assert platform_of("Segmentation fault (core dumped)") == "linux"
+    assert platform_of("Illegal instruction: 4") is None
