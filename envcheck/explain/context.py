@@ -96,7 +96,9 @@ _PLATFORMS = (
     (
         "linux",
         re.compile(
-            r"/usr/lib/x86_64-linux-gnu|/home/\w|\.so(?:\.\d{1,4}){0,3}\b|/proc/|\bUbuntu\b|\bDebian\b|\bCentOS\b|\bmanylinux",
+            # "(core dumped)": the Linux shells' word for a signal's death (macOS's bash says ": 4")
+            r"/usr/lib/x86_64-linux-gnu|/home/\w|\.so(?:\.\d{1,4}){0,3}\b|/proc/|\bUbuntu\b|\bDebian\b|\bCentOS\b|\bmanylinux|"
+            r"\(core dumped\)",
             re.I,
         ),
     ),
@@ -238,7 +240,7 @@ _PLATFORM_HINTS = {
     "wsl": ("/usr/lib/wsl", "wsl", "/mnt/"),
     "windows": (":\\", ".dll", "%path%", "powershell", "winget", "\\site-packages\\"),
     "macos": ("/users/", "homebrew", "darwin", "macos", ".dylib", "zsh: ", "apple", "mach-o", "metal"),
-    "linux": ("/usr/lib/", "/home/", ".so", "/proc/", "ubuntu", "debian", "centos", "manylinux"),
+    "linux": ("/usr/lib/", "/home/", ".so", "/proc/", "ubuntu", "debian", "centos", "manylinux", "(core dumped)"),
 }
 
 

@@ -170,7 +170,9 @@ def _explain_one(
     pattern = occurrence.pattern
     variables = _variables(occurrence, log, matrix)
     notes = _machine_notes(occurrence, ctx)
-    ranked = with_part_causes(rank_causes(pattern, variables, log.seen), variables)
+    ranked = with_part_causes(
+        rank_causes(pattern, variables, log.seen), variables, pointed_first(pattern, variables, log.seen)
+    )
     extra = log_causes(pattern, variables)
     ranked = (*extra, *(c for c in ranked if c.id not in {e.id for e in extra}))
     causes, dropped = weigh(ranked, variables)
@@ -275,6 +277,18 @@ def rank_causes(pattern: Pattern, variables: dict[str, str], seen: frozenset[str
     return tuple(_fill_cause(c, variables) for c in sorted(applicable, key=rank))
 
 
+def pointed_first(pattern: Pattern, variables: dict[str, str], seen: frozenset[str] = frozenset()) -> bool:
+    """Whether the message or the log points at one of the pattern's own causes (its ``first_if``
+    holds): that cause names the file or the setting behind the loader's reason, so it is more
+    specific than the reason's generic cause."""
+    return any(
+        c.first_if is not None
+        and c.first_if.holds(variables, seen)
+        and (c.when is None or c.when.holds(variables, seen))
+        for c in pattern.causes
+    )
+
+
 def part_causes(variables: dict[str, str]) -> tuple[Cause, ...]:
     """The cause the message's parts name outright (``parts``): a loader's reason other than
     "not found", or a Windows error code. It ranks first, before the pattern's own causes."""
@@ -330,9 +344,10 @@ def log_causes(pattern: Pattern, variables: dict[str, str]) -> tuple[Cause, ...]
     )
 
 
-def with_part_causes(causes: tuple[Cause, ...], variables: dict[str, str]) -> tuple[Cause, ...]:
+def with_part_causes(causes: tuple[Cause, ...], variables: dict[str, str], pointed: bool = False) -> tuple[Cause, ...]:
     """The message's own causes, after the one its parts name (unless the pattern has it: then the
-    pattern's ranking stands)."""
+    pattern's ranking stands); when the message pointed at one of the pattern's causes
+    (``pointed``), that one stays first and the parts' cause follows it."""
     own = {c.id for c in causes}
     extra: dict[str, Cause] = {}
     for cause in part_causes(variables):
@@ -343,6 +358,8 @@ def with_part_causes(causes: tuple[Cause, ...], variables: dict[str, str]) -> tu
     # explain better (an undefined symbol, WinError 126, which Windows gives for any missing DLL)
     # comes second.
     second = [c for c in extra.values() if c not in decisive]
+    if pointed:
+        return (*causes[:1], *decisive, *second, *causes[1:])
     return (*decisive, *causes[:1], *second, *causes[1:])
 
 

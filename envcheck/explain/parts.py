@@ -3,13 +3,16 @@ version, why the dynamic loader refused it, the Windows error code, and the stat
 stack it names. Every explanation carries these parts, so a pattern's causes can depend on them
 (``dlerror_reason: [other-file]``) and a status is given its meaning wherever it appears.
 
+``library_stack`` is "cuda" when the file is one of the CUDA stack's own libraries (the driver's,
+the toolkit's, cuDNN, NCCL, TensorRT), "other" for any other file (a package's own, the system's).
+
 The dynamic loader's reasons, as glibc's ``dlerror()``, macOS's ``dlopen`` and Windows'
 ``LoadLibrary`` word them:
 
   not-found           the file is not on the search path
   other-file          the file was found, but a library it needs (``dependency``) was not
   wrong-architecture  wrong ELF class (32/64-bit), a Mach-O of another architecture, WinError 193
-  undefined-symbol    a symbol is missing: two versions of a library are mixed
+  undefined-symbol    a symbol (or a symbol version) is missing: two versions of a library are mixed
   version-not-found   a symbol version the file needs (GLIBC_2.28, GLIBCXX_3.4.26, CXXABI_1.3.11)
                       is not in the system library (``needed_version``)
   damaged-file        not a library at all (a truncated download, a Git LFS pointer)
@@ -36,7 +39,10 @@ _REASONS = (
     (
         "undefined-symbol",
         re.compile(
-            r"undefined symbol: (?P<symbol>[\w@.$]{1,200})|Symbol not found: (?P<macos_symbol>[\w@.$]{1,200})", re.I
+            r"undefined symbol: (?P<symbol>[\w@.$]{1,200})|Symbol not found: (?P<macos_symbol>[\w@.$]{1,200})|"
+            # glibc elf/dl-lookup.c: a versioned symbol the file that was loaded does not define
+            r"symbol (?P<versioned_symbol>[\w@.$]{1,300}),? version [\w.+-]{1,60} not defined in file",
+            re.I,
         ),
     ),
     (
@@ -59,12 +65,17 @@ _DLERROR_FILE = re.compile(
     r"(?P<file>[\w/.\\:+-]{0,300}?(?:lib[\w+.-]{1,80}?\.so(?:\.\d{1,6}){0,4}|[\w.-]{1,80}\.dll|[\w.+-]{1,80}\.dylib))",
     re.I,
 )
-_DLERROR = re.compile(r"dlerror: (?P<text>[^\n]{1,400})|dlopen\([^)]{0,300}\): (?P<macos>[^\n]{1,400})", re.I)
+# cuDNN 8's own loader passes dlerror on as "Could not load library X. Error: <dlerror>".
+_DLERROR = re.compile(
+    r"dlerror: (?P<text>[^\n]{1,400})|dlopen\([^)]{0,300}\): (?P<macos>[^\n]{1,400})|"
+    r"Could not load library [\w.+-]{1,120}\. Error: (?P<cudnn>[^\n]{1,400})",
+    re.I,
+)
 # Where a line with no dlerror is still the dynamic loader's own message (ld.so's, dyld's, Python's
 # ctypes and import machinery): only there is a "not found" a loader's reason.
 _LOADER_FRAME = re.compile(
     r"cannot open shared object file|error while loading shared libraries|Library not loaded|image not found|"
-    r"Error loading \"|wrong ELF class|undefined symbol: |version [`'\"][\w.+-]{1,60}['\"] not found|"
+    r"Error loading \"|wrong ELF class|undefined symbol: | not defined in file |version [`'\"][\w.+-]{1,60}['\"] not found|"
     r"cannot enable executable stack|invalid ELF header|file too short|Symbol not found: |"
     r"Could not (?:load|find|locate) (?:dynamic library |library |module )?'?[\w.+\\/:-]{1,300}\.(?:so|dll|dylib)",
     re.I,
@@ -101,9 +112,18 @@ _STATUS_NAME = re.compile(
     r"(?:CUBLAS_STATUS|CUSOLVER_STATUS|CUSPARSE_STATUS|CUFFT)_[A-Z0-9_]{2,70}|NVML_ERROR_[A-Z0-9_]{2,60}|"
     r"nccl(?:UnhandledCudaError|SystemError|InternalError|InvalidArgument|InvalidUsage|RemoteError|InProgress|Timeout))\b"
 )
+# The libraries of the CUDA stack itself (the driver's, the toolkit's, cuDNN, NCCL, TensorRT) by
+# their file names on Linux and Windows; any other file a message names is a package's own or the
+# system's, whose missing dependency is rarely CUDA (on Windows, most often the Visual C++ runtime).
+_CUDA_STACK_FILE = re.compile(
+    r"^(?:lib)?(?:cuda|nvcuda|cudart|cublas|cublaslt|cudnn|cufft|curand|cusolver|cusparse|nvrtc|nvjitlink|"
+    r"nvtoolsext|nvtx|cupti|nccl|nvinfer|nvonnxparser|nvml|nvidia-ml|nvblas|npp)",
+    re.I,
+)
 PART_NAMES = (
     "library_file",
     "library_file_version",
+    "library_stack",
     "dlerror_reason",
     "dlerror_file",
     "dependency",
@@ -123,6 +143,7 @@ def read_parts(text: str, library: str = "") -> dict[str, str]:
     if found is not None:
         parts["library_file"] = found.group("file")
         parts["library_file_version"] = _file_version(found.group("file"))
+        parts["library_stack"] = "cuda" if _CUDA_STACK_FILE.match(found.group("file")) else "other"
     parts.update(_loader_reason(text, library or parts.get("library_file", "")))
     parts.update(_windows_code(text))
     parts.update(_status(text))
@@ -141,14 +162,14 @@ def _loader_reason(text: str, library: str) -> dict[str, str]:
     message = _DLERROR.search(text)
     if message is None and _LOADER_FRAME.search(text) is None:
         return {}  # "not found" in another program's words is not the loader's reason
-    said = (message.group("text") or message.group("macos")) if message else text
+    said = (message.group("text") or message.group("macos") or message.group("cudnn")) if message else text
     for reason, regex in _REASONS:
         hit = regex.search(said)
         if hit is None:
             continue
         parts = {"dlerror_reason": reason}
         groups = hit.groupdict()
-        parts["symbol"] = groups.get("symbol") or groups.get("macos_symbol") or ""
+        parts["symbol"] = groups.get("symbol") or groups.get("macos_symbol") or groups.get("versioned_symbol") or ""
         parts["needed_version"] = groups.get("needed_version") or ""
         named = _DLERROR_FILE.search(said)
         if named is not None:

@@ -93,7 +93,7 @@ def test_owners_are_the_patterns_that_name_a_status():
 # --- handle creation: the statuses whose causes the handle patterns give --------------------------
 # cudnnCreate and cublasCreate fail for want of memory or with a library that does not belong to
 # the CUDA runtime (NOT_INITIALIZED, ALLOC_FAILED, and TensorFlow's INTERNAL_ERROR); another status
-# (ARCH_MISMATCH: a GPU too old, BAD_PARAM ...) is that status, read from its table.
+# (BAD_PARAM ...) is that status, read from its table; ARCH_MISMATCH (a GPU too old) is cudnn-arch-mismatch.
 _HANDLE_STATUSES = {"NOT_INITIALIZED", "ALLOC_FAILED", "INTERNAL_ERROR"}
 _CUDNN = sorted({s.name for s in _values("cudnnStatus_t") + _values("cudnnStatus_t (cuDNN 7 and 8)")})
 _CUBLAS = sorted({s.name for s in _values("cublasStatus_t")})
@@ -106,6 +106,9 @@ def test_a_cudnn_handle_status_decides_the_causes(name):
     if name.removeprefix("CUDNN_STATUS_") in _HANDLE_STATUSES:
         assert explanation.id == "cudnn-handle-failed"
         assert explanation.causes[0].id == "gpu-memory-preallocated"
+    elif name.endswith("ARCH_MISMATCH"):  # a GPU this cuDNN does not support: its own pattern
+        assert explanation.id == "cudnn-arch-mismatch"
+        assert explanation.causes[0].id == "compute-capability-too-low"
     else:
         assert explanation.id == "cudnn-status"
         assert explanation.variables["status_name"] == name

@@ -203,7 +203,7 @@ def test_every_bundled_regex_compiles():
 def test_other_catalogues_compile_when_they_load(tmp_path):
     # a look-behind of varying width parses but does not compile: a --patterns file says so at once
     text = CATALOGUE.path.read_text(encoding="utf-8")
-    old = "      - '(?-i:(?:^|[\\s:\\]])Illegal instruction)(?: \\(core dumped\\))?'"
+    old = "      - '(?-i:(?:^|[\\s:\\]\"''`])Illegal instruction)(?: \\(core dumped\\))?'"
     assert old in text
     path = tmp_path / "patterns.yaml"
     path.write_text(text.replace(old, "      - '(?<=a|bb)Illegal instruction'", 1))

@@ -225,7 +225,7 @@ MESSAGES = [
         "RuntimeError: MPS backend out of memory (MPS allocated: 9.05 GB, other allocations: 512.00 MB, max allowed: 9.07 GB). Tried to allocate 64.00 MB on private pool.",
         "mps-out-of-memory",
         False,
-        "mps-out-of-memory",
+        "mps-memory-limit",  # the message names the allocator's cap, the lever it offers first
     ),
     (
         "macos",  # aten/src/ATen/mps/MPSFallback.mm
