@@ -672,15 +672,11 @@ class Matrix:
         (NVIDIA adds a new architecture in the driver branch released with the CUDA that adds it;
         CUDA's release notes give both). None when the table's oldest release already lists it
         (its first release is older than the table) or nothing lists it."""
-        key = str(compute_capability).strip()
-        releases = [c for c in self._cuda if c.architectures]
-        for n, release in enumerate(releases):
-            if key in release.architectures:
-                if n == 0:
-                    return None
-                driver = self.min_driver(release.version, os)
-                return None if driver is None else (release, driver)
-        return None
+        release = self.first_cuda(compute_capability)
+        if release is None or release is next(c for c in self._cuda if c.architectures):
+            return None
+        driver = self.min_driver(release.version, os)
+        return None if driver is None else (release, driver)
 
     def last_driver_branch(self, compute_capability_or_architecture: str | Version) -> str | None:
         """The last driver branch that supports the architecture ("470" for Kepler, "3.5"), or

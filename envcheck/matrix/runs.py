@@ -119,10 +119,10 @@ def runs_on_gpu(
     need = _driver_needed(matrix, cuda, os, code)
     served = f"{entry} code" if code == NATIVE else f"only {entry} PTX, which the driver JIT-compiles"
     arch = matrix.architecture(cc)
+    # The card's own first CUDA, when its driver is more than the build asks for.
     first = matrix.first_driver(f"{cc.major}.{cc.minor}", os)
-    card_first = first is not None and (need is None or first[1] > need)
-    card = _minor(first[0].version) if card_first else None
-    if card_first:
+    card = _minor(first[0].version) if first is not None and (need is None or first[1] > need) else None
+    if card is not None:
         need = first[1]
     if need is not None and arch is not None and arch.supports_driver(need) is False:
         return GpuRun(
@@ -145,12 +145,12 @@ def runs_on_gpu(
             need,
             f"driver {driver} does not drive {arch.name} GPUs (their last branch is {arch.last_driver_branch})",
         )
-    if need is not None and have < need and card_first:
+    if need is not None and have < need and card is not None:
         why = (
             f"{served}; driver {driver} predates GPUs of compute capability {cc}: the first CUDA release for "
-            f"them, {_minor(first[0].version)}, came with driver {need}, and an older branch does not drive them"
+            f"them, {card}, came with driver {need}, and an older branch does not drive them"
         )
-        return GpuRun(False, code, entry, need, why, card_cuda=_minor(first[0].version))
+        return GpuRun(False, code, entry, need, why, card_cuda=card)
     if need is not None and have < need:
         why = (
             f"{served}: PTX from CUDA {_minor(cuda)} needs driver {need} or newer to JIT-compile (minor-version "
@@ -158,7 +158,7 @@ def runs_on_gpu(
             if code == PTX
             else f"{served}; driver {driver} is older than {need}, the oldest that runs CUDA {_minor(cuda)}"
         )
-        return GpuRun(False, code, entry, need, why, card_cuda=card)
+        return GpuRun(False, code, entry, need, why)
     return GpuRun(True, code, entry, need, served, card_cuda=card)
 
 

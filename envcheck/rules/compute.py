@@ -75,17 +75,17 @@ def compute_capability_unsupported(ctx: Context) -> Iterator[Hit]:
         if build is not None:
             evidence.append(matrix_evidence(ctx, build))
         evidence.extend(_ignored_lines(ctx))
+        # A card newer than the build: its PTX would reach it, but the release compiles its kernels
+        # for the card at run time with a PTX ISA that predates it (Matrix.ptx_serves).
+        newer = code_for(archs, cc)[0] == PTX
         evidence.append(("NVIDIA: binary and PTX compatibility", SOURCES[0]))
-        if code_for(archs, cc)[0] == PTX:
+        if newer:
             evidence.append(("TensorFlow on a card newer than its CUDA", " ".join(TF_ON_BLACKWELL)))
         newest_text = (
             f"the newest TensorFlow that runs on it is {newest.label}"
             if newest is not None
             else "no TensorFlow release in the matrix runs on it"
         )
-        # A card newer than the build: its PTX would reach it, but the release compiles its kernels
-        # for the card at run time with a PTX ISA that predates it (Matrix.ptx_serves).
-        newer = code_for(archs, cc)[0] == PTX
         otherwise = f"build TensorFlow from source for compute capability {cc}" if newer else "use a newer GPU"
         others = _others_that_run(ctx, gpu)
         if others:
