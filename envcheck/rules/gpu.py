@@ -194,8 +194,8 @@ def gpu_not_driven(ctx: Context) -> Iterator[Hit]:
 
 
 def predating_driver(ctx: Context, compute_capability, driver) -> Optional[tuple[Any, Version]]:
-    """(the first CUDA release for this GPU, the driver it came with) when ``driver`` is from an
-    older branch than that one: the driver predates the card (matrix.first_driver)."""
+    """(the first CUDA release for this GPU, the driver it came with) when ``driver`` is older than
+    that one: the driver predates the card (matrix.first_driver)."""
     if not compute_capability or not driver:
         return None
     first = ctx.matrix.first_driver(compute_capability, ctx.os)
@@ -224,7 +224,7 @@ def install_driver_fix(ctx: Context, what: str, after_install=()) -> Fix:
     minimum = need.minimum if need is not None else None
     need = f" (version {minimum} or newer, for CUDA {build.cuda})" if minimum and build else ""
     card = _newest_first_driver(ctx)
-    if card is not None and (minimum is None or card[1].release[0] > minimum.release[0]):
+    if card is not None and (minimum is None or card[1] > minimum):
         need = f" (version {card[1]} or newer: {card[2]} needs the driver branch of CUDA {minor(card[0].version)}, its first)"
     commands = []
     if ctx.os == "wsl":
