@@ -380,3 +380,20 @@ def test_a_card_newer_than_the_builds_cuda_is_planned_with_its_own_first_driver(
     assert any("Compute capability 12.0 needs NVIDIA driver 570.26" in r and "CUDA 12.8" in r for r in data["reasons"])
     ada = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", "RTX 4090", "--driver", "535.54")
     assert ada["driver_floor"] != "570.26" and not any("Compute capability 8.9 needs" in r for r in ada["reasons"])
+
+
+@pytest.mark.parametrize(
+    ("python", "gpu", "names_the_gpu"),
+    [
+        # TensorFlow 2.16+ supports Python 3.12 but does not run on Blackwell: the card is the limit.
+        ("3.12", "GeForce RTX 5090", True),
+        # No GPU build of any release supports Python 3.14: the card has nothing to do with it.
+        ("3.14", "GeForce RTX 4090", False),
+    ],
+)
+def test_the_python_reason_says_whether_the_gpu_or_the_os_limits_it(cli, matrix, python, gpu, names_the_gpu):
+    data = plan_json(cli, "--os", "linux", "--python", python, "--gpu", gpu, "--driver", "580.65.06")
+    reason = next(r for r in data["reasons"] if f"supports Python {python}" in r)
+    assert reason.startswith("No TensorFlow GPU build for Linux")
+    assert ("that runs on compute capability" in reason) is names_the_gpu
+    assert data["python"] != python  # another Python is planned either way

@@ -63,9 +63,9 @@ def choose(matrix: "Matrix", target: Target) -> Choice:
         candidates = gpu_options(matrix, target, target.os, python=False)
         if candidates and target.python:
             reasons.append(
-                f"No TensorFlow GPU build for {OS_TITLES[target.os]} supports Python {target.python}"
-                f"{_bits_note(target)}; TensorFlow {candidates[0].tf} needs Python {candidates[0].python_range}, "
-                f"so install Python {candidates[0].python}."
+                f"No TensorFlow GPU build for {OS_TITLES[target.os]}{_gpu_limits_python(matrix, target)} supports "
+                f"Python {target.python}{_bits_note(target)}; TensorFlow {candidates[0].tf} needs Python "
+                f"{candidates[0].python_range}, so install Python {candidates[0].python}."
             )
     if not candidates:
         return _cpu_choice(matrix, target, _why_no_gpu_build(matrix, target))
@@ -101,6 +101,14 @@ def _every_gpu(matrix: "Matrix", everything: Target) -> list[Alternative]:
             "every-gpu", "Every GPU", f"the newest release that runs on all of them: {option.summary()}", option
         )
     ]
+
+
+def _gpu_limits_python(matrix: "Matrix", target: Target) -> str:
+    """' that runs on compute capability X' when the GPU, not the OS, is why no build fits the Python:
+    some GPU build for this OS supports the Python, but none of those runs on this GPU."""
+    if not target.compute_capability or not gpu_options(matrix, only(target, None), target.os):
+        return ""
+    return f" that runs on {_capability_text(target)}"
 
 
 def _bits_note(target: Target) -> str:
