@@ -331,3 +331,26 @@ def test_without_a_second_set_the_report_has_two_columns(tiny_sets, capsys):
     assert "held_out_v2" not in json.loads(capsys.readouterr().out)
     assert bench.main(["--corpus", str(corpus), "--held-out", str(held)]) == 0
     assert "held-out v2" not in capsys.readouterr().out
+
+
+def test_the_live_sets_are_measured_only_when_asked(tiny_sets, tmp_path, capsys, monkeypatch):
+    # Whoever writes patterns runs the default report; the live held-out sets' figures must not
+    # reach them that way, only through an explicit measurement (--live).
+    corpus, held = tiny_sets
+    second, third = _second_and_third(tmp_path)
+    for name, value in (
+        ("DEFAULT_CORPUS", corpus),
+        ("DEFAULT_HELD_OUT", held),
+        ("DEFAULT_HELD_OUT_V2", second),
+        ("DEFAULT_HELD_OUT_V3", third),
+    ):
+        monkeypatch.setattr(bench, name, value)
+    assert bench.main(["--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert "held_out_v2" not in report and "held_out_v3" not in report and "held_out" in report
+    assert bench.main([]) == 0
+    assert "held-out v2" not in capsys.readouterr().out
+    assert bench.main(["--json", "--live"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["held_out_v2"]["overall"]["errors"] == 2 and report["held_out_v3"]["overall"]["errors"] == 3
+    assert "misses" not in report["held_out_v3"]
