@@ -204,12 +204,11 @@ def _driver_runs_log_cuda(variables: dict[str, str]) -> Optional[bool]:
     cuda = _major_minor(variables.get("log_cuda", ""))
     if not cuda:
         return None
-    newest = _major_minor(variables.get("log_driver_cuda", ""))
-    if newest:
-        return newest >= cuda
     driver = variables.get("log_driver", "")
+    newest = _major_minor(variables.get("log_driver_cuda", ""))
     if not _major_minor(driver):
-        return None
+        # the same "CUDA version: X" line can be read as both: then it says nothing of the driver
+        return newest >= cuda if newest and newest != cuda else None
     try:
         # Imported here: the matrix is read only when a log shows both versions.
         from envcheck.matrix import load_matrix
