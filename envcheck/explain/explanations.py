@@ -20,7 +20,7 @@ from envcheck.explain.contradictions import weigh
 from envcheck.explain.machine import MachineNote, notes_for
 from envcheck.explain.parts import REASON_CAUSES, WINDOWS_CAUSES
 from envcheck.explain.scanner import Occurrence, ScanResult
-from envcheck.explain.statuses import ranked_status_causes
+from envcheck.explain.status_causes import ranked_status_causes
 from envcheck.findings import Fix, fix_to_dict
 from envcheck.matrix import load_matrix
 from envcheck.matrix.libraries import library_family, library_os, name_version

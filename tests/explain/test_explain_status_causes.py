@@ -14,14 +14,8 @@ import yaml
 
 from envcheck.explain import explain, load_patterns
 from envcheck.explain.catalogue import PATTERN_ID, fill
-from envcheck.explain.statuses import (
-    STATUS_FILE,
-    VERSION_CHECKS,
-    StatusTableError,
-    causes_of,
-    load_status_causes,
-    load_statuses,
-)
+from envcheck.explain.status_causes import VERSION_CHECKS, causes_of, load_status_causes
+from envcheck.explain.statuses import STATUS_FILE, StatusTableError, load_statuses
 from envcheck.resources import data_file
 
 CATALOGUE = load_patterns()
