@@ -20,6 +20,7 @@ from envcheck.explain.contradictions import weigh
 from envcheck.explain.machine import MachineNote, notes_for
 from envcheck.explain.parts import REASON_CAUSES, WINDOWS_CAUSES
 from envcheck.explain.scanner import Occurrence, ScanResult
+from envcheck.explain.status_causes import ranked_status_causes
 from envcheck.findings import Fix, fix_to_dict
 from envcheck.matrix import load_matrix
 from envcheck.matrix.libraries import library_family, library_os, name_version
@@ -170,12 +171,14 @@ def _explain_one(
     pattern = occurrence.pattern
     variables = _variables(occurrence, log, matrix)
     notes = _machine_notes(occurrence, ctx)
+    own, by_versions = status_causes(pattern, variables, log.seen)
     ranked = with_part_causes(
-        rank_causes(pattern, variables, log.seen), variables, pointed_first(pattern, variables, log.seen)
+        own or rank_causes(pattern, variables, log.seen), variables, pointed_first(pattern, variables, log.seen)
     )
     extra = log_causes(pattern, variables)
     ranked = (*extra, *(c for c in ranked if c.id not in {e.id for e in extra}))
     causes, dropped = weigh(ranked, variables)
+    dropped = (*by_versions, *dropped)
     # A message from another TensorFlow or machine is not judged by this one's facts.
     if assess is not None and not any(getattr(n, "elsewhere", False) for n in notes):
         try:
@@ -275,6 +278,18 @@ def rank_causes(pattern: Pattern, variables: dict[str, str], seen: frozenset[str
         return 1
 
     return tuple(_fill_cause(c, variables) for c in sorted(applicable, key=rank))
+
+
+def status_causes(
+    pattern: Pattern, variables: dict[str, str], seen: frozenset[str] = frozenset()
+) -> tuple[tuple[Cause, ...], tuple[tuple[str, str], ...]]:
+    """Where only a status is recognised (a ``fallback`` pattern: no pattern names the message),
+    the status's own causes from cuda_status.yaml, ranked, and those the log's versions rule out;
+    ((), ()) for any other message, whose pattern's causes stand."""
+    if not pattern.fallback or not variables.get("status_name"):
+        return (), ()
+    templates, dropped = ranked_status_causes(variables["status_name"], variables, seen)
+    return tuple(_fill_cause(t, variables) for t in templates), dropped if templates else ()
 
 
 def pointed_first(pattern: Pattern, variables: dict[str, str], seen: frozenset[str] = frozenset()) -> bool:
