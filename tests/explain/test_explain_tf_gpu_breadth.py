@@ -89,6 +89,17 @@ RANKED = [
         "nccl-op-not-registered",
         "nccl-not-on-windows",
     ),
+    # TensorFlow 2.0-2.4's asm_compiler.cc for a CUDA 8 ptxas; XLA's minimum ptxas check
+    (
+        "W tensorflow/stream_executor/gpu/asm_compiler.cc:63] You are using ptxas 8.x, but TF requires ptxas 9.x (and strongly prefers >= 9.2.88).  Compilation of XLA kernels below will likely fail.",
+        "ptxas-known-miscompile",
+        "old-ptxas-on-path",
+    ),
+    (
+        "W tensorflow/core/framework/op_kernel.cc:1839] OP_REQUIRES failed at xla_ops.cc:580 : INTERNAL: XLA requires ptxas version 11.8 or higher",
+        "ptxas-below-xla-minimum",
+        "old-ptxas-on-path",
+    ),
     # gpu_device.cc, CreateGPUDevice; gpu_cudamallocasync_allocator.cc, SetStreamAndPreallocateMemory
     (
         "tensorflow.python.framework.errors_impl.InternalError: No allocator statistics",
@@ -151,3 +162,10 @@ def test_device_list_without_gpu_is_explained_with_its_devices():
     assert explanation.id == "registered-devices-without-gpu"
     assert explanation.variables["devices"] == "CPU, XLA_CPU"
     assert explanation.harmless is False
+
+
+def test_xla_minimum_is_read_from_the_message():
+    (explanation,) = explain(CATALOGUE.scan_text("InternalError: XLA requires ptxas version 12.3 or higher"))
+    assert explanation.id == "ptxas-below-xla-minimum"
+    assert explanation.variables["minimum"] == "12.3"
+    assert "12.3" in explanation.title
