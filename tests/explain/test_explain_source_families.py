@@ -156,7 +156,7 @@ MESSAGES = [
         "E0000 00:00:1700000000.3 99 cuda_blas.cc:193] failed to create cublas handle: the library was not initialized",
         "cublas-handle-failed",
         False,
-        "cublas-handle-failed",
+        "gpu-memory-preallocated",
     ),
     (
         "cuda_math_libraries",  # tensorflow/stream_executor/stream.cc
