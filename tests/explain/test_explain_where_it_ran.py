@@ -5,10 +5,30 @@ shell's commands."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+
 import pytest
 
 from envcheck.explain import explain, load_patterns
 from envcheck.explain.context import platform_of, read_context
+
+
+def _accuracy_benchmark():
+    """benchmarks/explain_accuracy.py, whose rules for a Windows or macOS message's commands these
+    tests hold the catalogue to."""
+    if "explain_accuracy" not in sys.modules:
+        path = Path(__file__).resolve().parents[2] / "benchmarks" / "explain_accuracy.py"
+        spec = importlib.util.spec_from_file_location("explain_accuracy", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # its dataclasses look their module up
+        spec.loader.exec_module(module)
+    return sys.modules["explain_accuracy"]
+
+
+BENCHMARK = _accuracy_benchmark()
+LINUX_ONLY, NOT_ON_MACOS, commands_shown = BENCHMARK.LINUX_ONLY, BENCHMARK.NOT_ON_MACOS, BENCHMARK.commands_shown
 
 CATALOGUE = load_patterns()
 
@@ -182,3 +202,48 @@ def test_a_windows_log_in_a_container_keeps_the_container_cause():
     text = ON_WINDOWS + "docker run --gpus all trainer\n" + CUINIT_303
     (found,) = [e for e in explain(CATALOGUE.scan_text(text)) if e.id == "cuinit-no-driver"]
     assert found.causes[0].id == "container-without-gpu"
+
+
+# A pattern printed on several systems: its example in a log from native Windows, or from macOS.
+PREFIX = {"windows": "PS C:\\Users\\ada\\project> python train.py\n", "macos": "/Users/ada/project/train.py\n"}
+CASES = [
+    pytest.param(system, p.id, text, id=f"{system}:{p.id}:{i}")
+    for system in PREFIX
+    for p in CATALOGUE.patterns
+    if not p.os or (system in p.os and len(p.os) > 1)
+    for i, text in enumerate(p.examples)
+    if platform_of(text) in (None, system)  # a Linux library's own message names Linux
+]
+
+
+def test_there_are_many_messages_of_several_systems():
+    assert sum(1 for c in CASES if c.values[0] == "windows") >= 150
+
+
+@pytest.mark.parametrize("system, pattern_id, text", CASES)
+def test_a_log_gets_only_its_own_platforms_commands(system, pattern_id, text):
+    explanations = [e for e in explain(CATALOGUE.scan_text(PREFIX[system] + text)) if e.id == pattern_id]
+    assert explanations
+    for command in commands_shown(explanations[0]):
+        if system == "windows":
+            assert command.shell in ("powershell", "any") and not LINUX_ONLY.search(command.line), command
+        else:
+            assert command.shell in ("bash", "any") and not NOT_ON_MACOS.search(command.line), command
+
+
+@pytest.mark.parametrize(
+    "message, pattern_id",
+    [
+        ("Blas SGEMM launch failed : m=1, n=1, k=1", "blas-launch-failed"),
+        ("Loaded runtime CuDNN library: 8.0.5 but source was compiled with: 8.1.0.", "cudnn-version-mismatch"),
+        (CUINIT_303, "cuinit-no-driver"),
+    ],
+)
+def test_a_windows_log_gets_powershell_where_linux_gets_bash(message, pattern_id):
+    def shells(prefix: str) -> set[str]:
+        (found,) = [e for e in explain(CATALOGUE.scan_text(prefix + message)) if e.id == pattern_id]
+        return {c.shell for c in commands_shown(found)}
+
+    assert "powershell" in shells(PREFIX["windows"]) and "bash" not in shells(PREFIX["windows"])
+    linux = shells("/home/ada/project/train.py\n")
+    assert "bash" in linux and "powershell" not in linux
