@@ -148,6 +148,15 @@ _WHERE: tuple[tuple[str, str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) std(?:out|err) [FP] |\bKUBERNETES_SERVICE_HOST\b",
             ("kubectl", "nvidia.com/gpu", "stdout ", "stderr ", "kubernetes_service"),
         ),
+        # the host failing to start a container: the runtime's and the NVIDIA Container Toolkit's hook
+        # errors come from the host's files, before any of the image's files are in use
+        (
+            "log_container_start",
+            "yes",
+            r"\bnvidia-container-cli: |\bOCI runtime (?:create|exec|start) failed\b|\bError response from daemon\b|"
+            r"\bfailed to create shim\b|\berror running hook\b",
+            ("nvidia-container-cli", "oci runtime", "daemon", "shim", "hook"),
+        ),
         # hosted notebooks: Colab's own module and its working folder beside its system Python's
         # dist-packages; Kaggle's folders
         (
@@ -231,7 +240,7 @@ _CRASH_HINTS = (
 CONTEXT_NAMES = (
     "log_tf", "log_cuda", "log_driver_cuda", "log_cudnn", "log_driver", "log_kernel_driver", "log_python",
     "log_os", "log_crash", "log_gpu", "log_nccl_bridge", "log_gpu_cc", "log_gpu_newer_than_cuda",
-    "log_container", "log_hosted", "log_conda", "log_venv", "log_ide", "log_pip_cuda",
+    "log_container", "log_container_start", "log_hosted", "log_conda", "log_venv", "log_ide", "log_pip_cuda",
 )  # fmt: skip
 
 

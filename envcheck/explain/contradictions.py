@@ -89,6 +89,14 @@ def _not_under_wsl(variables: dict[str, str]) -> Optional[str]:
     return None
 
 
+def _no_kernel_module_under_wsl(variables: dict[str, str]) -> Optional[str]:
+    """Under WSL 2 the GPU is reached through the Windows driver (/dev/dxg, the CUDA on WSL user
+    guide): the distribution has no NVIDIA kernel module to build, sign, load or lose to another."""
+    if variables.get("log_os") == "wsl":
+        return "the log comes from WSL 2, which reaches the GPU through the Windows driver and loads no NVIDIA kernel module"
+    return None
+
+
 _SYSTEM_TITLES = {"windows": "Windows", "macos": "macOS", "linux": "Linux"}
 
 
@@ -105,6 +113,9 @@ RULED_OUT_BY_LOG: dict[str, Callable[[dict[str, str]], Optional[str]]] = {
     "container-driver-capabilities": _not_in_a_linux_container,
     "wsl-libcuda-path": _not_under_wsl,
     "wsl-driver-missing": _not_under_wsl,
+    "module-not-built-for-kernel": _no_kernel_module_under_wsl,
+    "secure-boot-unsigned-module": _no_kernel_module_under_wsl,
+    "other-driver-holds-gpu": _no_kernel_module_under_wsl,
 }
 
 

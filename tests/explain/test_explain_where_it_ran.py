@@ -43,6 +43,16 @@ SIGNS = [
     ("$ sudo docker exec -it trainer bash", "log_container", "docker"),
     ("ls: cannot access '/.dockerenv': Permission denied", "log_container", "docker"),
     ("nvidia-container-cli: initialization error: nvml error: driver not loaded", "log_container", "docker"),
+    (
+        "docker: Error response from daemon: failed to create shim: OCI runtime create failed: runc create failed",
+        "log_container_start",
+        "yes",
+    ),
+    (
+        "stderr: nvidia-container-cli: initialization error: nvml error: driver/library version mismatch",
+        "log_container_start",
+        "yes",
+    ),
     ("podman run --device nvidia.com/gpu=all ubuntu nvidia-smi", "log_container", "podman"),
     ("kubectl logs trainer-0 -n ml", "log_container", "kubernetes"),
     ("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.", "log_container", "kubernetes"),
@@ -86,6 +96,7 @@ LOOK_ALIKES = [
     ("python -m pip install docker", "log_container"),
     ("Requirement already satisfied: docker in ./.venv/lib/python3.11/site-packages", "log_container"),
     ("pod install", "log_container"),  # CocoaPods
+    ("NVIDIA Release 23.10 (build 71422512)", "log_container_start"),  # inside a container that started
     ("NVIDIA released driver 550.54 today", "log_container"),
     ('File "/usr/local/lib/python3.10/dist-packages/tensorflow/x.py"', "log_hosted"),  # any Debian Python
     ('File "/var/www/content/app.py"', "log_hosted"),
@@ -148,6 +159,11 @@ CUDART = (
     "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcudart.so.11.0'; "
     "dlerror: libcudart.so.11.0: cannot open shared object file: No such file or directory"
 )
+NVML_MISMATCH = "Failed to initialize NVML: Driver/library version mismatch"
+SMI_NO_DRIVER = (
+    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA "
+    "driver is installed and running."
+)
 IN_A_CONTAINER = "==========\n== CUDA ==\n==========\nNVIDIA Release 23.10 (build 71422512)\n"
 UNDER_WSL = "Linux box 5.15.133.1-microsoft-standard-WSL2 #1 SMP x86_64 GNU/Linux\n"
 IN_COLAB = 'File "/usr/local/lib/python3.10/dist-packages/torch/cuda/__init__.py", line 298\nFile "/content/train.py", line 4\n'
@@ -174,6 +190,21 @@ ON_WINDOWS = (
             "driver-not-installed",
         ),
         (CUDART, "cudart-not-loaded", IN_CONDA, "cuda-not-installed", "cuda-lib-not-on-path"),
+        (
+            NVML_MISMATCH,
+            "nvml-driver-library-mismatch",
+            IN_A_CONTAINER,
+            "driver-upgraded-no-reboot",
+            "container-driver-files-mismatch",
+        ),
+        (
+            NVML_MISMATCH,
+            "nvml-driver-library-mismatch",
+            UNDER_WSL,
+            "driver-upgraded-no-reboot",
+            "wsl-linux-driver-installed",
+        ),
+        (SMI_NO_DRIVER, "nvidia-smi-no-driver", UNDER_WSL, "module-not-built-for-kernel", "wsl-linux-driver-installed"),
     ],
 )
 def test_where_it_ran_ranks_the_cause_that_depends_on_it(message, pattern_id, sign, without, with_sign):
@@ -196,6 +227,26 @@ def test_a_native_windows_log_rules_out_containers_and_wsl():
     assert "native Windows" in dropped["container-without-gpu"]
     (plain,) = [e for e in explain(CATALOGUE.scan_text(CUINIT_303)) if e.id == "cuinit-no-driver"]
     assert {"container-without-gpu", "wsl-driver-missing"} <= {c.id for c in plain.causes}
+
+
+def test_a_container_the_host_could_not_start_is_not_the_images_driver_files():
+    hook = (
+        "Cannot start service web: failed to create shim: OCI runtime create failed: runc create failed: error "
+        "running hook #0: exit status 1, stderr: nvidia-container-cli: initialization error: nvml error: "
+        "driver/library version mismatch: unknown"
+    )
+    (found,) = [e for e in explain(CATALOGUE.scan_text(hook)) if e.id == "nvml-driver-library-mismatch"]
+    assert found.causes[0].id == "driver-upgraded-no-reboot"
+    assert "container-driver-files-mismatch" not in {c.id for c in found.causes}
+
+
+def test_under_wsl_there_is_no_kernel_module_to_blame():
+    (found,) = [e for e in explain(CATALOGUE.scan_text(UNDER_WSL + SMI_NO_DRIVER)) if e.id == "nvidia-smi-no-driver"]
+    assert {"module-not-built-for-kernel", "secure-boot-unsigned-module", "other-driver-holds-gpu"} <= set(
+        dict(found.dropped)
+    )
+    (plain,) = [e for e in explain(CATALOGUE.scan_text(SMI_NO_DRIVER)) if e.id == "nvidia-smi-no-driver"]
+    assert "wsl-linux-driver-installed" not in {c.id for c in plain.causes} and not plain.dropped
 
 
 def test_a_windows_log_in_a_container_keeps_the_container_cause():
