@@ -288,6 +288,15 @@ def test_a_log_gets_only_its_own_platforms_commands(system, pattern_id, text):
         ("Blas SGEMM launch failed : m=1, n=1, k=1", "blas-launch-failed"),
         ("Loaded runtime CuDNN library: 8.0.5 but source was compiled with: 8.1.0.", "cudnn-version-mismatch"),
         (CUINIT_303, "cuinit-no-driver"),
+        (
+            "docker: Error response from daemon: unknown or invalid runtime name: nvidia.",
+            "docker-nvidia-runtime-unknown",
+        ),
+        (
+            "F tensorflow/core/platform/cpu_feature_guard.cc:37] The TensorFlow library was compiled to use AVX "
+            "instructions, but these aren't available on your machine.",
+            "tf-cpu-feature-missing",
+        ),
     ],
 )
 def test_a_windows_log_gets_powershell_where_linux_gets_bash(message, pattern_id):
