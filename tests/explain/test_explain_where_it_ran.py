@@ -164,6 +164,15 @@ SMI_NO_DRIVER = (
     "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA "
     "driver is installed and running."
 )
+SMI_NO_NVML = "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. Please make sure that the NVIDIA Display Driver is properly installed and present in your system."
+CUDNN = (
+    "W tensorflow/stream_executor/platform/default/dso_loader.cc:60] Could not load dynamic library 'libcudnn.so.8'; "
+    "dlerror: libcudnn.so.8: cannot open shared object file: No such file or directory"
+)
+CUBLAS = (
+    "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcublas.so.11'; "
+    "dlerror: libcublas.so.11: cannot open shared object file: No such file or directory"
+)
 IN_A_CONTAINER = "==========\n== CUDA ==\n==========\nNVIDIA Release 23.10 (build 71422512)\n"
 UNDER_WSL = "Linux box 5.15.133.1-microsoft-standard-WSL2 #1 SMP x86_64 GNU/Linux\n"
 IN_COLAB = 'File "/usr/local/lib/python3.10/dist-packages/torch/cuda/__init__.py", line 298\nFile "/content/train.py", line 4\n'
@@ -205,6 +214,9 @@ ON_WINDOWS = (
             "wsl-linux-driver-installed",
         ),
         (SMI_NO_DRIVER, "nvidia-smi-no-driver", UNDER_WSL, "module-not-built-for-kernel", "wsl-linux-driver-installed"),
+        (SMI_NO_NVML, "nvidia-smi-no-nvml-library", IN_A_CONTAINER, "ldcache-stale", "container-without-gpu"),
+        (CUDNN, "cudnn-not-loaded", IN_CONDA, "cudnn-not-installed", "cudnn-lib-not-on-path"),
+        (CUBLAS, "cuda-math-library-not-loaded", IN_CONDA, "cuda-partly-installed", "cuda-lib-not-on-path"),
     ],
 )
 def test_where_it_ran_ranks_the_cause_that_depends_on_it(message, pattern_id, sign, without, with_sign):
