@@ -78,11 +78,17 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
     )
 )
 _PLATFORMS = (
-    ("wsl", re.compile(r"/usr/lib/wsl/lib|microsoft-standard-WSL|\bWSL2?\b|/mnt/[c-z]/", re.I)),
+    (
+        "wsl",
+        re.compile(r"/usr/lib/wsl/lib|microsoft-standard-WSL|\bWSL2?\b|/mnt/[c-z]/|/dev/dxg\b|\blibdxcore\.so\b", re.I),
+    ),
     (
         "windows",
         re.compile(
-            r"\b[A-Z]:\\(?:Users|Program Files|Python|ProgramData|Windows|tools|envs|Anaconda|Miniconda)|^PS [A-Z]:\\|\.dll\b|\\site-packages\\|%PATH%|\bpowershell\b|\bwinget\b",
+            r"\b[A-Z]:\\(?:Users|Program Files|Python|ProgramData|Windows|tools|envs|Anaconda|Miniconda)|^PS [A-Z]:\\|\.dll\b|\\site-packages\\|%PATH%|\bpowershell\b|\bwinget\b|"
+            # any drive's folders (a build machine's c:\tf_jenkins\..., a cmd prompt's D:\work\repo>),
+            # and a relative path written with backslashes (PyTorch's ..\aten\src\...)
+            r"(?<![\w/\\])[A-Z]:\\[\w.$~ -]{1,80}\\[\w.$~-]|(?<![\w.])\.\.\\[\w.-]{1,60}\\[\w.-]",
             re.I | re.M,
         ),
     ),
@@ -102,6 +108,112 @@ _PLATFORMS = (
             re.I,
         ),
     ),
+)
+# Where the program ran, each sign in the words that environment prints about itself: (variable,
+# value, regex, the lower-case strings one of which every match holds). The first sign found for a
+# variable gives its value, so a more specific one comes first (an NGC image runs in docker).
+_WHERE: tuple[tuple[str, str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
+    (name, value, re.compile(regex, re.I | re.M), hints)
+    for name, value, regex, hints in (
+        # NGC containers' start-up banner ("NVIDIA Release 23.10 (build 69993522)", then "Container
+        # image Copyright (c) ... NVIDIA CORPORATION")
+        (
+            "log_container",
+            "ngc",
+            r"^\s{0,8}NVIDIA Release \d{2}\.\d{2}\b|^Container image Copyright \(c\)",
+            ("nvidia release", "container image copyright"),
+        ),
+        # the Docker CLI's own words: its commands and its daemon's errors, the file it puts in
+        # every container's root, the NVIDIA Container Toolkit's programs
+        (
+            "log_container",
+            "docker",
+            r"(?:^|[\s$#>:;(`'\"])(?:sudo {1,3})?(?:nvidia-)?docker(?:-compose)? {1,3}(?:run|exec|compose|build|start|pull|attach|logs|info)\b|"
+            r"\bdocker: Error response from daemon\b|^Error response from daemon: |(?<![\w.])/\.dockerenv\b|\bnvidia-container-(?:cli|runtime(?:-hook)?)\b|"
+            r"\bOCI runtime (?:create|exec|start) failed\b",
+            ("docker", "daemon", ".dockerenv", "nvidia-container-", "oci runtime"),
+        ),
+        (
+            "log_container",
+            "podman",
+            r"(?:^|[\s$#>:;(`'\"])(?:sudo {1,3})?podman {1,3}(?:run|exec|build|start|pull|logs)\b|^Error: (?:crun|runc): ",
+            ("podman", "crun", "runc"),
+        ),
+        # Kubernetes: kubectl, the scheduler's events about nvidia.com/gpu, the CRI log format
+        # ("2024-05-01T10:00:00.123456789Z stderr F ...") of a pod's log files
+        (
+            "log_container",
+            "kubernetes",
+            r"\bkubectl {1,3}(?:logs|exec|describe|get|apply|run|debug)\b|\bInsufficient nvidia\.com/gpu\b|\bnvidia\.com/gpu[:=\s\"']|"
+            r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) std(?:out|err) [FP] |\bKUBERNETES_SERVICE_HOST\b",
+            ("kubectl", "nvidia.com/gpu", "stdout ", "stderr ", "kubernetes_service"),
+        ),
+        # the host failing to start a container: the runtime's and the NVIDIA Container Toolkit's hook
+        # errors come from the host's files, before any of the image's files are in use
+        (
+            "log_container_start",
+            "yes",
+            r"\bnvidia-container-cli: |\bOCI runtime (?:create|exec|start) failed\b|\bError response from daemon\b|"
+            r"\bfailed to create shim\b|\berror running hook\b",
+            ("nvidia-container-cli", "oci runtime", "daemon", "shim", "hook"),
+        ),
+        # hosted notebooks: Colab's own module and its working folder beside its system Python's
+        # dist-packages; Kaggle's folders
+        (
+            "log_hosted",
+            "colab",
+            r"\bgoogle\.colab\b|(?<![\w.~-])/content/(?:drive|sample_data|gdrive)/",
+            ("google.colab", "/content/"),
+        ),
+        ("log_hosted", "kaggle", r"(?<![\w.~-])/kaggle/(?:working|input|temp|lib|usr)\b", ("/kaggle/",)),
+        # conda: its installers' folders, an environment's folder, its commands and prompt
+        (
+            "log_conda",
+            "yes",
+            r"[/\\](?:ana|mini)conda[23]?[/\\]|[/\\](?:miniforge3?|mambaforge|micromamba)[/\\]|(?<![\w.])/opt/conda/|"
+            r"(?<!\d)[/\\]envs[/\\][\w.-]{1,60}[/\\](?:lib[/\\]python3|Lib[/\\]site-packages|bin[/\\]python|lib[/\\]lib\w{1,30}\.so)|"
+            r"\b(?:conda|mamba) {1,3}(?:activate|install|create)\b|^\(base\) |\bCONDA_PREFIX\b",
+            ("conda", "miniforge", "mamba", "/envs/", "\\envs\\", "(base) "),
+        ),
+        # a virtual environment: venv's and virtualenv's folders and prompts, poetry's and pipenv's
+        (
+            "log_venv",
+            "yes",
+            r"[/\\](?:\.?venv\d{0,3}|\.?virtualenv|\.?env)[/\\](?:lib[/\\]python3\.\d{1,2}[/\\]site-packages|Lib[/\\]site-packages|Scripts[/\\]|bin[/\\](?:activate|python))|"
+            r"[/\\](?:\.virtualenvs|pypoetry[/\\]virtualenvs|share[/\\]virtualenvs)[/\\]|\bpyvenv\.cfg\b|^\(\.?venv\d{0,3}\) |\bpython3? -m venv\b",
+            ("venv", "virtualenv", "env/", "env\\", "pyvenv"),
+        ),
+        # where the script was started: a Jupyter kernel's traceback frames, PyCharm's run window,
+        # VS Code's debugger, Spyder's kernel
+        (
+            "log_ide",
+            "jupyter",
+            r"\bipykernel_\d{1,9}[/\\]\d{1,12}\.py\b|\bipykernel_launcher\.py\b|<ipython-input-\d{1,5}-|^\s{0,4}Cell In\[\d{1,5}\], line \d|"
+            r"[/\\](?:site|dist)-packages[/\\]ipykernel[/\\]|\bThe kernel appears to have died\b",
+            ("ipykernel", "ipython-input", "cell in[", "kernel appears"),
+        ),
+        (
+            "log_ide",
+            "pycharm",
+            r"^Process finished with exit code -?\d{1,10}\b|\bpydevd(?:_\w{1,30})?\.py\b|[/\\]PyCharm[\w .-]{0,40}[/\\]",
+            ("process finished", "pydevd", "pycharm"),
+        ),
+        (
+            "log_ide",
+            "vscode",
+            r"[/\\]\.vscode(?:-server)?[/\\]extensions[/\\]ms-python\.|[/\\]debugpy[/\\]",
+            ("vscode", "debugpy"),
+        ),
+        ("log_ide", "spyder", r"\bspyder_kernels[/\\]", ("spyder_kernels",)),
+        # CUDA libraries of NVIDIA's pip wheels (nvidia-cudnn-cu12 ...) in a Python environment
+        (
+            "log_pip_cuda",
+            "yes",
+            r"[/\\](?:site|dist)-packages[/\\]nvidia[/\\](?:cudnn|cublas|cuda_runtime|cuda_nvrtc|cuda_cupti|cufft|curand|cusolver|cusparse|nccl|nvjitlink)[/\\]|"
+            r"\bnvidia-(?:cudnn|cublas|cuda-runtime|cuda-nvrtc|cufft|curand|cusolver|cusparse|nccl|nvjitlink)-cu1\d\b",
+            ("-packages/nvidia", "-packages\\nvidia", "-cu1"),
+        ),
+    )
 )
 _CRASH = re.compile(
     r"(Segmentation fault|core dumped|\bAborted\b|Fatal Python error|\bSIGSEGV\b|\bSIGABRT\b|\bSIGILL\b|"
@@ -128,6 +240,7 @@ _CRASH_HINTS = (
 CONTEXT_NAMES = (
     "log_tf", "log_cuda", "log_driver_cuda", "log_cudnn", "log_driver", "log_kernel_driver", "log_python",
     "log_os", "log_crash", "log_gpu", "log_nccl_bridge", "log_gpu_cc", "log_gpu_newer_than_cuda",
+    "log_container", "log_container_start", "log_hosted", "log_conda", "log_venv", "log_ide", "log_pip_cuda",
 )  # fmt: skip
 
 
@@ -144,6 +257,7 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     if "log_python" in facts and facts["log_python"].isdigit():
         facts["log_python"] = f"3.{facts['log_python']}"  # from a wheel tag: cp310
     _read_gpu_architecture(facts, text)
+    _read_where(facts, text, lowered)
     platform = platform_of(text)
     if platform:
         facts["log_os"] = platform
@@ -154,6 +268,23 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     if any(h in lowered for h in ("found device", "created", "nvidia", "tesla", "gpu:")) and _GPU_SEEN.search(text):
         facts["log_gpu"] = "yes"
     return facts
+
+
+def _read_where(facts: dict[str, str], text: str, lowered: str) -> None:
+    """Where the program ran (a container, a hosted notebook, a conda or virtual environment, an
+    IDE), each variable from the first of its signs the text shows."""
+    for name, value, regex, hints in _WHERE:
+        if name in facts:
+            continue
+        if any(regex.search(text, start, end) for start, end in _lines_with(hints, text, lowered)):
+            facts[name] = value
+    # Colab runs scripts from /content with its system Python's packages in dist-packages
+    if "log_hosted" not in facts and _COLAB_PACKAGES.search(text) and _COLAB_FOLDER.search(text):
+        facts["log_hosted"] = "colab"
+
+
+_COLAB_PACKAGES = re.compile(r"/usr/local/lib/python3\.\d{1,2}/dist-packages/")
+_COLAB_FOLDER = re.compile(r"(?<![\w.~-])/content/[\w.-]{1,80}")
 
 
 # GeForce RTX series (the digit of "RTX 3090") and their compute capability (NVIDIA's table)
@@ -237,8 +368,8 @@ def platform_of(text: str) -> Optional[str]:
 
 
 _PLATFORM_HINTS = {
-    "wsl": ("/usr/lib/wsl", "wsl", "/mnt/"),
-    "windows": (":\\", ".dll", "%path%", "powershell", "winget", "\\site-packages\\"),
+    "wsl": ("/usr/lib/wsl", "wsl", "/mnt/", "/dev/dxg", "libdxcore"),
+    "windows": (":\\", ".dll", "%path%", "powershell", "winget", "\\site-packages\\", "..\\"),
     "macos": ("/users/", "homebrew", "darwin", "macos", ".dylib", "zsh: ", "apple", "mach-o", "metal"),
     "linux": ("/usr/lib/", "/home/", ".so", "/proc/", "ubuntu", "debian", "centos", "manylinux", "(core dumped)"),
 }

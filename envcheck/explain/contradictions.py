@@ -71,6 +71,35 @@ def _cudnn_too_old(variables: dict[str, str]) -> Optional[str]:
     return None
 
 
+def _not_in_a_linux_container(variables: dict[str, str]) -> Optional[str]:
+    """A GPU container is Linux (the NVIDIA Container Toolkit runs Linux containers, on Windows
+    through WSL 2): a log from native Windows or macOS did not run in one."""
+    system = variables.get("log_os", "")
+    if system in ("windows", "macos") and not variables.get("log_container"):
+        return f"the log comes from native {_SYSTEM_TITLES[system]}, not from a Linux container"
+    return None
+
+
+def _not_under_wsl(variables: dict[str, str]) -> Optional[str]:
+    system = variables.get("log_os", "")
+    if system in ("windows", "macos", "linux") and variables.get("log_hosted"):
+        return f"the log comes from a hosted notebook ({variables['log_hosted']}), a Linux machine, not WSL"
+    if system in ("windows", "macos"):
+        return f"the log comes from native {_SYSTEM_TITLES[system]}, not from WSL"
+    return None
+
+
+def _no_kernel_module_under_wsl(variables: dict[str, str]) -> Optional[str]:
+    """Under WSL 2 the GPU is reached through the Windows driver (/dev/dxg, the CUDA on WSL user
+    guide): the distribution has no NVIDIA kernel module to build, sign, load or lose to another."""
+    if variables.get("log_os") == "wsl":
+        return "the log comes from WSL 2, which reaches the GPU through the Windows driver and loads no NVIDIA kernel module"
+    return None
+
+
+_SYSTEM_TITLES = {"windows": "Windows", "macos": "macOS", "linux": "Linux"}
+
+
 # cause id -> the rule that rules it out (the reason, or None)
 RULED_OUT_BY_LOG: dict[str, Callable[[dict[str, str]], Optional[str]]] = {
     "no-nvidia-gpu": _no_gpu,
@@ -79,6 +108,14 @@ RULED_OUT_BY_LOG: dict[str, Callable[[dict[str, str]], Optional[str]]] = {
     "tf1-api-in-tf2": _tf1_api,
     "keras3-with-tf-keras-code": _keras3,
     "cudnn-too-old": _cudnn_too_old,
+    "container-without-gpu": _not_in_a_linux_container,
+    "gpus-flag-missing": _not_in_a_linux_container,
+    "container-driver-capabilities": _not_in_a_linux_container,
+    "wsl-libcuda-path": _not_under_wsl,
+    "wsl-driver-missing": _not_under_wsl,
+    "module-not-built-for-kernel": _no_kernel_module_under_wsl,
+    "secure-boot-unsigned-module": _no_kernel_module_under_wsl,
+    "other-driver-holds-gpu": _no_kernel_module_under_wsl,
 }
 
 
