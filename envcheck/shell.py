@@ -51,6 +51,36 @@ class Command:
         return out
 
 
+# What exists only on Linux: its kernel's files and interfaces, its loader and package managers, its
+# driver-module tools. macOS has none of them (its loader reads DYLD_*, its packages come from
+# installers or Homebrew) and native Windows neither; a bash or "any shell" line that names one
+# does not run there.
+_LINUX_ONLY = re.compile(
+    r"/proc/|/sys/|/dev/(?:nvidia|shm|dxg)|/etc/(?:os-release|ld\.so|modprobe|apt|default|X11|nvidia)|"
+    r"/usr/local/cuda|/usr/lib/(?:x86_64|aarch64|wsl)|/usr/lib64|/lib/modules|\bLD_LIBRARY_PATH\b|"
+    r"\b(?:ldconfig|ldd|apt|apt-get|apt-cache|dpkg|rpm|yum|dnf|zypper|pacman|snap|lsmod|modprobe|rmmod|"
+    r"modinfo|insmod|dkms|mokutil|dmesg|lspci|systemctl|journalctl|update-initramfs|update-alternatives|"
+    r"nvidia-modprobe|nvidia-ctk|nvidia-container-cli|nproc)\b"
+)
+# NVIDIA's tools and toolkit layout that no current macOS has (CUDA for macOS ended with 10.2).
+_NO_NVIDIA_ON_MACOS = re.compile(r"\b(?:nvidia-smi|nvcc|cuobjdump|nvidia-debugdump)\b|\bCUDA_PATH\b")
+_SHELLS_OF = {"windows": {POWERSHELL, CMD, ANY}, "macos": {BASH, ANY}, "linux": {BASH, ANY}}
+
+
+def runs_on(shell: str, line: str, system: Optional[str]) -> bool:
+    """Whether a command for ``shell`` runs as written on ``system`` (``windows``, ``macos``,
+    ``linux``). WSL keeps every command (its fixes can need PowerShell on the Windows side, such as
+    ``wsl --shutdown``), and so does a log whose system is unknown (each shell is shown labelled)."""
+    shells = _SHELLS_OF.get(system or "")
+    if shells is None:
+        return True
+    if shell not in shells:
+        return False
+    if system == "linux":
+        return True
+    return not (_LINUX_ONLY.search(line) or (system == "macos" and _NO_NVIDIA_ON_MACOS.search(line)))
+
+
 def quote(word: str, shell: str) -> str:
     """``word`` as one literal word of ``shell`` ("any" quotes for bash and PowerShell alike)."""
     text = str(word)

@@ -21,7 +21,7 @@ from envcheck.explain.derivers import DERIVERS, cuda_library_version, cudnn_vers
 from envcheck.explain.regexes import Regex, repeat_problem
 from envcheck.findings import Fix
 from envcheck.resources import data_file
-from envcheck.shell import Command
+from envcheck.shell import Command, runs_on
 
 __all__ = ["DERIVERS", "Regex", "cuda_library_version", "cudnn_version_text", "repeat_problem"]
 
@@ -168,7 +168,7 @@ def fill_fix(fix: FixTemplate, variables: dict[str, str]) -> Fix:
         commands=tuple(
             Command(fill(c.line, variables), shell=c.shell)
             for c in fix.commands
-            if c.when is None or c.when.holds(variables)
+            if (c.when is None or c.when.holds(variables)) and runs_on(c.shell, c.line, variables.get("log_os"))
         ),
         url=fill(fix.link, variables) if fix.link else None,
     )
