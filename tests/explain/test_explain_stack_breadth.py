@@ -1,0 +1,194 @@
+"""The parts of the stack under and beside TensorFlow: the NVIDIA kernel module (NVRM), the
+container toolkit, NCCL's shared memory, CUPTI, JAX's version check and pip's CUDA-wheel
+conflicts. Each message is written from the format string of the source that prints it (named in
+the pattern's ``sources``); the ranking rules read the message's own parts (the reason after a
+failed system call, NVML's error, the library JAX names) or another message of the same log."""
+
+from __future__ import annotations
+
+import pytest
+
+from envcheck.explain import explain
+from tests.explain.test_explain_source_families import CATALOGUE, assert_explained
+
+
+def _explain(text: str):
+    return {e.id: e for e in explain(CATALOGUE.scan_text(text))}
+
+
+# (message, pattern id, first cause id)
+MESSAGES = [
+    # jaxlib's version check, jaxlib 0.4 wording and the plugin's newer one
+    (
+        "CUDA backend failed to initialize: Found cuSOLVER version 11002, but JAX was built against version 11401, which is newer.",
+        "jax-cuda-library-too-old",
+        "library-older-than-build",
+    ),
+    ("Outdated cuDNN installation found.", "jax-cuda-library-too-old", "library-older-than-build"),
+    # NCCL's shared memory: the reason after the failed call picks the cause
+    (
+        "include/shm.h:31 NCCL WARN Call to shm_open failed : Permission denied",
+        "nccl-shm-segment-failed",
+        "dev-shm-permissions",
+    ),
+    (
+        "misc/shmutils.cc:72 NCCL WARN Call to posix_fallocate failed : No space left on device",
+        "nccl-shm-segment-failed",
+        "nccl-shm-too-small",
+    ),
+    (
+        "Error while attaching to shared memory segment /dev/shm/nccl-Qw3s1z (size 0), error: No such file or directory (2)",
+        "nccl-shm-segment-failed",
+        "nccl-shm-not-shared",
+    ),
+    (
+        "include/shm.h:48 NCCL WARN Error while creating shared memory segment nccl-shm-recv-0a1b2c3d-0-1-2 (size 9637888)",
+        "nccl-shm-segment-failed",
+        "nccl-shm-too-small",
+    ),
+    # the container toolkit: NVML's error says which part of the host driver is missing
+    (
+        "stderr: nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown",
+        "nvidia-container-cli-no-nvml",
+        "driver-not-loaded",
+    ),
+    (
+        "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object file: no such file or directory: unknown.",
+        "nvidia-container-cli-no-nvml",
+        "host-driver-missing",
+    ),
+    # CUPTI
+    (
+        "E tensorflow/core/profiler/internal/gpu/cupti_tracer.cc:1419] function cupti_interface_->Subscribe( &subscriber_, (CUpti_CallbackFunc)ApiCallback, this)failed with error CUPTI_ERROR_INSUFFICIENT_PRIVILEGES",
+        "cupti-insufficient-privileges",
+        "cupti-admin-only",
+    ),
+    (
+        "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcupti.so.11.2'; dlerror: libcupti.so.11.2: cannot open shared object file: No such file or directory",
+        "cupti-not-loaded",
+        "cupti-not-on-path",
+    ),
+    # the kernel module's firmware, alone
+    (
+        "nvidia 0000:01:00.0: Direct firmware load for nvidia/550.54.14/gsp_ga10x.bin failed with error -2",
+        "nvrm-gsp-firmware-missing",
+        "gsp-firmware-not-installed",
+    ),
+    # pip's resolver and its conflict warning
+    (
+        'tensorflow 2.16.1 requires nvidia-cudnn-cu12==8.9.7.29; extra == "and-cuda", but you have nvidia-cudnn-cu12 9.1.0.70 which is incompatible.',
+        "pip-nvidia-wheel-conflict",
+        "cuda-wheels-pinned-apart",
+    ),
+    # PyTorch's driver check without the space before the parenthesis (PyTorch 0.1)
+    (
+        "The NVIDIA driver on your system is too old(found version 8000).",
+        "torch-driver-too-old",
+        "torch-driver-too-old",
+    ),
+]
+
+
+@pytest.mark.parametrize("message, pattern_id, first", MESSAGES)
+def test_message_is_explained_with_the_cause_its_parts_name_first(message, pattern_id, first):
+    assert_explained(message, pattern_id, False, first)
+
+
+def test_jax_names_the_library_and_both_versions():
+    (explanation,) = explain(
+        CATALOGUE.scan_text(
+            "CUDA backend failed to initialize: Found CUDA version 12010, but JAX was built against version 12020, which is newer."
+        )
+    )
+    assert explanation.id == "jax-cuda-library-too-old"
+    assert (explanation.variables["jax_library"], explanation.variables["found"], explanation.variables["built"]) == (
+        "CUDA",
+        "12010",
+        "12020",
+    )
+
+
+def test_the_plugin_report_is_one_explanation_of_the_outdated_library():
+    # the plugin prints the backend line and the library's own line; the more specific one explains both
+    log = (
+        "RuntimeError: Backend 'cuda' failed to initialize: Unable to use CUDA because of the following issues with CUDA components:\n"
+        "Outdated cuDNN installation found.\n"
+        "Version JAX was built against: 8907\n"
+    )
+    found = _explain(log)
+    assert list(found) == ["jax-cuda-library-too-old"]
+    assert found["jax-cuda-library-too-old"].variables["jax_library"] == "cuDNN"
+
+
+def test_a_jax_backend_line_alone_keeps_its_general_explanation():
+    found = _explain("RuntimeError: Backend 'cuda' failed to initialize: FAILED_PRECONDITION: No visible GPU devices.")
+    assert list(found) == ["jax-cuda-backend-failed"]
+
+
+def test_cuda_not_initialized_inside_jaxs_check_is_jaxs_not_a_fork():
+    jax_line = (
+        "CUDA backend failed to initialize: jaxlib/cuda/versions_helpers.cc:90: operation gpuDeviceGetAttribute("
+        " &major, GPU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) failed: CUDA_ERROR_NOT_INITIALIZED"
+    )
+    assert list(_explain(jax_line)) == ["jax-cuda-backend-failed"]
+    # without JAX's line the same status is TensorFlow's fork problem
+    tf_line = "E tensorflow/stream_executor/cuda/cuda_driver.cc:1204] could not retrieve CUDA device count: CUDA_ERROR_NOT_INITIALIZED: initialization error"
+    assert list(_explain(tf_line)) == ["cuda-not-initialized-after-fork"]
+
+
+def test_nvrm_api_mismatch_reads_the_newer_wording_with_the_client_process():
+    (explanation,) = explain(
+        CATALOGUE.scan_text(
+            "NVRM: API mismatch: the client 'kwin_wayland' (pid 1005) NVRM: has the version 595.84, but this kernel module has NVRM: the version 595.80.  Please make sure that this"
+        )
+    )
+    assert explanation.id == "nvrm-api-mismatch"
+    assert explanation.variables["client"] == "595.84"
+    assert explanation.variables["kernel"] == "595.80"  # not "595.80." with the sentence's full stop
+    assert explanation.variables["client_process"] == "kwin_wayland"
+    assert explanation.causes[0].id == "driver-upgraded-no-reboot"
+
+
+def test_missing_firmware_beside_an_api_mismatch_ranks_mixed_packages_first():
+    # a module that finds neither matching libraries nor its own firmware is installed apart from
+    # them: a reboot loads the same module again
+    log = (
+        "[    8.402113] NVRM: API mismatch: the client has the version 565.77, but\n"
+        "               NVRM: this kernel module has the version 565.57.01.  Please\n"
+        "[    9.118210] nvidia 0000:41:00.0: Direct firmware load for nvidia/565.57.01/gsp_ga10x.bin failed with error -2\n"
+    )
+    found = _explain(log)
+    assert found["nvrm-api-mismatch"].causes[0].id == "driver-packages-mixed"
+    assert found["nvrm-gsp-firmware-missing"].causes[0].id == "driver-packages-mixed"
+    assert found["nvrm-gsp-firmware-missing"].variables["firmware_version"] == "565.57.01"
+
+
+def test_a_windows_cupti_dll_gets_powershell_only():
+    (explanation,) = explain(
+        CATALOGUE.scan_text(
+            "Could not load dynamic library 'cupti64_2020.3.0.dll'; dlerror: cupti64_2020.3.0.dll not found"
+        )
+    )
+    assert explanation.id == "cupti-not-loaded"
+    shells = {c.shell for c in explanation.fix.commands} | {
+        c.shell for cause in explanation.causes for part in (cause.tell, cause.fix) if part for c in part.commands
+    }
+    assert shells == {"powershell"}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # other drivers' firmware, another program's shared memory, other packages' pins
+        "amdgpu 0000:03:00.0: Direct firmware load for amdgpu/gc_11_0_0_mes.bin failed with error -2",
+        "nouveau 0000:01:00.0: Direct firmware load for nvidia/ga102/gsp/gsp-535.113.01.bin failed with error -2",
+        "pulseaudio: shm_open() failed: Permission denied",
+        "tensorflow 2.15.0 requires numpy<2.0.0,>=1.23.5, but you have numpy 2.0.1 which is incompatible.",
+        "Found CUDA version 12.2, but PyTorch was built against version 11.8",
+        "rocm-smi: Error: Could not load ROCm SMI library",
+        "rocprofiler: insufficient privileges to read performance counters",
+        "amdgpu: API mismatch: the client has the version 6.2, but the kernel driver has 6.1",
+    ],
+)
+def test_look_alikes_from_other_software_are_not_explained(line):
+    assert CATALOGUE.scan_text(line).ids == []
