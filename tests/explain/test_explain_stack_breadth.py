@@ -80,6 +80,28 @@ MESSAGES = [
         "pip-nvidia-wheel-conflict",
         "cuda-wheels-pinned-apart",
     ),
+    # Kubernetes: the scheduler's resource check and the device plugin's own report
+    (
+        "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.",
+        "k8s-insufficient-gpu",
+        "container-runtime-not-configured",
+    ),
+    (
+        "E1102 08:00:01.000000       1 factory.go:113] If this is a GPU node, did you configure the NVIDIA Container Toolkit?",
+        "k8s-device-plugin-no-gpu",
+        "container-runtime-not-configured",
+    ),
+    # the runtime Docker is configured with, and the tools the toolkit mounts
+    (
+        'docker: Error response from daemon: OCI runtime create failed: exec: "nvidia-container-runtime-hook": executable file not found in $PATH: unknown.',
+        "nvidia-runtime-binary-missing",
+        "container-toolkit-missing",
+    ),
+    (
+        'OCI runtime create failed: runc create failed: unable to start container process: exec: "nvidia-smi": executable file not found in $PATH: unknown.',
+        "container-nvidia-smi-missing",
+        "gpus-flag-missing",
+    ),
     # PyTorch's driver check without the space before the parenthesis (PyTorch 0.1)
     (
         "The NVIDIA driver on your system is too old(found version 8000).",
@@ -188,7 +210,30 @@ def test_a_windows_cupti_dll_gets_powershell_only():
         "rocm-smi: Error: Could not load ROCm SMI library",
         "rocprofiler: insufficient privileges to read performance counters",
         "amdgpu: API mismatch: the client has the version 6.2, but the kernel driver has 6.1",
+        "0/3 nodes are available: 3 Insufficient amd.com/gpu.",
+        'exec: "rocm-smi": executable file not found in $PATH',
+        "undefined symbol: rcclCommRegister",
     ],
 )
 def test_look_alikes_from_other_software_are_not_explained(line):
     assert CATALOGUE.scan_text(line).ids == []
+
+
+def test_an_nccl_symbol_is_explained_as_nccl_not_as_any_undefined_symbol():
+    line = (
+        "ImportError: /venv/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: ncclCommRegister"
+    )
+    found = _explain(line)
+    assert list(found) == ["nccl-symbol-missing"]
+    assert found["nccl-symbol-missing"].variables["symbol"] == "ncclCommRegister"
+    assert found["nccl-symbol-missing"].causes[0].id == "mixed-library-versions"
+    # another library's symbol stays the loader's general explanation
+    other = (
+        "ImportError: /venv/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: cudnnGetVersion"
+    )
+    assert list(_explain(other)) == ["loader-undefined-symbol"]
+
+
+def test_the_scheduler_names_the_mig_resource():
+    (explanation,) = explain(CATALOGUE.scan_text("0/4 nodes are available: 4 Insufficient nvidia.com/mig-1g.10gb."))
+    assert explanation.variables["resource"] == "nvidia.com/mig-1g.10gb"
