@@ -46,6 +46,27 @@ MESSAGES = [
         "nccl-shm-segment-failed",
         "nccl-shm-too-small",
     ),
+    # NCCL's sockets: the operating system's reason and the address NCCL published pick the cause
+    (
+        "n7:12251:12400 [5] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to fe80::42:acff:fe11:2%eth1<40001> failed : Software caused connection abort",
+        "nccl-socket-connect-failed",
+        "nccl-network-interface",
+    ),
+    (
+        "w1:1203:1227 [0] misc/socket.cc:480 NCCL WARN socketStartConnect: Connect to 172.17.0.3<38847> failed : Connection timed out",
+        "nccl-socket-connect-failed",
+        "nccl-network-interface",
+    ),
+    (
+        "w1:941227:943077 [0] include/socket.h:390 NCCL WARN Connect to 10.1.2.3<21724> failed : Connection refused",
+        "nccl-socket-connect-failed",
+        "nccl-peer-exited",
+    ),
+    (
+        "w1:39964:40044 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer w2<57557>",
+        "nccl-socket-connect-failed",
+        "nccl-peer-exited",
+    ),
     # the container toolkit: NVML's error says which part of the host driver is missing
     (
         "stderr: nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown",
@@ -237,3 +258,20 @@ def test_an_nccl_symbol_is_explained_as_nccl_not_as_any_undefined_symbol():
 def test_the_scheduler_names_the_mig_resource():
     (explanation,) = explain(CATALOGUE.scan_text("0/4 nodes are available: 4 Insufficient nvidia.com/mig-1g.10gb."))
     assert explanation.variables["resource"] == "nvidia.com/mig-1g.10gb"
+
+
+def test_a_peer_that_went_away_puts_the_interface_last():
+    (explanation,) = explain(
+        CATALOGUE.scan_text(
+            "w1:39964:40044 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer w2<57557>"
+        )
+    )
+    assert explanation.causes[-1].id == "nccl-network-interface"
+
+
+def test_nccls_retry_notice_alone_is_not_a_failure():
+    # NCCL retries while the other rank is still starting; only the final WARN is the failure
+    assert (
+        CATALOGUE.scan_text("w1:941227:943077 [0] NCCL INFO Call to connect returned Connection refused, retrying").ids
+        == []
+    )
