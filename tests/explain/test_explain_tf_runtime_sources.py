@@ -132,6 +132,12 @@ SWEEP = [
         + f"I {GPU}/gpu_bfc_allocator.cc:42] Overriding allow_growth setting because the TF_FORCE_GPU_ALLOW_GROWTH environment variable is set. Original config value was 0.",
         "allow-growth-override",
     ),
+    (
+        f"{TF}/v2.8.0/{GPU}/gpu_device.cc",
+        "{n} potential peer access pairs were reported by the driver, but no peering could be enabled.",
+        "InternalError: 2 potential peer access pairs were reported by the driver, but no peering could be enabled.",
+        "peer-access-none-enabled",
+    ),
     # gpu_util.cc: a copy or a sync on a stream already in error (LOG(FATAL))
     (
         f"{TF}/v2.8.0/{GPU}/gpu_util.cc",
