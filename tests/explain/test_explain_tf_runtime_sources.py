@@ -138,6 +138,31 @@ SWEEP = [
         "InternalError: 2 potential peer access pairs were reported by the driver, but no peering could be enabled.",
         "peer-access-none-enabled",
     ),
+    (
+        f"{TF}/master/{GPU}/gpu_device.cc",
+        "Not enough GPUs to create virtual devices. num_gpus_to_use: {n} #virtual_devices: {m}",
+        "UnknownError: Not enough GPUs to create virtual devices. num_gpus_to_use: 1 #virtual_devices: 2",
+        "virtual-device-config-invalid",
+    ),
+    (
+        f"{TF}/master/{GPU}/gpu_device.cc",
+        "It's invalid to set per_process_gpu_memory_fraction when virtual_devices is set.",
+        "InvalidArgumentError: It's invalid to set per_process_gpu_memory_fraction when virtual_devices is set.",
+        "virtual-device-config-invalid",
+    ),
+    (
+        f"{TF}/master/{GPU}/gpu_device.cc",
+        "Unified memory on GPUs with compute capability lower than 6.0 (pre-Pascal class GPUs) does not support oversubscription.",
+        "InternalError: Unified memory on GPUs with compute capability lower than 6.0 (pre-Pascal class GPUs) does not support oversubscription.",
+        "unified-memory-oversubscription-unsupported",
+    ),
+    (
+        f"{TF}/master/{GPU}/gpu_device.cc",
+        "Ignoring visible gpu device {id} whose executor is in invalid state: {status}",
+        P2
+        + f"I {GPU}/gpu_device.cc:2015] Ignoring visible gpu device 1 whose executor is in invalid state: INTERNAL: failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY: out of memory; total memory reported: 25425608704",
+        "cuda-out-of-memory",
+    ),
     # gpu_util.cc: a copy or a sync on a stream already in error (LOG(FATAL))
     (
         f"{TF}/v2.8.0/{GPU}/gpu_util.cc",
