@@ -163,6 +163,12 @@ SWEEP = [
         + f"I {GPU}/gpu_device.cc:2015] Ignoring visible gpu device 1 whose executor is in invalid state: INTERNAL: failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY: out of memory; total memory reported: 25425608704",
         "cuda-out-of-memory",
     ),
+    (
+        f"{TF}/v1.15.0/{GPU}/gpu_device.cc",
+        "'visible_device_list' listed an invalid GPU id '{id}' but visible device count is {count}",
+        "InvalidArgumentError: 'visible_device_list' listed an invalid GPU id '1' but visible device count is 1",
+        "visible-device-list-invalid-id",
+    ),
     # gpu_util.cc: a copy or a sync on a stream already in error (LOG(FATAL))
     (
         f"{TF}/v2.8.0/{GPU}/gpu_util.cc",
