@@ -273,10 +273,83 @@ SWEEP = [
         "harmless",
     ),
     (
-        f"{TFK}/v2.15.0/keras/mixed_precision/device_compatibility_check.py",
+        f"{TFK}/v2.15.0/keras/mixed_precision/device_compatibility_check.py#L132",
         "%s\\nYour GPU will likely run quickly with dtype policy mixed_float16 as it has compute capability of at least 7.0. Your GPU: %s",
         "INFO:tensorflow:Mixed precision compatibility check (mixed_float16): OK",
         "harmless",
+    ),
+    # the second pass: autotuner comparisons, NCCL, slow compiles, Keras 3
+    (
+        f"{XLA}/main/xla/service/gpu/autotuning/conv_algorithm_picker.cc",
+        "Results mismatch between different convolution algorithms. This is likely a bug/unexpected loss of precision in cudnn.\\n%s for %s vs %s",
+        "2024-03-06 09:57:23.380707: E external/local_xla/xla/service/gpu/conv_algorithm_picker.cc:705] Results mismatch between different convolution algorithms. This is likely a bug/unexpected loss of precision in cudnn.",
+        "xla-autotune-results-mismatch",
+    ),
+    (
+        f"{XLA}/main/xla/service/gpu/autotuning/gemm_algorithm_picker.cc",
+        "Results mismatch between different GEMM algorithms. This is likely a bug/unexpected loss of precision.",
+        "E0000 00:00:1755011248.049012     142 gemm_algorithm_picker.cc:371] Results mismatch between different GEMM algorithms. This is likely a bug/unexpected loss of precision.",
+        "xla-autotune-results-mismatch",
+    ),
+    (
+        f"{TF}/v2.12.0/tensorflow/compiler/xla/service/gpu/gemm_algorithm_picker.cc",
+        "Failed to find best cuBLAS algorithm, GEMM performance might be suboptimal: %s",
+        "2023-03-02 10:11:12.123456: W tensorflow/compiler/xla/service/gpu/gemm_algorithm_picker.cc:231] Failed to find best cuBLAS algorithm, GEMM performance might be suboptimal: INTERNAL: All algorithms tried for %cublas-gemm.1 = f32[128,10]{1,0} custom-call() failed. Falling back to default algorithm.",
+        "harmless",
+    ),
+    (
+        f"{XLA}/main/xla/service/slow_operation_alarm.cc",
+        "Very slow compile?  If you want to file a bug, run with envvar XLA_FLAGS=--xla_dump_to=/tmp/foo and attach the results.",
+        "E external/org_tensorflow/tensorflow/compiler/xla/service/slow_operation_alarm.cc:55] Very slow compile?  If you want to file a bug, run with envvar XLA_FLAGS=--xla_dump_to=/tmp/foo and attach the results.",
+        "harmless",
+    ),
+    (
+        f"{XLA}/main/xla/service/gpu/nccl_api_stub.cc",
+        "XLA compiled without NCCL support",
+        "W external/local_xla/xla/service/gpu/runtime/nccl_all_reduce_thunk.cc:70] UNIMPLEMENTED: XLA compiled without NCCL support",
+        "xla-built-without-nccl",
+    ),
+    (
+        f"{XLA}/main/xla/backends/gpu/collectives/nccl_errors.cc",
+        "%s:%d: NCCL operation %s failed: %s. Last NCCL warning(error) log entry (may be unrelated) '%s'.",
+        "E0000 00:00:1755011248.049012     142 nccl_api.cc:300] INTERNAL: NCCL operation ncclCommInitRankConfig(&comm, nranks, id, rank, &config) failed: unhandled cuda error (run with NCCL_DEBUG=INFO for details). Last NCCL warning(error) log entry (may be unrelated) 'Cuda failure 'out of memory''.",
+        "nccl-cuda-error",
+    ),
+    (
+        f"{XLA}/main/xla/backends/gpu/collectives/nccl_errors.cc",
+        "%s:%d: NCCL operation %s failed: %s. Last NCCL warning(error) log entry (may be unrelated) '%s'.",
+        "E0000 00:00:1755011248.049012     142 nccl_api.cc:300] INTERNAL: NCCL operation ncclCommInitRank(&comm, nranks, id, rank) failed: unhandled system error (run with NCCL_DEBUG=INFO for details). Last NCCL warning(error) log entry (may be unrelated) 'Error while creating shared memory segment'.",
+        "nccl-system-error",
+    ),
+    (
+        f"{TF}/v2.15.0/tensorflow/python/distribute/mirrored_strategy.py",
+        "Using MirroredStrategy with devices %r",
+        "INFO:tensorflow:Using MirroredStrategy with devices ('/job:localhost/replica:0/task:0/device:GPU:0', '/job:localhost/replica:0/task:0/device:GPU:1')",
+        "harmless",
+    ),
+    (
+        f"{TF}/v2.15.0/tensorflow/python/distribute/mirrored_strategy.py",
+        "Collective ops is not configured at program startup. Some performance features may not be enabled.",
+        "WARNING:tensorflow:Collective ops is not configured at program startup. Some performance features may not be enabled.",
+        "harmless",
+    ),
+    (
+        f"{TF}/v2.15.0/tensorflow/python/distribute/mirrored_strategy.py",
+        "Using MirroredStrategy with devices %r (only the CPU: no GPU is visible)",
+        "INFO:tensorflow:Using MirroredStrategy with devices ('/job:localhost/replica:0/task:0/device:CPU:0',)",
+        "quiet",
+    ),
+    (
+        f"{TFK}/v3.9.0/keras/src/trainers/trainer.py#L213",
+        "Model doesn't support `jit_compile=True`. Proceeding with `jit_compile=False`.",
+        "/usr/local/lib/python3.11/site-packages/keras/src/trainers/trainer.py:212: UserWarning: Model doesn't support `jit_compile=True`. Proceeding with `jit_compile=False`.",
+        "harmless",
+    ),
+    (
+        f"{XLA}/main/xla/service/gpu/nvptx_compiler.cc",
+        "Couldn't read CUDA driver version.",
+        "W0000 00:00:1755011248.049012     142 nvptx_compiler.cc:201] Couldn't read CUDA driver version.",
+        "quiet",
     ),
 ]
 
