@@ -351,6 +351,25 @@ SWEEP = [
         "W0000 00:00:1755011248.049012     142 nvptx_compiler.cc:201] Couldn't read CUDA driver version.",
         "quiet",
     ),
+    # the third pass: a GPU newer than XLA's LLVM, the fusion autotuner
+    (
+        f"{XLA}/main/xla/service/gpu/llvm_gpu_backend/nvptx_backend.cc",
+        "Unknown compute capability %s. Defaulting to telling LLVM that we're compiling for %s",
+        "W0000 00:00:1755011248.049012     142 nvptx_backend.cc:123] Unknown compute capability 12.0. Defaulting to telling LLVM that we're compiling for sm_90",
+        "xla-gpu-newer-than-llvm",
+    ),
+    (
+        f"{TF}/v2.12.0/tensorflow/compiler/xla/service/gpu/llvm_gpu_backend/gpu_backend_lib.cc",
+        "Unknown compute capability (%d, %d) .Defaulting to telling LLVM that we're compiling for sm_%d",
+        "2023-02-02 10:11:12.123456: W tensorflow/compiler/xla/service/gpu/llvm_gpu_backend/gpu_backend_lib.cc:101] Unknown compute capability (9, 0) .Defaulting to telling LLVM that we're compiling for sm_86",
+        "xla-gpu-newer-than-llvm",
+    ),
+    (
+        f"{XLA}/main/xla/service/gpu/autotuning/gemm_fusion_autotuner.cc",
+        "Autotuning failed for HLO: %s with error: %s",
+        "E0000 00:00:1755011248.049012     142 pjrt_stream_executor_client.cc:3084] Execution of replica 0 failed: INTERNAL: Autotuning failed for HLO: %gemm_fusion_dot.3 = f32[64,64]{1,0} fusion(f32[64,32]{1,0} %p0, f32[32,64]{1,0} %p1), kind=kCustom with error: NOT_FOUND: No valid config found!",
+        "xla-autotuning-failed",
+    ),
 ]
 
 ERRORS = [row for row in SWEEP if row[3] not in ("harmless", "quiet")]
@@ -395,6 +414,12 @@ def test_the_unsupported_op_is_named():
     (explanation,) = explain(CATALOGUE.scan_text(SWEEP[[r[3] for r in SWEEP].index("xla-unsupported-op-for-jit")][2]))
     assert explanation.variables["op"] == "StringFormat"
     assert explanation.variables["device"] == "XLA_GPU_JIT"
+
+
+def test_the_gpu_newer_than_xla_names_both_architectures():
+    line = SWEEP[[r[3] for r in SWEEP].index("xla-gpu-newer-than-llvm")][2]
+    (explanation,) = explain(CATALOGUE.scan_text(line))
+    assert (explanation.variables["cc"], explanation.variables["sm"]) == ("12.0", "sm_90")
 
 
 def test_a_cpu_only_strategy_is_not_called_harmless():
