@@ -370,6 +370,25 @@ SWEEP = [
         "E0000 00:00:1755011248.049012     142 pjrt_stream_executor_client.cc:3084] Execution of replica 0 failed: INTERNAL: Autotuning failed for HLO: %gemm_fusion_dot.3 = f32[64,64]{1,0} fusion(f32[64,32]{1,0} %p0, f32[32,64]{1,0} %p1), kind=kCustom with error: NOT_FOUND: No valid config found!",
         "xla-autotuning-failed",
     ),
+    # the fourth pass: no XLA compiler for CUDA, Keras 3's jit and export checks
+    (
+        f"{TF}/v2.15.0/tensorflow/compiler/jit/xla_platform_info.cc",
+        "Could not find compiler for platform %s: %s",
+        "W tensorflow/core/framework/op_kernel.cc:1816] OP_REQUIRES failed at xla_ops.cc:503 : UNIMPLEMENTED: Could not find compiler for platform CUDA: NOT_FOUND: could not find registered compiler for platform CUDA -- was support for that platform linked in?",
+        "xla-no-cuda-compiler",
+    ),
+    (
+        f"{TFK}/v3.9.0/keras/src/trainers/trainer.py#L174",
+        "If `run_eagerly` is True, then `jit_compile` cannot also be True. Disabling `jit_compile`.",
+        "/usr/local/lib/python3.11/site-packages/keras/src/trainers/trainer.py:174: UserWarning: If `run_eagerly` is True, then `jit_compile` cannot also be True. Disabling `jit_compile`.",
+        "harmless",
+    ),
+    (
+        f"{TFK}/v3.9.0/keras/src/backend/jax/export.py#L173",
+        "JAX backend is using GPU for export, but installed TF package cannot access GPU, ...",
+        "/usr/local/lib/python3.11/site-packages/keras/src/backend/jax/export.py:173: UserWarning: JAX backend is using GPU for export, but installed TF package cannot access GPU, so reloading the model with the TF runtime in the same environment will not work.",
+        "keras-jax-export-tf-no-gpu",
+    ),
 ]
 
 ERRORS = [row for row in SWEEP if row[3] not in ("harmless", "quiet")]
