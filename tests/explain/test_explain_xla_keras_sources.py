@@ -328,7 +328,7 @@ SWEEP = [
         "harmless",
     ),
     (
-        f"{TF}/v2.15.0/tensorflow/python/distribute/mirrored_strategy.py",
+        f"{TF}/v2.15.0/tensorflow/python/distribute/collective_all_reduce_strategy.py",
         "Collective ops is not configured at program startup. Some performance features may not be enabled.",
         "WARNING:tensorflow:Collective ops is not configured at program startup. Some performance features may not be enabled.",
         "harmless",
@@ -388,6 +388,24 @@ SWEEP = [
         "JAX backend is using GPU for export, but installed TF package cannot access GPU, ...",
         "/usr/local/lib/python3.11/site-packages/keras/src/backend/jax/export.py:173: UserWarning: JAX backend is using GPU for export, but installed TF package cannot access GPU, so reloading the model with the TF runtime in the same environment will not work.",
         "keras-jax-export-tf-no-gpu",
+    ),
+    (
+        f"{TF}/v2.4.0/tensorflow/python/distribute/cross_device_ops.py",
+        "Nccl kernel is not found, not using nccl allreduce.",
+        "WARNING:tensorflow:Nccl kernel is not found, not using nccl allreduce.",
+        "harmless",
+    ),
+    (
+        f"{TF}/v2.4.0/tensorflow/python/distribute/cross_device_ops.py",
+        "Efficient allreduce is not supported for IndexedSlices.",
+        "WARNING:tensorflow:Efficient allreduce is not supported for IndexedSlices.",
+        "harmless",
+    ),
+    (
+        f"{TF}/v2.15.0/tensorflow/python/distribute/mirrored_run.py",
+        "Using %s eagerly has significant overhead currently. ...",
+        "WARNING:tensorflow:Using MirroredStrategy eagerly has significant overhead currently. We will be working on improving this in the future, but for now please wrap `call_for_each_replica` or `experimental_run` or `run` inside a tf.function to get the best performance.",
+        "harmless",
     ),
 ]
 
