@@ -407,6 +407,19 @@ SWEEP = [
         "WARNING:tensorflow:Using MirroredStrategy eagerly has significant overhead currently. We will be working on improving this in the future, but for now please wrap `call_for_each_replica` or `experimental_run` or `run` inside a tf.function to get the best performance.",
         "harmless",
     ),
+    # ptxas' own words, as XLA passes them through
+    (
+        f"{XLA}/main/xla/stream_executor/cuda/subprocess_compilation.cc",
+        "ptxas fatal   : Value '%s' is not defined for option 'gpu-name'",
+        "ptxas fatal   : Value 'sm_90a' is not defined for option 'gpu-name'",
+        "ptxas-unknown-gpu-target",
+    ),
+    (
+        f"{XLA}/main/xla/stream_executor/cuda/subprocess_compilation.cc",
+        "ptxas %s, line %d; fatal   : Unsupported .target '%s'",
+        "ptxas /tmp/tempfile-host-4b3ba6c8-12345-5f1e0f, line 5; fatal   : Unsupported .target 'sm_120'",
+        "ptxas-unknown-gpu-target",
+    ),
 ]
 
 ERRORS = [row for row in SWEEP if row[3] not in ("harmless", "quiet")]
