@@ -403,7 +403,8 @@ def _listed(m: "Machine", tf_device: Optional[str]) -> GpuLink:
 def _ops(m: "Machine", tf_device: Optional[str]) -> GpuLink:
     if tf_device is None:
         return _unknown("ops", "not run")
-    results = [p for p in m.facts.tensorflow.placement if short_device(p.requested) == short_device(tf_device)]
+    device = short_device(tf_device)
+    results = [p for p in m.facts.tensorflow.placement if short_device(p.requested) == device]
     if not results:
         return _unknown("ops", f"not tested on {tf_device}")
     if all(ran_on(p, tf_device) for p in results):

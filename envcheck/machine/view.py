@@ -307,6 +307,13 @@ class Machine:
         return UNKNOWN
 
     @cached_property
+    def plans(self) -> dict[Optional[str], object]:
+        """The planner's plans for this machine, by pinned release (None: the plan's own choice),
+        kept by ``rules.installs.plan_for``: every fix that moves to another release, and the
+        recommendation, ask for the same plan of the same facts."""
+        return {}
+
+    @cached_property
     def gpus(self) -> tuple[gpu_chains.GpuView, ...]:
         """Every NVIDIA GPU that NVML, the PCI bus or TensorFlow shows, each with its chain."""
         return gpu_chains.read_gpus(self)

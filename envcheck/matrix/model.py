@@ -381,6 +381,8 @@ class Matrix:
         self._cuda = sorted(cuda_releases, key=lambda c: c.version)
         self._cuda_index = {c.version.release: c for c in self._cuda}
         self._cuda_majors = {m.major: m for m in cuda_majors}
+        # driver_requirement's answers: the planner asks the same few thousand times per plan
+        self._driver_requirements: dict[tuple[object, str, object], DriverRequirement | None] = {}
         self._cudnn = sorted(cudnn_releases, key=lambda c: c.version)
         self._cudnn_index = {c.version.release: c for c in self._cudnn}
         self._gpus = list(gpus)
@@ -527,6 +529,12 @@ class Matrix:
         11 on, a driver at the major's minor-version-compatibility floor runs every minor release
         of that major, except for PTX that must be JIT-compiled (``support="ptx"``): that needs the
         release's own minimum. None when the matrix does not know the release."""
+        key = (cuda, os, support)
+        if key not in self._driver_requirements:
+            self._driver_requirements[key] = self._driver_requirement(cuda, os, support)
+        return self._driver_requirements[key]
+
+    def _driver_requirement(self, cuda: str | Version, os: str, support: str | None) -> DriverRequirement | None:
         table = platform_named(os).driver_os
         wanted = as_version(cuda)
         if table is None or len(wanted.release) < 1:

@@ -149,8 +149,16 @@ def _driver_status(target: Target, floor: Optional[Version]) -> str:
     return DRIVER_OK if target.driver >= floor else DRIVER_UPGRADE
 
 
-def gpu_option(matrix: "Matrix", build: "TfBuild", target: Target, os: str, python: Optional[str] = None) -> Option:
-    support, floor, _reachable = gpu_fit(matrix, build, target, os)
+def gpu_option(
+    matrix: "Matrix",
+    build: "TfBuild",
+    target: Target,
+    os: str,
+    python: Optional[str] = None,
+    fit: Optional[tuple[Optional[str], Optional[Version], bool]] = None,
+) -> Option:
+    """The build as a GPU option for the target; ``fit``: its ``gpu_fit``, where the caller has it."""
+    support, floor, _reachable = fit if fit is not None else gpu_fit(matrix, build, target, os)
     chosen, change = _pick_python(build, target.python if python is None else python, target.python_bits)
     return Option(
         kind=GPU,
@@ -200,9 +208,10 @@ def gpu_options(matrix: "Matrix", target: Target, os: str, *, python: bool = Tru
     for build in release_rows(matrix, os):
         if not matrix.has_gpu_build(build, os):
             continue
-        if not gpu_fit(matrix, build, target, os)[2]:
+        fit = gpu_fit(matrix, build, target, os)
+        if not fit[2]:
             continue  # no code for a GPU, or a driver its architecture never gets (Kepler stops at 470)
-        option = gpu_option(matrix, build, target, os)
+        option = gpu_option(matrix, build, target, os, fit=fit)
         if python and option.python_change:
             continue
         out.append(option)

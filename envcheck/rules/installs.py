@@ -70,7 +70,15 @@ def install_release(
 
 def plan_for(ctx: Context, release: Optional[str] = None) -> Optional["Plan"]:
     """What ``envcheck plan`` recommends for this machine, or its plan for ``release`` (``--tf``);
-    None when the matrix has nothing for it."""
+    None when the matrix has nothing for it. Made once per machine and release (a plan is a
+    function of the facts and the matrix, both fixed for a machine)."""
+    plans = ctx.plans
+    if release not in plans:
+        plans[release] = _make_plan_for(ctx, release)
+    return plans[release]
+
+
+def _make_plan_for(ctx: Context, release: Optional[str]) -> Optional["Plan"]:
     from envcheck.planner import make_plan  # start-up: see above
 
     # lazy for start-up: keeps planner.target out of `envcheck doctor`

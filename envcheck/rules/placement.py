@@ -54,11 +54,10 @@ def _explain_fix(ctx: Context, text: str) -> Fix:
 
 
 def _on_device(ctx: Context, gpu: GpuView) -> list:
-    return [
-        p
-        for p in ctx.facts.tensorflow.placement
-        if gpu.tf_device and short_device(p.requested) == short_device(gpu.tf_device)
-    ]
+    if not gpu.tf_device:
+        return []
+    device = short_device(gpu.tf_device)
+    return [p for p in ctx.facts.tensorflow.placement if short_device(p.requested) == device]
 
 
 @rule("EC-PLC-001", "TensorFlow lists no GPU although the links before look right", "error", "placement")

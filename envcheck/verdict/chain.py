@@ -24,7 +24,7 @@ from typing import Optional
 from envcheck.facts import SKIPPED
 from envcheck.findings import BROKEN, CPU_ONLY, DEGRADED, GPU_READY, NOT_INSTALLED, Finding, Fix, Severity, Verdict
 from envcheck.machine import ABSENT, GpuView
-from envcheck.machine.gpus import EXPLAINED_BY
+from envcheck.machine.gpus import EXPLAINED_BY, OK_LINK, UNKNOWN
 from envcheck.rules.engine import Context
 from envcheck.rules.recommendation import recommend
 from envcheck.verdict import consequences
@@ -165,10 +165,10 @@ def _ready(scene: _Scene) -> Optional[Verdict]:
     if not usable or len(usable) != len(visible):
         return None
     hidden = len(scene.gpus) - len(visible)
-    reason = f"GPU ready ({plural(len(usable), 'GPU')}" + (
+    reason = f"{_ready_word(scene)} ({plural(len(usable), 'GPU')}" + (
         f"; {hidden} hidden by CUDA_VISIBLE_DEVICES)" if hidden else ")"
     )
-    reason += _not_tested(scene)
+    reason += _unchecked(scene) + _not_tested(scene)
     first = consequences.first_root(scene.findings)
     if first is not None:
         reason += f"; but {_lower_first(first.title)}"
@@ -181,7 +181,10 @@ def _degraded(scene: _Scene) -> Optional[Verdict]:
         return None
     failing = next(g for g in visible if not g.usable)
     finding = _finding(scene, failing)
-    reason = f"GPU ready ({len(usable)} of {plural(len(visible), 'GPU')}){_not_tested(scene)}; but {failing.label}: {failing.reason}"
+    reason = (
+        f"{_ready_word(scene)} ({len(usable)} of {plural(len(visible), 'GPU')}){_unchecked(scene)}{_not_tested(scene)}; "
+        f"but {failing.label}: {failing.reason}"
+    )
     return _verdict(scene, DEGRADED, reason, finding)
 
 
@@ -246,6 +249,30 @@ def _verdict(
 
 def _finding(scene: _Scene, gpu: GpuView) -> Optional[Finding]:
     return next((f for f in scene.findings if f.id == gpu.finding), None)
+
+
+def _libraries_unchecked(scene: _Scene) -> bool:
+    """A usable GPU's libraries link is unknown although the build loads CUDA libraries: no library
+    probe in the snapshot (a hand-written or partial one), and TensorFlow neither ran an op on the
+    GPU nor listed it (it lists GPUs only once every library has loaded). Its readiness then rests
+    on a link nobody looked at."""
+    build = scene.ctx.tf_build
+    if scene.ctx.is_cuda_tf is not True or build is None or not build.libraries:
+        return False
+    return any(_status(g, "libraries") == UNKNOWN and _status(g, "listed") != OK_LINK for g in scene.usable)
+
+
+def _status(gpu: GpuView, link: str) -> Optional[str]:
+    found = gpu.link(link)
+    return found.status if found is not None else None
+
+
+def _ready_word(scene: _Scene) -> str:
+    return "GPU probably ready" if _libraries_unchecked(scene) else "GPU ready"
+
+
+def _unchecked(scene: _Scene) -> str:
+    return "; the CUDA libraries were not checked" if _libraries_unchecked(scene) else ""
 
 
 def _not_tested(scene: _Scene) -> str:
