@@ -241,6 +241,7 @@ CONTEXT_NAMES = (
     "log_tf", "log_cuda", "log_driver_cuda", "log_cudnn", "log_driver", "log_kernel_driver", "log_python",
     "log_os", "log_crash", "log_gpu", "log_nccl_bridge", "log_gpu_cc", "log_gpu_newer_than_cuda",
     "log_container", "log_container_start", "log_hosted", "log_conda", "log_venv", "log_ide", "log_pip_cuda",
+    "log_crash_after",
 )  # fmt: skip
 
 
@@ -265,6 +266,9 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     crash = _last(_CRASH, end) if any(h in end.lower() for h in _CRASH_HINTS) else ""
     if crash:
         facts["log_crash"] = crash
+    after = _crash_after(end)
+    if after:
+        facts["log_crash_after"] = after
     if any(h in lowered for h in ("found device", "created", "nvidia", "tesla", "gpu:")) and _GPU_SEEN.search(text):
         facts["log_gpu"] = "yes"
     return facts
@@ -373,6 +377,35 @@ _PLATFORM_HINTS = {
     "macos": ("/users/", "homebrew", "darwin", "macos", ".dylib", "zsh: ", "apple", "mach-o", "metal"),
     "linux": ("/usr/lib/", "/home/", ".so", "/proc/", "ubuntu", "debian", "centos", "manylinux", "(core dumped)"),
 }
+
+
+# A crash report (a signal's, a Windows exception code's) and the CUDA library TensorFlow says it
+# loaded last before it: a crash right after cuDNN or cuBLAS loads points at that library's version.
+_CRASH_REPORT = re.compile(
+    r"Segmentation fault|Bus error|\bAborted\b|Fatal Python error|Windows fatal exception|\bSIG(?:SEGV|ABRT|BUS)\b|"
+    r"exit(?:ed)? (?:with )?(?:code|status)[ :=]{0,2}\(?(?:-10737\d{5}|32212\d{5}|0xC0[0-9a-f]{6}|13[4-9])\b",
+    re.I,
+)
+_LIBRARY_LOADED = re.compile(
+    r"Loaded cuDNN version|Successfully opened dynamic library (?:lib)?(cudnn|cublas)|"
+    r"Loaded (?:runtime )?(cuBLAS|cudnn)",
+    re.I,
+)
+
+
+def _crash_after(end: str) -> str:
+    """ "cudnn" or "cublas": the library loaded last before the crash the log ends with."""
+    crash = None
+    for crash in _CRASH_REPORT.finditer(end):  # noqa: B007 - the last one is wanted
+        pass
+    if crash is None:
+        return ""
+    loaded = None
+    for loaded in _LIBRARY_LOADED.finditer(end, 0, crash.start()):  # noqa: B007
+        pass
+    if loaded is None:
+        return ""
+    return (loaded.group(1) or loaded.group(2) or "cudnn").lower()
 
 
 def _last(regex: re.Pattern[str], text: str) -> str:

@@ -252,16 +252,22 @@ def _verdict(
     return harmless, log_note, notes
 
 
+CRASH_REPORT = "process-crash-status"
+
+
 def _after_a_crash(explanations: tuple[Explanation, ...], crash: str) -> tuple[Explanation, ...]:
     """A log that ends in a crash no explained error accounts for: its notices are not harmless
     there, they are the leads to that crash."""
-    if not crash or any(not e.harmless for e in explanations):
+    # the crash's own report (a signal, an exit code: CRASH_REPORT) names how the process died, not why
+    if not crash or any(not e.harmless and e.id != CRASH_REPORT for e in explanations):
         return explanations
     note = (
         f"Usually harmless, but this log ends in a crash ({crash}) that no other message explains: here this "
         "notice is a lead to that crash, not a sign that all is well."
     )
-    return tuple(replace(e, harmless=False, log_note=e.log_note or note) for e in explanations)
+    return tuple(
+        e if e.id == CRASH_REPORT else replace(e, harmless=False, log_note=e.log_note or note) for e in explanations
+    )
 
 
 def rank_causes(pattern: Pattern, variables: dict[str, str], seen: frozenset[str] = frozenset()) -> tuple[Cause, ...]:

@@ -1,6 +1,6 @@
 """A message read into its parts, before any pattern explains it: the library file and its
-version, why the dynamic loader refused it, the Windows error code, and the status of the CUDA
-stack it names. Every explanation carries these parts, so a pattern's causes can depend on them
+version, why the dynamic loader refused it, the Windows error code, the status of the CUDA
+stack it names, and how a crashed process was reported (an NTSTATUS or a signal). Every explanation carries these parts, so a pattern's causes can depend on them
 (``dlerror_reason: [other-file]``) and a status is given its meaning wherever it appears.
 
 ``library_stack`` is "cuda" when the file is one of the CUDA stack's own libraries (the driver's,
@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from envcheck.explain.exit_codes import PART_SPELLINGS as CRASH_SPELLINGS
 from envcheck.explain.statuses import FAMILIES, load_statuses, status_variables
 
 _LIBRARY = re.compile(
@@ -215,6 +216,11 @@ def _status(text: str) -> dict[str, str]:
     for found in _STATUS_NUMBER.finditer(text):
         family = next(f for f in ("cudart", "cudnn", "cublas", "nccl") if found.group(f))
         named = status_variables({f"{family}_number": found.group("number")})
+        if named is not None:
+            return named
+    # how a crashed process was reported (an NTSTATUS, a signal, an exit status of 128+N)
+    for found in CRASH_SPELLINGS.finditer(text):
+        named = status_variables({k: v for k, v in found.groupdict().items() if v})
         if named is not None:
             return named
     return {}

@@ -21,6 +21,8 @@ from typing import Optional
 import yaml
 
 from envcheck.errors import EnvcheckError
+from envcheck.explain.exit_codes import CAPTURES as CRASH_CAPTURES
+from envcheck.explain.exit_codes import NTSTATUS_TABLE, SIGNAL_TABLE, crash_lookup
 from envcheck.resources import data_file
 
 STATUS_FILE = "cuda_status.yaml"
@@ -39,6 +41,9 @@ FAMILIES = {
     "nvml": ("nvmlReturn_t",),
     "win": ("Win32 error codes",),
     "xid": ("NVIDIA Xid",),
+    # how a crashed process is reported (envcheck/explain/exit_codes.py reads their spellings)
+    "ntstatus": ("NTSTATUS",),
+    "signal": ("POSIX signals",),
 }
 
 
@@ -109,13 +114,15 @@ def resolve(variables: dict[str, str], tables: Optional[StatusTables] = None) ->
     """The status a message's captures name, or None when they name none (or only success).
 
     Captures: ``status`` (a name), ``nvml_class`` (pynvml's NVMLError_X), ``<family>_number`` and
-    ``<family>_text`` for a family of ``FAMILIES``."""
+    ``<family>_text`` for a family of ``FAMILIES``, and a crash's (``exit_codes.CAPTURES``)."""
     tables = tables or load_statuses()
     found: tuple[Status, ...] = ()
     if variables.get("status"):
         found = tables.by_name(variables["status"])
     elif variables.get("nvml_class"):
         found = tables.by_name("NVML_ERROR_" + _camel_to_name(variables["nvml_class"]))
+    elif any(variables.get(name) for name in CRASH_CAPTURES):
+        found = _crash(variables, tables)
     else:
         for family in FAMILIES:
             number, text = variables.get(f"{family}_number", ""), variables.get(f"{family}_text", "")
@@ -129,6 +136,19 @@ def resolve(variables: dict[str, str], tables: Optional[StatusTables] = None) ->
     return found[0] if found else None
 
 
+def _crash(variables: dict[str, str], tables: StatusTables) -> tuple[Status, ...]:
+    found = crash_lookup(variables)
+    if found is None:
+        return ()
+    kind, table, key = found
+    if kind == "value":
+        return tuple(s for s in tables.statuses if s.enum == table and s.value == key)
+    if kind == "name":
+        return tuple(s for s in tables.by_name(str(key)) if s.enum == table)
+    family = "ntstatus" if table == NTSTATUS_TABLE else "signal"
+    return tables.by_string(family, str(key))
+
+
 def status_variables(variables: dict[str, str]) -> Optional[dict[str, str]]:
     """The ``derive: status`` names: what the status means, from the tables; None (no match)
     when the message names no known status."""
@@ -137,6 +157,10 @@ def status_variables(variables: dict[str, str]) -> Optional[dict[str, str]]:
         return None
     same_name = load_statuses().by_name(status.name)
     numbers = ", ".join(f"{s.value} in {s.library}" for s in same_name) if len(same_name) > 1 else str(status.value)
+    if status.enum == NTSTATUS_TABLE:  # every spelling a crash report may have used
+        numbers = f"0x{status.value:08X}, {status.value} unsigned, {status.value - (1 << 32)} signed"
+    elif status.enum == SIGNAL_TABLE:
+        numbers = f"signal {status.value}, exit status {128 + status.value}"
     return {
         "status_name": status.name,
         "status_value": numbers,
