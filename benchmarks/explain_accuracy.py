@@ -7,7 +7,8 @@ Two corpora, reported separately and side by side (the default):
 - the first held-out set (tests/fixtures/held_out/), now RETIRED: measured five times, it is read
   by whoever writes patterns (its README.md), so its figures are reported as "held-out v1
   (retired)" and are no longer held-out figures;
-- the second held-out set (tests/fixtures/held_out_v2/) and the third (tests/fixtures/held_out_v3/):
+- the second held-out set (tests/fixtures/held_out_v2/), the third (tests/fixtures/held_out_v3/) and
+  the fourth (tests/fixtures/held_out_v4/, frozen last, measured on the catalogue of its freezing):
   real messages from threads no file of the project cites, never tuned on (their README.md files),
   so their figures are what a user pasting a message nobody wrote a pattern for can expect. They
   are measured only with ``--live`` (whoever writes patterns runs the default, which leaves them
@@ -53,7 +54,7 @@ cause ids.
 ``--json`` prints the same as JSON; ``--corpus DIR`` measures another corpus in the training
 format alone, ``--held-out [DIR]`` a folder in the held-out format alone (the retired first set
 when no folder is named; tests/fixtures/held_out_v2 or held_out_v3 for the live sets);
-``--held-out-v2 DIR`` and ``--held-out-v3 DIR`` the folders of the live sets' columns;
+``--held-out-v2 DIR``, ``--held-out-v3 DIR`` and ``--held-out-v4 DIR`` the folders of the live sets' columns;
 ``--misses`` also lists the held-out messages missed, by id (left out otherwise: whoever tunes
 the catalogue reads the figures, not which messages failed); ``--patterns FILE`` another
 catalogue (for example the one of an older release, to compare). A catalogue without ranked causes counts a cause as right when the explanation's id is the
@@ -86,6 +87,7 @@ DEFAULT_CORPUS = ROOT / "tests" / "fixtures" / "real_messages"
 DEFAULT_HELD_OUT = ROOT / "tests" / "fixtures" / "held_out"
 DEFAULT_HELD_OUT_V2 = ROOT / "tests" / "fixtures" / "held_out_v2"
 DEFAULT_HELD_OUT_V3 = ROOT / "tests" / "fixtures" / "held_out_v3"
+DEFAULT_HELD_OUT_V4 = ROOT / "tests" / "fixtures" / "held_out_v4"
 # The first set is retired (its README.md): its figures are reported under this label, never as
 # held-out figures.
 RETIRED_LABEL = "held-out v1 (retired)"
@@ -536,7 +538,7 @@ def _summary_lines(o: dict[str, Any]) -> list[str]:
     return lines
 
 
-NUMBER_WORDS = {2: "two", 3: "three", 4: "four"}
+NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five"}
 
 
 def held_out_label(report: dict[str, Any], default: str) -> str:
@@ -646,6 +648,16 @@ def main(argv: Optional[list[str]] = None) -> int:
         ),
     )
     parser.add_argument(
+        "--held-out-v4",
+        type=Path,
+        default=None,
+        help=(
+            "the fourth held-out set, reported in its own column in the side-by-side "
+            f"report (default there with --live: {DEFAULT_HELD_OUT_V4}, when neither --corpus nor --held-out "
+            "is given); measure it alone with --held-out DIR"
+        ),
+    )
+    parser.add_argument(
         "--patterns", type=Path, default=None, help="catalogue to measure (default: the bundled explain_patterns.yaml)"
     )
     parser.add_argument(
@@ -677,6 +689,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     for key, given, default in (
         ("held_out_v2", args.held_out_v2, DEFAULT_HELD_OUT_V2),
         ("held_out_v3", args.held_out_v3, DEFAULT_HELD_OUT_V3),
+        ("held_out_v4", args.held_out_v4, DEFAULT_HELD_OUT_V4),
     ):
         folder = given if given is not None else (default if defaults and default.is_dir() else None)
         if folder is not None:

@@ -343,6 +343,7 @@ def test_the_live_sets_are_measured_only_when_asked(tiny_sets, tmp_path, capsys,
         ("DEFAULT_HELD_OUT", held),
         ("DEFAULT_HELD_OUT_V2", second),
         ("DEFAULT_HELD_OUT_V3", third),
+        ("DEFAULT_HELD_OUT_V4", tmp_path / "no-fourth-set"),
     ):
         monkeypatch.setattr(bench, name, value)
     assert bench.main(["--json"]) == 0
