@@ -72,7 +72,12 @@ def test_validate_scaling_measures_the_reference_model_and_keeps_one_devices_fig
     m, analysis = data["measurement"], data["analysis"]
     assert [len(r["devices"]) for r in m["counts"]] == [1, 2] and m["logical_cpu"] is True
     assert m["workload"].startswith("MiniGoogLeNet") and m["gradient_megabytes"] > 6
-    assert [r["efficiency"] for r in analysis["efficiency"]][0] == 1.0 and analysis["bottlenecks"]
+    from envcheck.validation.bottleneck import EXPECTED_EFFICIENCY
+
+    efficiency = [r["efficiency"] for r in analysis["efficiency"]]
+    # Two logical CPU devices can scale on an idle 2-core machine (one replica of a batch of 4 does
+    # not fill both cores): a loss below the expected efficiency is never left without a name.
+    assert efficiency[0] == 1.0 and (analysis["bottlenecks"] or efficiency[-1] >= EXPECTED_EFFICIENCY)
     assert plot.stat().st_size > 1000 or "plot_error" in data
     kept = json.loads((tmp_path / "envcheck" / "scaling-baseline.json").read_text())
     assert kept["cpu:4"]["images_per_second"] == pytest.approx(m["counts"][0]["images_per_second"], rel=0.01)
