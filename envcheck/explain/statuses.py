@@ -141,11 +141,11 @@ def _crash(variables: dict[str, str], tables: StatusTables) -> tuple[Status, ...
     if found is None:
         return ()
     kind, table, key = found
+    family = "ntstatus" if table == NTSTATUS_TABLE else "signal"
     if kind == "value":
-        return tuple(s for s in tables.statuses if s.enum == table and s.value == key)
+        return tables.by_value(family, int(key))
     if kind == "name":
         return tuple(s for s in tables.by_name(str(key)) if s.enum == table)
-    family = "ntstatus" if table == NTSTATUS_TABLE else "signal"
     return tables.by_string(family, str(key))
 
 

@@ -165,10 +165,11 @@ def _ready(scene: _Scene) -> Optional[Verdict]:
     if not usable or len(usable) != len(visible):
         return None
     hidden = len(scene.gpus) - len(visible)
-    reason = f"{_ready_word(scene)} ({plural(len(usable), 'GPU')}" + (
+    ready, unchecked = _ready_words(scene)
+    reason = f"{ready} ({plural(len(usable), 'GPU')}" + (
         f"; {hidden} hidden by CUDA_VISIBLE_DEVICES)" if hidden else ")"
     )
-    reason += _unchecked(scene) + _not_tested(scene)
+    reason += unchecked + _not_tested(scene)
     first = consequences.first_root(scene.findings)
     if first is not None:
         reason += f"; but {_lower_first(first.title)}"
@@ -181,8 +182,9 @@ def _degraded(scene: _Scene) -> Optional[Verdict]:
         return None
     failing = next(g for g in visible if not g.usable)
     finding = _finding(scene, failing)
+    ready, unchecked = _ready_words(scene)
     reason = (
-        f"{_ready_word(scene)} ({len(usable)} of {plural(len(visible), 'GPU')}){_unchecked(scene)}{_not_tested(scene)}; "
+        f"{ready} ({len(usable)} of {plural(len(visible), 'GPU')}){unchecked}{_not_tested(scene)}; "
         f"but {failing.label}: {failing.reason}"
     )
     return _verdict(scene, DEGRADED, reason, finding)
@@ -267,12 +269,11 @@ def _status(gpu: GpuView, link: str) -> Optional[str]:
     return found.status if found is not None else None
 
 
-def _ready_word(scene: _Scene) -> str:
-    return "GPU probably ready" if _libraries_unchecked(scene) else "GPU ready"
-
-
-def _unchecked(scene: _Scene) -> str:
-    return "; the CUDA libraries were not checked" if _libraries_unchecked(scene) else ""
+def _ready_words(scene: _Scene) -> tuple[str, str]:
+    """How sure "ready" is, and what was not looked at: ("GPU ready", "") when every link was."""
+    if _libraries_unchecked(scene):
+        return "GPU probably ready", "; the CUDA libraries were not checked"
+    return "GPU ready", ""
 
 
 def _not_tested(scene: _Scene) -> str:
