@@ -35,10 +35,23 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
         ),
         ("log_tf", r"\btf\.__version__[^\n]{0,20}?['\"]?" + _VERSION, ("tf.__version__",)),
         ("log_cuda", r"Cuda compilation tools, release (\d{1,2}\.\d{1,2})", ("cuda compilation tools",)),
-        ("log_cuda", r"\bCUDA (?:runtime |toolkit )?version[: =]{1,3}(\d{1,2}\.\d{1,2})\b(?! {0,3}\|)", ("version",)),
+        # not nvidia-smi's header ("Driver Version: X  CUDA Version: Y"): that CUDA is the driver's
+        (
+            "log_cuda",
+            r"^(?:(?!driver version)[^\n]){0,400}?\bCUDA (?:runtime |toolkit )?version[: =]{1,3}(\d{1,2}\.\d{1,2})\b"
+            r"(?! {0,3}\|)",
+            ("version",),
+        ),
         ("log_cuda", r"cuda_version['\"]?[: =]{1,3}['\"]?(\d{1,2}\.\d{1,2})", ("cuda_version",)),
-        # nvidia-smi: the newest CUDA the driver takes
-        ("log_driver_cuda", r"\bCUDA Version: (\d{1,2}\.\d{1,2})", ("cuda version:",)),
+        # nvidia-smi's header, "Driver Version: X  CUDA Version: Y": the newest CUDA the driver takes; a
+        # "CUDA version: Y" on a line of its own is a toolkit's or a build's (log_cuda)
+        (
+            "log_driver_cuda",
+            r"\bDriver Version: \d{2,3}\.\d{1,3}(?:\.\d{1,3})?[ |]{1,40}CUDA Version: (\d{1,2}\.\d{1,2})",
+            ("cuda version:",),
+        ),
+        # TensorFlow's cuda_dnn.cc logs cudnnGetVersion() as one integer, "Loaded cuDNN version 8600"
+        ("log_cudnn", r"\bLoaded cuDNN version (\d{4,5})\b", ("loaded cudnn version",)),
         ("log_cudnn", r"\bcuDNN(?: library)?(?: version)?[: =]{1,3}(\d{1,2}(?:\.\d{1,2}){0,2})\b", ("cudnn",)),
         ("log_cudnn", r"cudnn_version['\"]?[: =]{1,3}['\"]?(\d{1,2}(?:\.\d{1,2}){0,2})", ("cudnn_version",)),
         ("log_driver", r"\bDriver Version: (\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)", ("driver version:",)),
@@ -255,6 +268,8 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
         found = _last_value(regex, hints, text, lowered)
         if found:
             facts[name] = found
+    if facts.get("log_cudnn", "").isdigit():
+        facts["log_cudnn"] = cudnn_version_of(int(facts["log_cudnn"]))
     if "log_python" in facts and facts["log_python"].isdigit():
         facts["log_python"] = f"3.{facts['log_python']}"  # from a wheel tag: cp310
     _read_gpu_architecture(facts, text)
@@ -272,6 +287,15 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     if any(h in lowered for h in ("found device", "created", "nvidia", "tesla", "gpu:")) and _GPU_SEEN.search(text):
         facts["log_gpu"] = "yes"
     return facts
+
+
+def cudnn_version_of(number: int) -> str:
+    """The dotted cuDNN release of the integer cudnnGetVersion() returns: CUDNN_VERSION is
+    major*1000 + minor*100 + patch up to cuDNN 8 and major*10000 + minor*100 + patch from cuDNN 9
+    (cudnn_version.h; NVIDIA's cuDNN API reference, cudnnGetVersion)."""
+    major, rest = divmod(number, 10000) if number >= 10000 else divmod(number, 1000)
+    minor, patch = divmod(rest, 100)
+    return f"{major}.{minor}.{patch}"
 
 
 def _read_where(facts: dict[str, str], text: str, lowered: str) -> None:

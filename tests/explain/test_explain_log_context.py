@@ -96,3 +96,31 @@ def test_a_macos_illegal_instruction_gets_macos_advice():
     assert "/proc/cpuinfo" not in lines and "platform.machine()" in lines
     (linux,) = _explain("Illegal instruction (core dumped)")
     assert "/proc/cpuinfo" in " ".join(c.line for c in linux.fix.commands)
+
+
+@pytest.mark.parametrize(
+    "line, cudnn",
+    [
+        ("I tensorflow/compiler/xla/stream_executor/cuda/cuda_dnn.cc:424] Loaded cuDNN version 8600", "8.6.0"),
+        ("I external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:531] Loaded cuDNN version 90300", "9.3.0"),
+        ("Loaded cuDNN version 7605", "7.6.5"),
+        ("cuDNN version: 8.1", "8.1"),
+    ],
+)
+def test_cudnn_is_read_from_the_integer_tensorflow_logs(line, cudnn):
+    assert read_context(line)["log_cudnn"] == cudnn
+
+
+def test_a_cudnn_count_that_is_not_a_version_is_not_read():
+    assert "log_cudnn" not in read_context("Loaded cuDNN version \nran 8600 steps")
+
+
+def test_only_nvidia_smis_header_gives_the_drivers_cuda():
+    header = "|  NVIDIA-SMI 535.104.05             Driver Version: 535.104.05   CUDA Version: 12.2     |"
+    context = read_context(header)
+    assert context["log_driver_cuda"] == "12.2" and "log_cuda" not in context
+    # a CUDA version printed on its own line is a toolkit's or a build's, not the driver's
+    plain = read_context("CUDA version: 11.2\ncuDNN version: 8.1")
+    assert plain["log_cuda"] == "11.2" and "log_driver_cuda" not in plain
+    both = read_context(header + "\nBuild info: CUDA version: 11.8")
+    assert both["log_driver_cuda"] == "12.2" and both["log_cuda"] == "11.8"
