@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterator
 from typing import Optional
 
+from .derivers import cudnn_version_text
+
 _VERSION = r"(\d{1,4}(?:\.\d{1,4}){1,3})"
 # (variable, regex whose group 1 is the value, the lower-case strings one of which every match
 # holds); the last match in the text wins for versions. A regex runs only on the lines that hold
@@ -269,7 +271,7 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
         if found:
             facts[name] = found
     if facts.get("log_cudnn", "").isdigit():
-        facts["log_cudnn"] = cudnn_version_of(int(facts["log_cudnn"]))
+        facts["log_cudnn"] = cudnn_version_text(facts["log_cudnn"])[1]
     if "log_python" in facts and facts["log_python"].isdigit():
         facts["log_python"] = f"3.{facts['log_python']}"  # from a wheel tag: cp310
     _read_gpu_architecture(facts, text)
@@ -287,15 +289,6 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     if any(h in lowered for h in ("found device", "created", "nvidia", "tesla", "gpu:")) and _GPU_SEEN.search(text):
         facts["log_gpu"] = "yes"
     return facts
-
-
-def cudnn_version_of(number: int) -> str:
-    """The dotted cuDNN release of the integer cudnnGetVersion() returns: CUDNN_VERSION is
-    major*1000 + minor*100 + patch up to cuDNN 8 and major*10000 + minor*100 + patch from cuDNN 9
-    (cudnn_version.h; NVIDIA's cuDNN API reference, cudnnGetVersion)."""
-    major, rest = divmod(number, 10000) if number >= 10000 else divmod(number, 1000)
-    minor, patch = divmod(rest, 100)
-    return f"{major}.{minor}.{patch}"
 
 
 def _read_where(facts: dict[str, str], text: str, lowered: str) -> None:
