@@ -124,3 +124,30 @@ def test_only_nvidia_smis_header_gives_the_drivers_cuda():
     assert plain["log_cuda"] == "11.2" and "log_driver_cuda" not in plain
     both = read_context(header + "\nBuild info: CUDA version: 11.8")
     assert both["log_driver_cuda"] == "12.2" and both["log_cuda"] == "11.8"
+
+
+@pytest.mark.parametrize(
+    "line, cudnn",
+    [
+        ("Loaded cuDNN version 5110", "5.1.10"),
+        ("Loaded cuDNN version 90100", "9.1.0"),
+        ("I0000 00:00:1712345678.123 cuda_dnn.cc:529] Loaded cuDNN version 8907", "8.9.7"),
+    ],
+)
+def test_every_integer_form_cudnn_version_h_defines_is_read(line, cudnn):
+    assert read_context(line)["log_cudnn"] == cudnn
+
+
+@pytest.mark.parametrize(
+    "header, driver_cuda",
+    [
+        # nvidia-smi 450-era table header, narrower padding
+        ("| NVIDIA-SMI 450.80.02    Driver Version: 450.80.02    CUDA Version: 11.0     |", "11.0"),
+        # 560+ prints "CUDA Version" after a wider gap; a copy from a web page loses the pipes
+        ("NVIDIA-SMI 560.35.03              Driver Version: 560.35.03      CUDA Version: 12.6", "12.6"),
+        ("| NVIDIA-SMI 580.65.06  Driver Version: 580.65.06  CUDA Version: 13.0 |", "13.0"),
+    ],
+)
+def test_the_header_is_read_whatever_its_padding(header, driver_cuda):
+    context = read_context(header)
+    assert context["log_driver_cuda"] == driver_cuda and "log_cuda" not in context

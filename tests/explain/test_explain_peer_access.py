@@ -42,3 +42,18 @@ def test_the_same_status_outside_tensorflows_peer_setup_is_still_a_driver_error(
         "RuntimeError: CUDA error: peer access is not supported between these two devices CUDA_ERROR_PEER_ACCESS_UNSUPPORTED"
     )
     assert found.id != "peer-access-pair-not-enabled" and not found.harmless
+
+
+def test_any_pair_and_any_status_the_driver_gives_is_the_same_notice():
+    # the warning prints whatever EnablePeerAccess returned, for any ordinals
+    for a, b, status in (
+        (2, 7, "CUDA_ERROR_INVALID_DEVICE: invalid device ordinal"),
+        (3, 1, "CUDA_ERROR_TOO_MANY_PEERS: peer mapping resources exhausted"),
+        (0, 12, "INTERNAL: failed to enable peer access from 0x55d0 to 0x55e0: CUDA_ERROR_PEER_ACCESS_UNSUPPORTED"),
+    ):
+        line = (
+            "W external/local_xla/xla/stream_executor/gpu/gpu_device.cc:2264] Unable to enable peer access "
+            f"between device ordinals {a} and {b}, status: {status}"
+        )
+        (found,) = _explain(line)
+        assert found.id == "peer-access-pair-not-enabled" and found.harmless, line
