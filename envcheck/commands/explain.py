@@ -99,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
 def _check_options(args: argparse.Namespace) -> None:
     if args.file is not None and args.text:
         raise UsageError("give the text as arguments or with --file, not both")
+    if args.file is None and not args.text and _stdin_is_piped():
+        args.text = ["-"]  # `some-command | envcheck explain` reads the pipe, as grep or jq would
     if args.file is None and not args.text:
         raise UsageError(
             "nothing to explain: give the error text as an argument, '-' to read standard input, or --file LOG"
@@ -107,6 +109,17 @@ def _check_options(args: argparse.Namespace) -> None:
         raise UsageError("--facts replaces looking at this machine; it cannot be combined with --no-probe or --python")
     if args.no_probe and args.python:
         raise UsageError("--python says which interpreter to look at; --no-probe says not to look")
+
+
+def _stdin_is_piped() -> bool:
+    """Whether standard input is a pipe or a file (not a terminal, not closed)."""
+    stream = sys.stdin
+    if stream is None:
+        return False
+    try:
+        return not stream.isatty() and stream.fileno() >= 0
+    except (AttributeError, OSError, ValueError):
+        return False  # pytest's capture or a detached stream: nothing to read
 
 
 def _matrix_loader(path: Optional[str]):

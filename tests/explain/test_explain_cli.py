@@ -382,3 +382,34 @@ def test_a_confirmed_cause_that_makes_the_message_expected_makes_it_harmless(cli
     result = cli("explain", "--facts", str(snapshot), "Could not load dynamic library 'libcudart.so.12'; dlerror: x")
     flat = " ".join(result.out.split())
     assert "(0 to act on, 1 harmless)" in flat and "confirmed on this machine" in flat
+
+
+def test_a_pipe_without_arguments_is_read_as_standard_input():
+    message = "Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file"
+    piped = run_envcheck("explain", "--no-probe", "--json", input=message + "\n")
+    assert piped.code == 0, piped.err
+    document = json.loads(piped.out)
+    assert document["found"] >= 1 and "standard input" in document["source"]
+
+
+def test_a_terminal_without_arguments_is_still_the_usage_error():
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    primary, secondary = os.openpty()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "envcheck", "explain", "--no-probe"],
+            stdin=secondary,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=str(REPO),
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    assert proc.returncode == 2 and "nothing to explain" in proc.stderr
