@@ -318,7 +318,8 @@ def test_pinned_past_native_windows_on_a_card_wsl2_cannot_run_says_why(cli, matr
         cli, "--os", "windows", "--python", "3.11", "--gpu", "GTX 780", "--driver", "472.12", "--tf", "2.15"
     )
     assert data["kind"] == "cpu"
-    assert any("WSL2" in r and f"needs {wsl.min_compute_capability} or higher" in r for r in data["reasons"])
+    lowest_code = wsl.compute_capabilities[0]
+    assert any("WSL2" in r and lowest_code in r and "none for 3.5" in r for r in data["reasons"])
 
 
 def test_a_pinned_patch_release_is_installed_exactly(cli):
@@ -397,3 +398,26 @@ def test_the_python_reason_says_whether_the_gpu_or_the_os_limits_it(cli, matrix,
     assert reason.startswith("No TensorFlow GPU build for Linux")
     assert ("that runs on compute capability" in reason) is names_the_gpu
     assert data["python"] != python  # another Python is planned either way
+
+
+@pytest.mark.parametrize(
+    "gpu, tf, says",
+    [
+        # 12.0 is above every code the build lists; its PTX is the reason, not a minimum it misses
+        ("RTX 5090", "2.20", ["PTX ISA", "predates compute capability 12.0"]),
+        # below the build's lowest code
+        ("GTX 780", "2.20", ["none for 3.5"]),
+    ],
+)
+def test_a_pinned_release_that_does_not_run_on_the_gpu_says_why_in_the_verdicts_own_words(cli, gpu, tf, says):
+    data = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", gpu, "--tf", tf)
+    assert data["kind"] == "cpu"
+    reason = next(r for r in data["reasons"] if "does not run on compute capability" in r)
+    assert all(word in reason for word in says), reason
+    assert "or higher" not in reason  # never "no code for 12.0 (it needs 6.0 or higher)"
+
+
+def test_a_pinned_release_that_runs_on_the_gpu_gives_no_such_reason(cli):
+    data = plan_json(cli, "--os", "linux", "--python", "3.11", "--gpu", "RTX 4090", "--tf", "2.20")
+    assert data["kind"] == "gpu"
+    assert not any("does not run on" in r for r in data["reasons"])

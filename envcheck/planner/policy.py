@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Optional
 
 from envcheck.errors import NotFoundError
 from envcheck.matrix import BUILD_OSES, as_version
+from envcheck.matrix.runs import release_runs_on_gpu
 from envcheck.planner.options import (
     DRIVER_INSTALL,
     DRIVER_OK,
@@ -44,6 +45,19 @@ def _fits_driver(option: Option) -> bool:
 
 def _capability_text(target: Target) -> str:
     return f"compute capability {target.compute_capability}" if target.compute_capability else "an unknown GPU"
+
+
+def _no_run_reason(matrix: "Matrix", build: "TfBuild", target: Target, os: str) -> str:
+    """The GPU a build does not run on and why, in the one answer every verdict uses
+    (``release_runs_on_gpu``): no code for the capability, PTX it cannot JIT for the card, a driver
+    the card cannot get."""
+    for capability in target.capabilities:
+        answer = release_runs_on_gpu(matrix, build, capability, os)
+        if answer.runs is False or answer.code == "none":
+            return f"compute capability {capability}: {answer.reason}"
+    if build.min_compute_capability and not target.capabilities:
+        return f"{_capability_text(target)} (it needs {build.min_compute_capability} or higher)"
+    return _capability_text(target)
 
 
 # --- the choice ----------------------------------------------------------------------------------
@@ -410,8 +424,7 @@ def _pinned_gpu(
         if candidate.support != "none":
             return candidate, [], []
         why = [
-            f"TensorFlow {build.tf} has no code for {_capability_text(target)} (it needs "
-            f"{build.min_compute_capability} or higher), so it runs on the CPU only."
+            f"TensorFlow {build.tf} does not run on {_no_run_reason(matrix, build, target, target.os)}, so it runs on the CPU only."
         ]
         newest = next(iter(gpu_options(matrix, target, target.os)), None)
         if newest is None:
@@ -438,8 +451,7 @@ def _pinned_under_wsl(
             why.append("Its Linux build runs on the GPU under WSL2, so the plan is for WSL2.")
         else:
             why.append(
-                f"Its Linux build, which WSL2 would run, has no code for {_capability_text(target)} "
-                f"(it needs {wsl_build.min_compute_capability} or higher)."
+                f"Its Linux build, which WSL2 would run, does not run on {_no_run_reason(matrix, wsl_build, target, 'wsl')}."
             )
     native = next(
         iter(gpu_options(matrix, target, "windows") or gpu_options(matrix, target, "windows", python=False)), None
