@@ -92,20 +92,43 @@ _WINDOWS_CODE = re.compile(
 # The frame of the stack envcheck explains: a file or module of the CUDA stack (the driver, the
 # toolkit's libraries, cuDNN, NCCL, TensorRT, NVML, XLA's ptxas and libdevice), of a framework that
 # loads it (TensorFlow, Keras, JAX/XLA, PyTorch and the other CUDA-using Python packages), or of an
-# installed Python package. The generic loader patterns (``stack_only``) explain a line only in this
-# frame: a game's DLL, a system program's library or Mesa's driver are other software's errors.
+# installed Python package (``_PACKAGE_FRAME``). The generic loader patterns (``stack_only``)
+# explain a line only in this frame: a game's DLL, a system program's library or Mesa's driver are
+# other software's errors. XLA's files and modules are "xla" as a word or before "_", "/", ".":
+# "xlabel" (Matplotlib) and "xlarge" (a cloud instance type) are not XLA.
 _STACK_FRAME = re.compile(
     r"\b(?:lib)?(?:cu(?:da|dart|dnn|blas|fft|rand|solver|sparse|pti|file)|nvrtc|nvjitlink|nvinfer|nvonnxparser|"
-    r"nccl|nvml|nvidia|nvcuda|nvvm|nvptx|libdevice|ptxas|tensorrt|zlibwapi|tensorflow|_pywrap_|keras|jax|xla|"
-    r"torch|c10|caffe2|paddle|mxnet|onnxruntime|cupy|numba|triton|bitsandbytes|llama|dlib|xgboost|lightgbm)|"
-    r"site-packages|dist-packages",
+    r"nccl|nvml|nvidia|nvcuda|nvvm|nvptx|libdevice|ptxas|tensorrt|zlibwapi|tensorflow|_pywrap_|keras|jax|xla(?![a-z])|"
+    r"torch|c10|caffe2|paddle|mxnet|onnxruntime|cupy|numba|triton|bitsandbytes|llama|dlib|xgboost|lightgbm)",
+    re.I,
+)
+# An installed Python package is in the frame only where the line is one of its frames or names one
+# of its library files, not wherever "site-packages" is written (pip's "Requirement already
+# satisfied: ... in .../dist-packages", "normal site-packages is not writeable", a warning's
+# "path.py:30: UserWarning:" location, which warnings.formatwarning prints, is no frame):
+#   CPython's traceback module (Lib/traceback.py, FrameSummary):  File "<path>", line <n>, in <name>
+#   IPython's traceback (IPython/core/ultratb.py): "File <path>:<n>, in <name>" (IPython 8 and
+#   newer) and "<path> in <name>(<args>)" (IPython 7 and older)
+#   a library file of the package (an extension module, a shared library it ships), which the
+#   loader's messages and a C++ stack dump (glibc's backtrace_symbols, gdb's "from <file>") name
+_PACKAGES = r"[\\/](?:site|dist)-packages[\\/]"
+_PACKAGE_FRAME = re.compile(
+    r'\bFile "[^"\n]{0,400}?' + _PACKAGES + r'[^"\n]{1,400}", line \d{1,7}|'
+    r"\bFile [^\s\"]{0,400}?"
+    + _PACKAGES
+    + r"[^\s:]{1,400}:\d{1,7}, in |"
+    + _PACKAGES
+    + r"\S{1,400}\.py in [\w<>.]{1,200}\(|"
+    + _PACKAGES
+    + r"[^\s\"':]{0,400}?\.(?:so|pyd|dll|dylib)\b",
     re.I,
 )
 
 
 def in_stack_frame(text: str) -> bool:
-    """Whether a line names a file, module or frame of the CUDA stack or of a framework on it."""
-    return _STACK_FRAME.search(text) is not None
+    """Whether a line names a file, module or frame of the CUDA stack or of a framework on it, or
+    is a frame of an installed Python package (``_PACKAGE_FRAME``)."""
+    return _STACK_FRAME.search(text) is not None or _PACKAGE_FRAME.search(text) is not None
 
 
 _STATUS_NAME = re.compile(

@@ -153,3 +153,74 @@ def test_a_bare_loader_line_is_explained_when_the_input_shows_the_stack():
     assert CATALOGUE.scan_text("OSError: [WinError 126] The specified module could not be found").ids == []
     game = "Loading level 3\nOSError: [WinError 126] The specified module could not be found\n"
     assert CATALOGUE.scan_text(game).ids == []
+
+
+# An installed Python package is in the frame where a line is one of its frames (CPython's
+# traceback module, IPython's ultratb) or names one of its library files; the word "site-packages"
+# elsewhere (pip's output, a warning's location as warnings.formatwarning prints it) is no frame.
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        # Lib/traceback.py: '  File "<path>", line <n>, in <name>'
+        ('  File "/home/u/.venv/lib/python3.10/site-packages/cv2/__init__.py", line 8, in <module>', True),
+        ('  File "C:\\Users\\Jo Doe\\venv\\Lib\\site-packages\\foo\\__init__.py", line 12, in <module>', True),
+        # IPython 8 and newer, then IPython 7 and older (IPython/core/ultratb.py)
+        ("File ~/venv/lib/python3.10/site-packages/foo/bar.py:153, in load(path)", True),
+        (
+            "~/venv/lib/python3.6/site-packages/pandas/core/indexes/base.py in get_loc(self, key, method, tolerance)",
+            True,
+        ),
+        # a package's own extension module or shared library, as the loader names it
+        ("/usr/local/lib/python3.8/dist-packages/foo/_bar.cpython-38-x86_64-linux-gnu.so", True),
+        # pip's and a warning's words, with the same folders
+        ("Requirement already satisfied: numpy in /usr/lib/python3/dist-packages (1.21.5)", False),
+        ("Defaulting to user installation because normal site-packages is not writeable", False),
+        (
+            "/usr/local/lib/python3.12/dist-packages/foo/default.py:30: UserWarning: pkg_resources is deprecated as an API.",
+            False,
+        ),
+        ("  /home/u/.venv/lib/python3.6/site-packages/_pytest/mark/structures.py:337: PytestUnknownMarkWarning", False),
+        # XLA's names, and words that only begin with its letters
+        ("XLA_FLAGS=--xla_gpu_cuda_data_dir=/usr/local/cuda", True),
+        ("ImportError: /venv/lib/python3.11/site-packages/jaxlib/xla_extension.so: undefined symbol: foo", True),
+        ("    plt.xlabel('epoch')", False),
+        ("Creating training job on ml.g4dn.xlarge", False),
+    ],
+)
+def test_a_python_package_is_in_the_frame_only_as_a_frame_or_a_library_file(line, expected):
+    assert in_stack_frame(line) is expected
+
+
+# Another program's loader or crash message next to a pip line or a warning's location is that
+# program's; next to a traceback frame through an installed package it is the package's.
+OTHER_PROGRAM = [
+    (
+        "Requirement already satisfied: numpy in /usr/lib/python3/dist-packages (1.21.5)",
+        "/usr/bin/gimp: symbol lookup error: /usr/lib/libbabl-0.1.so.0: undefined symbol: babl_trc_new",
+    ),
+    (
+        "Defaulting to user installation because normal site-packages is not writeable",
+        "/usr/bin/foo: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by /usr/bin/foo)",
+    ),
+    (
+        "  /home/u/.venv/lib/python3.10/site-packages/_pytest/mark/structures.py:337: PytestUnknownMarkWarning: Unknown pytest.mark.slow - is this a typo?",
+        "Segmentation fault (core dumped)",
+    ),
+]
+
+
+@pytest.mark.parametrize("context, line", OTHER_PROGRAM)
+def test_a_pip_line_or_a_warning_location_does_not_frame_another_programs_error(context, line):
+    assert CATALOGUE.scan_text(f"{context}\n{line}\n").ids == []
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        '  File "C:\\venv\\Lib\\site-packages\\foo\\__init__.py", line 12, in <module>',
+        "~\\venv\\lib\\site-packages\\foo\\__init__.py in <module>()",
+    ],
+)
+def test_a_traceback_frame_through_an_installed_package_frames_the_loaders_error(frame):
+    log = f"{frame}\nOSError: [WinError 126] The specified module could not be found\n"
+    assert "windows-dll-load-error" in CATALOGUE.scan_text(log).ids
