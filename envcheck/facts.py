@@ -609,6 +609,9 @@ def facts_from_dict(data: Any) -> Facts:
         )
     if version not in READABLE_VERSIONS:
         raise FactsError(f"snapshot has an invalid schema_version {version}")
+    if "tensorflow" not in data and not data.get("quick"):
+        # A snapshot written by hand or trimmed: say so, rather than that --quick skipped it.
+        data = {**data, "tensorflow": {"status": SKIPPED, "error": "the snapshot has no TensorFlow section"}}
     return from_dict(Facts, {**data, "schema_version": SCHEMA_VERSION})
 
 

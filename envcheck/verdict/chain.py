@@ -278,7 +278,11 @@ def _ready_words(scene: _Scene) -> tuple[str, str]:
 
 def _not_tested(scene: _Scene) -> str:
     facts = scene.ctx.facts
-    return "; TensorFlow itself not tested (--quick)" if facts.quick or facts.tensorflow.status == SKIPPED else ""
+    if facts.quick or (facts.tensorflow.status == SKIPPED and not facts.tensorflow.error):
+        return "; TensorFlow itself not tested (--quick)"
+    if facts.tensorflow.status == SKIPPED:
+        return f"; TensorFlow itself not tested ({facts.tensorflow.error})"
+    return ""
 
 
 def _lower_first(title: str) -> str:
