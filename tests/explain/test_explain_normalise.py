@@ -13,7 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envcheck.explain import load_patterns
-from envcheck.explain.normalise import join_partial_records, normalise_line, search_key, strip_prefixes, wrapped_lines
+from envcheck.explain.normalise import (
+    MAX_PREFIXES,
+    join_partial_records,
+    normalise_line,
+    search_key,
+    strip_prefixes,
+    wrapped_lines,
+)
 from tests.hypothesis_budget import examples
 
 CATALOGUE = load_patterns()
@@ -55,6 +62,14 @@ def _perturb(text: str, how: str, where: int) -> str:
     raise AssertionError(how)
 
 
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_two_of_the_test_prefixes_stay_within_max_prefixes(prefix):
+    # What the property test below relies on when it stacks at most MAX_PREFIXES // 2 of them.
+    assert normalise_line(prefix * (MAX_PREFIXES // 2) + "Error: Could not load NVML library") == (
+        "Error: Could not load NVML library"
+    )
+
+
 @settings(
     max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
@@ -70,7 +85,14 @@ def test_wording_that_changes_nothing_changes_no_explanation(example, perturbati
     pattern_id, text = example
     wanted = _titles(text)
     changed = text
+    prefixes = 0
     for how, where in perturbations:
+        if how == "prefix":
+            # Each of PREFIXES is at most two prefixes (a time, then glog); past MAX_PREFIXES the
+            # rest is read as the message by design, so the test stacks no more than that.
+            if 2 * (prefixes + 1) > MAX_PREFIXES:
+                continue
+            prefixes += 1
         changed = _perturb(changed, how, where)
     assert _titles(changed) == wanted, (pattern_id, changed)
 
@@ -83,7 +105,8 @@ def test_a_hard_wrap_inside_a_message_is_joined(example, seed):
     if len(words) < 8:
         return
     cut = 4 + seed % (len(words) - 6)
-    if not words[cut][:1].islower() or len(" ".join(words[:cut])) < 30 or words[cut - 1][-1:] in ".!?)]":
+    cut_line = " ".join(words[:cut]).split("\n")[-1]  # an example of two lines: the line that is cut
+    if not words[cut][:1].islower() or len(cut_line) < 30 or words[cut - 1][-1:] in ".!?)]":
         return  # a line that starts with a capital or a digit (a time), or follows a sentence, is new
     wrapped = " ".join(words[:cut]) + "\n" + " ".join(words[cut:])
     wanted = {pid for pid, _ in _titles(text)}
