@@ -114,6 +114,7 @@ class Pattern:
     harmful_if_seen: tuple[str, ...] = ()  # a harmless notice is not, next to one of these
     fallback: bool = False  # tried on a line only when no other pattern explains it
     stack_only: bool = False  # a loader's generic message: explained only in the CUDA stack's frame
+    at_end: bool = False  # a report printed once the program ended: also read on the input's last lines
     covered_by: tuple[str, ...] = ()  # not shown when one of these explains the same input
     line: int = 0  # where the pattern starts in its file
 

@@ -32,7 +32,7 @@ from envcheck.explain.statuses import STATUS_NAMES
 _PATTERN_KEYS = {
     "id", "title", "regex", "needles", "harmless", "meaning", "cause", "causes", "fix", "rule_ids",
     "sources", "examples", "near_misses", "os", "derive", "specialize", "shows",
-    "harmless_without_gpu", "harmful_if_seen", "fallback", "covered_by", "stack_only",
+    "harmless_without_gpu", "harmful_if_seen", "fallback", "covered_by", "stack_only", "at_end",
 }  # fmt: skip
 _FIX_KEYS = {"text", "commands", "link", "when"}
 _CAUSE_KEYS = {"id", "text", "tell", "rule_ids", "fix", "when", "first_if", "last_if"}
@@ -129,6 +129,7 @@ def parse_pattern(node: Any, path: Path, eager: bool = True) -> Pattern:
         harmful_if_seen=entry.texts("harmful_if_seen", required=False),
         fallback=entry.flag("fallback"),
         stack_only=entry.flag("stack_only"),
+        at_end=entry.flag("at_end"),
         covered_by=entry.texts("covered_by", required=False),
         line=node.line,
     )
