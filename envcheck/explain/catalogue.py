@@ -55,8 +55,16 @@ class Condition:
     variables: tuple[tuple[str, tuple[str, ...]], ...] = ()
     seen: tuple[str, ...] = ()  # any of these pattern ids occurred in the input
     line: int = 0
+    any_of: tuple["Condition", ...] = ()  # instead: one of these holds (``any:`` in the file)
+
+    @property
+    def every_seen(self) -> tuple[str, ...]:
+        """The pattern ids this condition and its alternatives name."""
+        return self.seen + tuple(s for c in self.any_of for s in c.every_seen)
 
     def holds(self, variables: dict[str, str], seen: frozenset[str] = frozenset()) -> bool:
+        if self.any_of:
+            return any(c.holds(variables, seen) for c in self.any_of)
         for name, values in self.variables:
             value = variables.get(name, "").lower()
             if value not in values and not ("+" in values and value):
