@@ -157,3 +157,27 @@ def test_a_long_log_ending_in_killed():
 
     result = CATALOGUE.scan(BytesIO((TF + steps + "Killed\n").encode()), chunk_bytes=4096)
     assert [o.first_line for o in result.occurrences if o.pattern.id == CRASH] == [20002]
+
+
+@pytest.mark.parametrize(
+    "line, name",
+    [
+        ("RuntimeError: DataLoader worker (pid 4711) is killed by signal: Killed. ", "SIGKILL"),
+        (
+            "RuntimeError: DataLoader worker (pid 4711) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory.",
+            "SIGBUS",
+        ),
+        ("  exitcode  : -9 (pid: 2345)", "SIGKILL"),
+        ("  exitcode  : -6 (pid: 2345)", "SIGABRT"),
+    ],
+)
+def test_pytorchs_worker_reports(line, name):
+    assert _status(TF + line + "\nstep 1\nstep 2\nstep 3") == name
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["  exitcode  : 1 (pid: 2345)", "Started worker process (pid: 123)", "worker 3 is killed by signal: unknown"],
+)
+def test_pytorchs_ordinary_worker_lines(line):
+    assert _crashes(TF + line + "\nstep 1\nstep 2\nstep 3") == []
