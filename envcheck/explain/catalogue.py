@@ -55,8 +55,16 @@ class Condition:
     variables: tuple[tuple[str, tuple[str, ...]], ...] = ()
     seen: tuple[str, ...] = ()  # any of these pattern ids occurred in the input
     line: int = 0
+    any_of: tuple["Condition", ...] = ()  # instead: one of these holds (``any:`` in the file)
+
+    @property
+    def every_seen(self) -> tuple[str, ...]:
+        """The pattern ids this condition and its alternatives name."""
+        return self.seen + tuple(s for c in self.any_of for s in c.every_seen)
 
     def holds(self, variables: dict[str, str], seen: frozenset[str] = frozenset()) -> bool:
+        if self.any_of:
+            return any(c.holds(variables, seen) for c in self.any_of)
         for name, values in self.variables:
             value = variables.get(name, "").lower()
             if value not in values and not ("+" in values and value):
@@ -114,6 +122,7 @@ class Pattern:
     harmful_if_seen: tuple[str, ...] = ()  # a harmless notice is not, next to one of these
     fallback: bool = False  # tried on a line only when no other pattern explains it
     stack_only: bool = False  # a loader's generic message: explained only in the CUDA stack's frame
+    at_end: bool = False  # a report printed once the program ended: also read on the input's last lines
     covered_by: tuple[str, ...] = ()  # not shown when one of these explains the same input
     line: int = 0  # where the pattern starts in its file
 

@@ -32,11 +32,11 @@ from envcheck.explain.statuses import STATUS_NAMES
 _PATTERN_KEYS = {
     "id", "title", "regex", "needles", "harmless", "meaning", "cause", "causes", "fix", "rule_ids",
     "sources", "examples", "near_misses", "os", "derive", "specialize", "shows",
-    "harmless_without_gpu", "harmful_if_seen", "fallback", "covered_by", "stack_only",
+    "harmless_without_gpu", "harmful_if_seen", "fallback", "covered_by", "stack_only", "at_end",
 }  # fmt: skip
 _FIX_KEYS = {"text", "commands", "link", "when"}
 _CAUSE_KEYS = {"id", "text", "tell", "rule_ids", "fix", "when", "first_if", "last_if"}
-_CONDITION_KEYS = {"vars", "seen"}
+_CONDITION_KEYS = {"vars", "seen", "any"}
 
 
 class _Entry:
@@ -129,6 +129,7 @@ def parse_pattern(node: Any, path: Path, eager: bool = True) -> Pattern:
         harmful_if_seen=entry.texts("harmful_if_seen", required=False),
         fallback=entry.flag("fallback"),
         stack_only=entry.flag("stack_only"),
+        at_end=entry.flag("at_end"),
         covered_by=entry.texts("covered_by", required=False),
         line=node.line,
     )
@@ -250,15 +251,24 @@ def _parse_causes(
     return tuple(causes)
 
 
-def _parse_condition(entry: _Entry, key: str, scan_names: set[str]) -> Optional[Condition]:
-    node = entry.node.get(key)
+def _parse_condition(entry: _Entry, key: str, scan_names: set[str], node: Any = None) -> Optional[Condition]:
+    node = entry.node.get(key) if node is None else node
     if node is None:
         return None
     if not isinstance(node, Node) or not node:
-        raise entry.error(key, "expected a mapping with 'vars' (name: [values]) and/or 'seen' (pattern ids)")
+        raise entry.error(key, "expected a mapping with 'vars' (name: [values]) and/or 'seen' (pattern ids), or 'any'")
     unknown = sorted(set(node) - _CONDITION_KEYS, key=str)
     if unknown:
-        raise entry.error(key, f"unknown key {unknown[0]!r} (use 'vars' or 'seen')")
+        raise entry.error(key, f"unknown key {unknown[0]!r} (use 'vars' or 'seen', or 'any')")
+    if "any" in node:
+        # one of several conditions: {any: [{vars: ...}, {vars: ...}]}, nothing else beside it
+        alternatives = node.get("any")
+        if set(node) != {"any"} or not isinstance(alternatives, list) or len(alternatives) < 2:
+            raise entry.error(key, "'any' is a list of two or more conditions, alone in its mapping")
+        parsed = tuple(_parse_condition(entry, key, scan_names, item) for item in alternatives)
+        if any(c is None or c.any_of for c in parsed):
+            raise entry.error(key, "each condition of 'any' is a mapping with 'vars' and/or 'seen'")
+        return Condition(any_of=parsed, line=entry.node.key_lines.get(key, entry.node.line))  # type: ignore[arg-type]
     variables: list[tuple[str, tuple[str, ...]]] = []
     raw_vars = node.get("vars") or {}
     if not isinstance(raw_vars, dict):

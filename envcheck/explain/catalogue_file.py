@@ -116,7 +116,7 @@ def _check_references(patterns: list[Pattern], seen: dict[str, int], path: Path)
                 )
         for cause in pattern.causes:
             for condition in (cause.when, cause.first_if, cause.last_if):
-                for other in condition.seen if condition else ():
+                for other in condition.every_seen if condition else ():
                     if other not in seen:
                         raise PatternsError(
                             f"{path}:{condition.line}: pattern {pattern.id!r}, cause {cause.id!r}: "

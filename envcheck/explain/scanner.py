@@ -71,6 +71,7 @@ CHUNK_BYTES = 1 << 20
 MAX_GROUPS = 500  # distinct explanations kept from one input; the rest are only counted
 MAX_LINE_NUMBERS = 5  # line numbers remembered per explanation
 EXCERPT_CHARS = 300
+END_LINES = 3  # the input's last non-blank lines read for a report printed once a program ended
 
 
 # --- the catalogue -------------------------------------------------------------------------------
@@ -101,6 +102,7 @@ class Catalogue:
         object.__setattr__(self, "_anchors", tuple(by_anchor))
         object.__setattr__(self, "_needles", tuple(tuple(n for n in ns if n) for ns in stripped))
         object.__setattr__(self, "_fallbacks", frozenset(i for i, p in enumerate(self.patterns) if p.fallback))
+        object.__setattr__(self, "_at_end", tuple(p for p in self.patterns if p.at_end))
         object.__setattr__(self, "_owners", None)  # {status name: pattern}, when a fallback first reads a status
 
     def status_owner(self, status_name: str) -> Optional[Pattern]:
@@ -131,7 +133,15 @@ class Catalogue:
         total = 0
         last_block_ended_line = True
         first = last = b""  # what the log says about itself is read from its first and last chunk
+        # the last lines read so far, the number of lines before them, and whether any before them held text
+        ending, ending_starts, earlier = b"", 0, False
         for block in _blocks(_as_utf8(stream), chunk_bytes, max_line_bytes):
+            pieces = (ending + block).rsplit(b"\n", END_LINES + 1)
+            if len(pieces) > END_LINES + 1:
+                earlier = earlier or bool(pieces[0].strip())
+                pieces = pieces[1:]
+            ending = b"\n".join(pieces)
+            ending_starts = lines_before + block.count(b"\n") - ending.count(b"\n")
             if len(first) < CONTEXT_BYTES:
                 first += block[: CONTEXT_BYTES - len(first)]
             else:
@@ -142,6 +152,7 @@ class Catalogue:
             lines_before += block.count(b"\n")
             last_block_ended_line = block.endswith(b"\n")
         lines = lines_before + (0 if last_block_ended_line else 1)
+        self._scan_ending(ending, ending_starts, earlier, max_line_bytes, found)
         head, tail = first.decode("utf-8", "replace"), last.decode("utf-8", "replace")
         context = read_context(head, tail)
         # A loader's generic message on a line that names no part of the stack is kept only when
@@ -194,6 +205,36 @@ class Catalogue:
             if wanted:
                 numbers = [lines_before + index + 1 for index in where[:MAX_LINE_NUMBERS]]
                 self._match_line(text[:max_line], numbers, len(where), wanted, found)
+
+    def _scan_ending(
+        self, block: bytes, lines_before: int, earlier: bool, max_line: int, found: "_Accumulator"
+    ) -> None:
+        """The input's last lines, read for the reports printed once a program has ended (``at_end``
+        patterns): a shell's "Killed" or "Segmentation fault", a bare exit code or signal name. Such
+        a report is a word or a number alone on its line, which no needle can find cheaply, and it
+        comes last, after everything the program printed (at most a prompt follows it). A line that
+        holds a needle was read by the passes. When the input is nothing but such reports (one
+        pasted alone), they are what was asked about: a ``stack_only`` crash is explained then."""
+        patterns: tuple[Pattern, ...] = self._at_end  # type: ignore[attr-defined]
+        if not patterns or not block:
+            return
+        numbered = [(lines_before + i + 1, line) for i, line in enumerate(block.split(b"\n")) if line.strip()]
+        ending = numbered[-END_LINES:]
+        reports: set[int] = set()
+        for number, line in ending:
+            line = line[:max_line]
+            if self._patterns_in(search_key(line)):
+                continue
+            text = normalise_line(line.decode("utf-8", "replace").rstrip("\r"))
+            for pattern in patterns:
+                hit = next((m for r in pattern.regexes if (m := r.compiled.search(text))), None)
+                if hit is not None and found.add(pattern, hit, [number], 1, text):
+                    reports.add(number)
+        if earlier or len(numbered) > len(ending):
+            return
+        reports.update(found.lines_of(lambda o: o.pattern.at_end))
+        if all(number in reports for number, _ in ending):
+            found.frame(lambda o: o.pattern.at_end)
 
     def _candidates(
         self, distinct: list[bytes], block: bytes, max_line: int
@@ -406,6 +447,14 @@ class _Accumulator:
                 :MAX_LINE_NUMBERS
             ]
         return True
+
+    def lines_of(self, which: Callable[[Occurrence], bool]) -> set[int]:
+        """The line numbers kept for the occurrences ``which`` picks."""
+        return {n for o in self._by_key.values() if which(o) for n in o.line_numbers}
+
+    def frame(self, which: Callable[[Occurrence], bool]) -> None:
+        """Count the occurrences ``which`` picks as in the stack's frame."""
+        self.unframed = {key for key in self.unframed if not which(self._by_key[key])}
 
     def ordered(self, framed: bool = False) -> tuple[Occurrence, ...]:
         # Errors before harmless notices, each in the order they first appeared; a message that a

@@ -320,11 +320,14 @@ def test_parts_read_a_crash_in_any_message():
         "Fatal Python error: Aborted",
     ],
 )
-def test_a_crash_with_nothing_of_the_stack_around_it_is_any_programs(text):
-    # Alone it is no sign of a GPU setup problem: nothing is explained, while the same line in a
-    # TensorFlow log is.
-    assert [e.id for e in _explained(text)] == []
+def test_a_crash_in_another_programs_log_is_that_programs(text):
+    # In a log that shows nothing of the stack it is no sign of a GPU setup problem: nothing is
+    # explained, while the same line in a TensorFlow log is, and so is the line pasted alone (it
+    # is what was asked about).
+    other = "make[2]: Entering directory '/src/build'\ng++ -O2 -c main.cpp -o main.o\n" + text
+    assert [e.id for e in _explained(other)] == []
     assert _crash(text).id == "process-crash-status"
+    assert [e.id for e in _explained(text)] == ["process-crash-status"]
 
 
 @pytest.mark.parametrize(

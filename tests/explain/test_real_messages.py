@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from envcheck.explain import explain, load_patterns
+from envcheck.explain.status_causes import load_status_causes
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "real_messages"
@@ -42,7 +43,9 @@ def _families() -> dict[str, list[dict]]:
 FAMILIES = _families()
 MESSAGES = [entry for entries in FAMILIES.values() for entry in entries]
 ORDINARY = yaml.safe_load((CORPUS / "ordinary.yaml").read_text(encoding="utf-8"))["lines"]
-CAUSE_IDS = {p.id for p in CATALOGUE.patterns} | {c.id for p in CATALOGUE.patterns for c in p.causes}
+# the catalogue's causes, and the causes cuda_status.yaml gives a status no pattern names (a crash's signal)
+STATUS_CAUSE_IDS = {r.template.id for refs in load_status_causes().values() for r in refs}
+CAUSE_IDS = {p.id for p in CATALOGUE.patterns} | {c.id for p in CATALOGUE.patterns for c in p.causes} | STATUS_CAUSE_IDS
 
 
 def _param(entry: dict, check: str):
