@@ -23,6 +23,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from envcheck.errors import EnvcheckError
+from envcheck.matrix.model import as_version
+
 _BUILD_OS = {"windows": "windows", "macos": "macos"}  # Linux, WSL 2 and unknown use the Linux builds
 
 
@@ -50,9 +53,6 @@ def build_facts(variables: dict[str, str], matrix: Any) -> dict[str, str]:
     tf = variables.get("log_tf", "")
     if not tf or matrix is None:
         return {}
-    from envcheck.errors import EnvcheckError
-    from envcheck.matrix.model import as_version
-
     try:
         version = as_version(tf)
     except EnvcheckError:
