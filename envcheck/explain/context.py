@@ -30,6 +30,15 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             ("tensorflow:", "tensorflow ", "tensorflow=", "tensorflow-gpu", "tensorflow-cpu"),
         ),
         ("log_tf", r"\btensorflow(?:-gpu|-cpu|-macos|\[and-cuda\])?==" + _VERSION, ("==",)),
+        # prose and the issue template's older lines: "my tensorflow version is 2.12.0", "TensorFlow
+        # version (use command below): 2.1.0", "TensorFlow: tensorflow-gpu-1.5.0"
+        ("log_tf", r"\bTensorFlow(?:-gpu)?(?: version)? is v?" + _VERSION + r"\b", ("tensorflow",)),
+        (
+            "log_tf",
+            r"\bTensorFlow(?:-gpu)? version \(use command below\): {0,3}(?:v\d[\w.-]{0,40} )?v?" + _VERSION + r"\b",
+            ("use command below",),
+        ),
+        ("log_tf", r"\bTensorFlow: {0,3}tensorflow(?:-gpu|-cpu)?[- =]{1,3}v?" + _VERSION + r"\b", ("tensorflow:",)),
         (
             "log_tf",
             r"Successfully installed [^\n]{0,400}?\btensorflow(?:-gpu|-cpu)?-" + _VERSION,
@@ -45,6 +54,18 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             ("version",),
         ),
         ("log_cuda", r"cuda_version['\"]?[: =]{1,3}['\"]?(\d{1,2}\.\d{1,2})", ("cuda_version",)),
+        # the issue template's "CUDA/cuDNN version: 10.2.89" (or "Cuda 9.0", "CUDA 11.2, cuDNN 8.1"), and
+        # a line that is only a CUDA version ("cuda 11.1", "- CUDA: 8.0", "cuda11.2")
+        (
+            "log_cuda",
+            r"\bCUDA/cuDNN version[: ]{1,3}(?:CUDA|Cuda|cuda)? {0,2}v?(\d{1,2}\.\d{1,2})",
+            ("cuda/cudnn version",),
+        ),
+        (
+            "log_cuda",
+            r"^\s{0,4}(?:[-*] {0,2})?cuda(?: version)?[: ]{0,2}v?(\d{1,2}\.\d{1,2})(?:\.\d{1,4})?\s{0,4}$",
+            ("cuda",),
+        ),
         # nvidia-smi's header, "Driver Version: X  CUDA Version: Y": the newest CUDA the driver takes; a
         # "CUDA version: Y" on a line of its own is a toolkit's or a build's (log_cuda)
         (
@@ -54,7 +75,13 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
         ),
         # TensorFlow's cuda_dnn.cc logs cudnnGetVersion() as one integer, "Loaded cuDNN version 8600"
         ("log_cudnn", r"\bLoaded cuDNN version (\d{4,5})\b", ("loaded cudnn version",)),
-        ("log_cudnn", r"\bcuDNN(?: library)?(?: version)?[: =]{1,3}(\d{1,2}(?:\.\d{1,2}){0,2})\b", ("cudnn",)),
+        # (not the issue template's "CUDA/cuDNN version: 11.2/8.1", whose first number is CUDA's)
+        ("log_cudnn", r"(?<!/)\bcuDNN(?: library)?(?: version)?[: =]{1,3}(\d{1,2}(?:\.\d{1,2}){0,2})\b", ("cudnn",)),
+        (
+            "log_cudnn",
+            r"\bCUDA/cuDNN version[: ]{1,3}[^\n/]{0,24}/ {0,2}(?:cuDNN |CuDNN |cudnn )?v?(\d{1,2}(?:\.\d{1,2}){0,2})\b",
+            ("cuda/cudnn version",),
+        ),
         ("log_cudnn", r"cudnn_version['\"]?[: =]{1,3}['\"]?(\d{1,2}(?:\.\d{1,2}){0,2})", ("cudnn_version",)),
         ("log_driver", r"\bDriver Version: (\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)", ("driver version:",)),
         (
@@ -104,6 +131,17 @@ _PLATFORMS = (
             # any drive's folders (a build machine's c:\tf_jenkins\..., a cmd prompt's D:\work\repo>),
             # and a relative path written with backslashes (PyTorch's ..\aten\src\...)
             r"(?<![\w/\\])[A-Z]:\\[\w.$~ -]{1,80}\\[\w.$~-]|(?<![\w.])\.\.\\[\w.-]{1,60}\\[\w.-]",
+            re.I | re.M,
+        ),
+    ),
+    (
+        # the issue template's "OS Platform and Distribution: Windows 10", a line that is only a
+        # Windows release ("win10"), or "my system is Windows 11"
+        "windows",
+        re.compile(
+            r"^(?:[-*] {0,3})?(?:\*\*)?OS(?: platform(?: and distribution)?)?(?: \([^)\n]{0,60}\))?(?:\*\*)?: {0,3}(?:\*\*)? {0,2}"
+            r"(?:Microsoft )?Win(?:dows)? ?(?:1[01]|7|8(?:\.1)?)\b|^\s{0,4}win(?:dows)? ?1[01]\s{0,4}$|"
+            r"\b(?:system is|I(?: am)? us(?:e|ing)|running|on) Windows (?:1[01]|7|8(?:\.1)?)\b",
             re.I | re.M,
         ),
     ),
@@ -220,6 +258,15 @@ _WHERE: tuple[tuple[str, str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             ("vscode", "debugpy"),
         ),
         ("log_ide", "spyder", r"\bspyder_kernels[/\\]", ("spyder_kernels",)),
+        # the Microsoft Store's Python: its files live under WindowsApps and a
+        # Packages\PythonSoftwareFoundation.Python.3.x_<publisher id> folder (Python's "Using Python
+        # on Windows", the Microsoft Store package)
+        (
+            "log_python_store",
+            "yes",
+            r"\\WindowsApps\\(?:PythonSoftwareFoundation\.)?python3?(?:\.\d{1,2})?(?:\.exe)?\b|\\Packages\\PythonSoftwareFoundation\.Python\.3\.\d{1,2}_\w{5,20}\\",
+            ("windowsapps", "pythonsoftwarefoundation"),
+        ),
         # CUDA libraries of NVIDIA's pip wheels (nvidia-cudnn-cu12 ...) in a Python environment
         (
             "log_pip_cuda",
@@ -256,7 +303,7 @@ CONTEXT_NAMES = (
     "log_tf", "log_cuda", "log_driver_cuda", "log_cudnn", "log_driver", "log_kernel_driver", "log_python",
     "log_os", "log_crash", "log_gpu", "log_nccl_bridge", "log_gpu_cc", "log_gpu_newer_than_cuda",
     "log_container", "log_container_start", "log_hosted", "log_conda", "log_venv", "log_ide", "log_pip_cuda",
-    "log_crash_after",
+    "log_crash_after", "log_library_files", "log_cvd", "log_python_store",
 )  # fmt: skip
 
 
@@ -270,15 +317,29 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
         found = _last_value(regex, hints, text, lowered)
         if found:
             facts[name] = found
+    if "cuda_visible_devices" in lowered:
+        # CUDA_VISIBLE_DEVICES set in the log (a shell line, os.environ in a script, a job's
+        # environment dump): the last value, "" kept as "empty"
+        cvd = None
+        for cvd in _CVD_SET.finditer(text):  # noqa: B007 - the last one is wanted
+            pass
+        if cvd is not None:
+            facts["log_cvd"] = cvd.group(1).replace(" ", "") or "empty"
     if facts.get("log_cudnn", "").isdigit():
         facts["log_cudnn"] = cudnn_version_text(facts["log_cudnn"])[1]
     if "log_python" in facts and facts["log_python"].isdigit():
         facts["log_python"] = f"3.{facts['log_python']}"  # from a wheel tag: cp310
+    template = _template_fields(text, lowered)
+    for name, value in template.items():
+        facts.setdefault(name, value)
     _read_gpu_architecture(facts, text)
     _read_where(facts, text, lowered)
-    platform = platform_of(text)
+    platform = platform_of(text) or template.get("log_os")
     if platform:
         facts["log_os"] = platform
+    files = _library_files(text, lowered)
+    if files:
+        facts["log_library_files"] = files
     end = (tail or head)[-_CRASH_WINDOW:]  # a crash is what a log ends with
     crash = _last(_CRASH, end) if any(h in end.lower() for h in _CRASH_HINTS) else ""
     if crash:
@@ -289,6 +350,83 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     if any(h in lowered for h in ("found device", "created", "nvidia", "tesla", "gpu:")) and _GPU_SEEN.search(text):
         facts["log_gpu"] = "yes"
     return facts
+
+
+# TensorFlow's bug-report form (.github/ISSUE_TEMPLATE/00-bug-issue.yaml) renders each field as a
+# "### <label>" heading with the reporter's answer below it: the versions and the system they run.
+_TEMPLATE_HEADING = re.compile(
+    r"^#{2,4} {0,2}(TensorFlow version|OS platform and distribution|CUDA/cuDNN version)\s{0,4}$", re.I | re.M
+)
+_TEMPLATE_VERSION = re.compile(r"(?<![\d.])(\d{1,4}(?:\.\d{1,4}){1,3})(?![\d.])")
+_TEMPLATE_CUDNN = re.compile(r"(?:/|\bcuDNN[ :v]{0,3})\s{0,2}v?(\d{1,2}(?:\.\d{1,3}){0,2})(?![\d.])", re.I)
+_TEMPLATE_SYSTEMS = (
+    ("wsl", re.compile(r"\bWSL", re.I)),
+    ("windows", re.compile(r"\bWin(?:dows)? ?(?:1[01]|7|8(?:\.1)?)\b", re.I)),
+    ("macos", re.compile(r"\bmac ?OS\b|\bOS ?X\b", re.I)),
+    ("linux", re.compile(r"\b(?:Linux|Ubuntu|Debian|CentOS|Fedora|Arch|RHEL|Rocky)\b", re.I)),
+)
+
+
+def _template_fields(text: str, lowered: str) -> dict[str, str]:
+    """``log_tf``, ``log_os``, ``log_cuda`` and ``log_cudnn`` from the answers under the bug-report
+    form's headings (the first non-empty line below each), for the facts the log itself leaves out."""
+    if "### " not in text:
+        return {}
+    fields: dict[str, str] = {}
+    for heading in _TEMPLATE_HEADING.finditer(text):
+        after = text[heading.end() : heading.end() + 400].lstrip("\r\n ")
+        answer = after.split("\n", 1)[0].strip()
+        if not answer or answer.startswith("#"):
+            continue
+        label = heading.group(1).lower()
+        versions = _TEMPLATE_VERSION.findall(answer)
+        if label == "tensorflow version" and versions:
+            fields.setdefault("log_tf", versions[-1] if answer.lower().startswith("v") else versions[0])
+        elif label == "cuda/cudnn version" and versions:
+            fields.setdefault("log_cuda", ".".join(versions[0].split(".")[:2]))
+            cudnn = _TEMPLATE_CUDNN.search(answer)
+            if cudnn:
+                fields.setdefault("log_cudnn", cudnn.group(1))
+        elif label == "os platform and distribution":
+            system = next((name for name, regex in _TEMPLATE_SYSTEMS if regex.search(answer)), "")
+            if system:
+                fields.setdefault("log_os", system)
+    return fields
+
+
+# A CUDA or cuDNN library file named at the end of a path on a line that is not a loader's failure
+# (an ls, find or ldconfig line, a traceback frame): the log shows that file on disk.
+_LIBRARY_FILE = re.compile(
+    r"[/\\]((?:lib)?(?:cudart|cublasLt|cublas|cufft|curand|cusolver|cusparse|cudnn[a-z_]{0,16}|nvrtc|nvJitLink|cupti)"
+    r"(?:64_\d{1,3}\.dll|\.so(?:\.\d{1,4}){0,3}))(?![\w.])",
+    re.I,
+)
+_LOAD_FAILURE = (
+    "cannot open",
+    "could not load",
+    "couldn't open",
+    "not found",
+    "no such file",
+    "unable to",
+    "failed",
+    "error",
+)
+
+
+def _library_files(text: str, lowered: str) -> str:
+    """The CUDA and cuDNN file names the log shows on disk, comma-separated, lower case (at most 40)."""
+    names: list[str] = []
+    for start, end in _lines_with(("/lib", "\\bin\\", "\\lib", "64_"), text, lowered):
+        line = lowered[start:end]
+        if any(word in line for word in _LOAD_FAILURE):
+            continue
+        for found in _LIBRARY_FILE.finditer(text, start, end):
+            name = found.group(1).lower()
+            if name not in names:
+                names.append(name)
+        if len(names) >= 40:
+            break
+    return ",".join(names[:40])
 
 
 def _read_where(facts: dict[str, str], text: str, lowered: str) -> None:
@@ -304,6 +442,9 @@ def _read_where(facts: dict[str, str], text: str, lowered: str) -> None:
         facts["log_hosted"] = "colab"
 
 
+_CVD_SET = re.compile(
+    r"\bCUDA_VISIBLE_DEVICES['\"]?\]? {0,3}= {0,3}['\"]?(-?\d{1,3}(?:, {0,2}-?\d{1,3}){0,15}|)(?![\d,])", re.I
+)
 _COLAB_PACKAGES = re.compile(r"/usr/local/lib/python3\.\d{1,2}/dist-packages/")
 _COLAB_FOLDER = re.compile(r"(?<![\w.~-])/content/[\w.-]{1,80}")
 
@@ -390,7 +531,18 @@ def platform_of(text: str) -> Optional[str]:
 
 _PLATFORM_HINTS = {
     "wsl": ("/usr/lib/wsl", "wsl", "/mnt/", "/dev/dxg", "libdxcore"),
-    "windows": (":\\", ".dll", "%path%", "powershell", "winget", "\\site-packages\\", "..\\"),
+    "windows": (
+        ":\\",
+        ".dll",
+        "%path%",
+        "powershell",
+        "winget",
+        "\\site-packages\\",
+        "..\\",
+        "windows",
+        "win1",
+        "win 1",
+    ),
     "macos": ("/users/", "homebrew", "darwin", "macos", ".dylib", "zsh: ", "apple", "mach-o", "metal"),
     "linux": ("/usr/lib/", "/home/", ".so", "/proc/", "ubuntu", "debian", "centos", "manylinux", "(core dumped)"),
 }

@@ -97,6 +97,19 @@ def _no_kernel_module_under_wsl(variables: dict[str, str]) -> Optional[str]:
     return None
 
 
+def _gpu_build_on_this_system(variables: dict[str, str]) -> Optional[str]:
+    """TensorFlow 2.10 was the last release with a GPU build for native Windows (the pip install
+    page, the 2.11 release notes): the cause is ruled out for a log from another system, or from
+    an older TensorFlow on Windows."""
+    system = variables.get("log_os", "")
+    if system in ("linux", "wsl", "macos"):
+        return f"the log comes from {_SYSTEM_TITLES.get(system, 'WSL')}, not native Windows"
+    tf = _major_minor(variables.get("log_tf", ""))
+    if system == "windows" and tf and tf <= (2, 10):
+        return f"the log shows TensorFlow {variables['log_tf']}, which still had a native Windows GPU build (2.10 was the last)"
+    return None
+
+
 _SYSTEM_TITLES = {"windows": "Windows", "macos": "macOS", "linux": "Linux"}
 
 
@@ -116,6 +129,7 @@ RULED_OUT_BY_LOG: dict[str, Callable[[dict[str, str]], Optional[str]]] = {
     "module-not-built-for-kernel": _no_kernel_module_under_wsl,
     "secure-boot-unsigned-module": _no_kernel_module_under_wsl,
     "other-driver-holds-gpu": _no_kernel_module_under_wsl,
+    "tf-windows-gpu-ended": _gpu_build_on_this_system,
 }
 
 
@@ -132,14 +146,80 @@ def _same_cuda_release(variables: dict[str, str]) -> Optional[bool]:
     return installed == wanted
 
 
+def _build_cuda_installed(variables: dict[str, str]) -> Optional[bool]:
+    """Whether the CUDA the log shows installed is the release the log's TensorFlow was built with
+    (``build_facts``: the matrix's build row). The file name the loader asked for says more, so it
+    decides first (``_same_cuda_release``); this answers when the message names no CUDA file."""
+    by_file = _same_cuda_release(variables)
+    if by_file is not None:
+        return by_file
+    if variables.get("dlerror_reason", "not-found") != "not-found":
+        return None
+    # the runtime's file name follows the release that way; the math libraries have their own
+    # numbering (CUDA 11.0's libcusolver.so.10, 11.1's libcusolver.so.11)
+    if variables.get("family", "cudart") != "cudart":
+        return None
+    return {"same": True, "other": False}.get(variables.get("log_cuda_for_tf", ""))
+
+
+def _file_on_disk(variables: dict[str, str]) -> bool:
+    """The log shows the very file the loader could not open, at a path (an ls, find or ldconfig
+    line): the file is installed, outside the folders the loader searches. dlopen(3) looks in
+    LD_LIBRARY_PATH, the ld.so cache and /lib, /usr/lib; LoadLibrary in the DLL search order (PATH,
+    os.add_dll_directory) and nowhere else."""
+    wanted = variables.get("library", "").lower()
+    shown = variables.get("log_library_files", "")
+    return bool(wanted) and wanted in shown.split(",")
+
+
+def _cvd_indexes(variables: dict[str, str]) -> Optional[list[int]]:
+    """The device indexes CUDA_VISIBLE_DEVICES is set to in the log ([] for "" ), None when the log
+    does not set it."""
+    value = variables.get("log_cvd", "")
+    if not value:
+        return None
+    if value == "empty":
+        return []
+    return [int(part) for part in value.split(",") if part.lstrip("-").isdigit() and len(part) <= 4]
+
+
+def _cvd_hides_all(variables: dict[str, str]) -> bool:
+    """CUDA_VISIBLE_DEVICES set to "" or to a negative index only: CUDA enumerates no device (the
+    CUDA C++ Programming Guide, CUDA environment variables: the devices before the first invalid
+    index are visible, none when it comes first)."""
+    indexes = _cvd_indexes(variables)
+    return indexes is not None and (not indexes or indexes[0] < 0)
+
+
+def _cvd_names_missing_gpu(variables: dict[str, str]) -> bool:
+    """CUDA_VISIBLE_DEVICES lists an index above 0 first: on a machine with fewer GPUs that index
+    does not exist, and CUDA then enumerates nothing (index 0 exists wherever any GPU does)."""
+    indexes = _cvd_indexes(variables)
+    return bool(indexes) and indexes[0] > 0
+
+
 # cause id -> the rule that says the log points at it
 POINTED_AT_BY_LOG: dict[str, Callable[[dict[str, str]], bool]] = {
     "driver-upgraded-no-reboot": lambda v: _driver_split(v) is True,
-    # the CUDA the runtime belongs to is installed: it is not found where the loader looks
-    "cuda-lib-not-on-path": lambda v: _same_cuda_release(v) is True,
-    "cuda-bin-not-on-path": lambda v: _same_cuda_release(v) is True,
+    # the CUDA the runtime belongs to is installed, or the file itself is on disk: it is not found
+    # where the loader looks
+    "cuda-lib-not-on-path": lambda v: _build_cuda_installed(v) is True or _file_on_disk(v),
+    "cuda-bin-not-on-path": lambda v: _build_cuda_installed(v) is True or _file_on_disk(v),
+    "cudnn-lib-not-on-path": _file_on_disk,
+    "cudnn-not-on-path": _file_on_disk,
     # another CUDA release is installed: the one this TensorFlow was built for is not
-    "cuda-not-installed": lambda v: _same_cuda_release(v) is False,
+    "cuda-not-installed": lambda v: _build_cuda_installed(v) is False and not _file_on_disk(v),
+    # the log's cuDNN is another major than the build's (the file name carries the major)
+    "cudnn-other-major": lambda v: v.get("log_cudnn_for_tf") == "other-major" and not _file_on_disk(v),
+    # the build carries no code the GPU can run (the matrix: the build's cubins and PTX)
+    "release-lacks-arch": lambda v: v.get("log_gpu_unsupported") == "yes",
+    # TensorFlow after 2.10 on native Windows: there is no GPU build to find the GPU with
+    "tf-windows-gpu-ended": lambda v: v.get("log_tf_no_gpu_build") == "windows",
+    # the value of CUDA_VISIBLE_DEVICES the log shows
+    "cvd-hides-all": _cvd_hides_all,
+    "cvd-out-of-range": _cvd_names_missing_gpu,
+    # the Microsoft Store's Python runs packaged, with its own DLL search
+    "msstore-python": lambda v: v.get("log_python_store") == "yes",
 }
 
 

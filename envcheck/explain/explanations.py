@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.errors import EnvcheckError
+from envcheck.explain.build_facts import build_facts
 from envcheck.explain.catalogue import DERIVERS, CauseTemplate, Pattern, fill, fill_fix
 from envcheck.explain.contradictions import weigh
 from envcheck.explain.machine import MachineNote, notes_for
@@ -158,6 +159,8 @@ class _Log:
 def _variables(occurrence: Occurrence, log: _Log, matrix: "_MatrixSource") -> dict[str, str]:
     pattern = occurrence.pattern
     variables = {**log.result.context, **occurrence.variables}  # what the whole log shows, for every message
+    if "log_tf" in variables:  # the build that TensorFlow release is, from the matrix (``build_facts``)
+        variables.update(build_facts(variables, matrix.get()))
     if pattern.derive and DERIVERS[pattern.derive][2]:
         variables.update(LATE_DERIVERS[pattern.derive](variables, matrix.get()))
     if "install_gpu" not in variables and pattern.uses("install_gpu"):

@@ -1,0 +1,90 @@
+"""What the compatibility matrix says about the TensorFlow a log shows, next to the rest of the log.
+
+A log that prints TensorFlow's version tells, through the matrix (TensorFlow's tested build
+configurations, its Windows and release notes, the wheels' own build info), which CUDA and cuDNN
+that build loads, which GPUs it has code for and whether a GPU build exists for the system the log
+comes from. Set beside the CUDA, cuDNN and GPU the same log prints, these facts decide between a
+message's causes (``contradictions``):
+
+  log_tf_cuda            the CUDA release the build was made with ("11.2")
+  log_cuda_for_tf        "same" or "other": whether the CUDA the log shows installed provides the
+                         build's libraries (from CUDA 11 on a major's releases share file names,
+                         libcudart.so.11.0; before it each release has its own, libcudart.so.10.1)
+  log_cudnn_for_tf       "same" or "other-major": the cuDNN the log shows, by major version (the
+                         library's file name carries only the major, libcudnn.so.8)
+  log_tf_no_gpu_build    "windows": TensorFlow after 2.10 on native Windows, which has no GPU build
+  log_gpu_unsupported    "yes": the build has neither machine code nor usable PTX for the GPU's
+                         compute capability
+  log_gpu_newer_than_cuda  "yes": the GPU's architecture came after the build's CUDA release, so
+                         the CUDA libraries of that release (cuDNN, cuBLAS) have no kernels for it
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from envcheck.errors import EnvcheckError
+from envcheck.matrix.model import as_version
+
+_BUILD_OS = {"windows": "windows", "macos": "macos"}  # Linux, WSL 2 and unknown use the Linux builds
+
+
+def _major_minor(text: str) -> Optional[tuple[int, int]]:
+    parts = text.split(".")
+    if len(parts) < 2 or not all(p.isdigit() and len(p) <= 4 for p in parts[:2]):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def same_cuda_files(installed: str, built: str) -> Optional[bool]:
+    """Whether CUDA ``installed`` provides the runtime file names of a build made with ``built``:
+    one major's releases share them from CUDA 11 on, each release has its own before it. None
+    when either is not a version."""
+    have, want = _major_minor(installed), _major_minor(built)
+    if have is None or want is None:
+        return None
+    if have[0] >= 11 or want[0] >= 11:
+        return have[0] == want[0]
+    return have == want
+
+
+def build_facts(variables: dict[str, str], matrix: Any) -> dict[str, str]:
+    """The facts above for the TensorFlow ``variables["log_tf"]`` names ({} without one or a matrix)."""
+    tf = variables.get("log_tf", "")
+    if not tf or matrix is None:
+        return {}
+    try:
+        version = as_version(tf)
+    except EnvcheckError:
+        return {}
+    system = variables.get("log_os", "")
+    facts: dict[str, str] = {}
+    if system == "windows" and version > matrix.platform.windows_native_gpu_last:
+        facts["log_tf_no_gpu_build"] = "windows"
+        return facts
+    build = matrix.tf_build(version, _BUILD_OS.get(system, "linux"))
+    if build is None or not build.gpu or build.cuda is None:
+        return facts
+    facts["log_tf_cuda"] = str(build.cuda)
+    same = same_cuda_files(variables.get("log_cuda", ""), str(build.cuda))
+    if same is not None:
+        facts["log_cuda_for_tf"] = "same" if same else "other"
+    cudnn, built_cudnn = variables.get("log_cudnn", ""), str(build.cudnn or "")
+    if cudnn and built_cudnn and cudnn.split(".")[0].isdigit():
+        facts["log_cudnn_for_tf"] = "same" if cudnn.split(".")[0] == built_cudnn.split(".")[0] else "other-major"
+    capability = variables.get("log_gpu_cc", "")
+    if _major_minor(capability) is None:
+        return facts
+    try:
+        if build.compute_capabilities and matrix.support(build, capability) == "none":
+            facts["log_gpu_unsupported"] = "yes"
+        # the CUDA libraries the build bundles or loads (cuDNN, cuBLAS) are those of its release:
+        # a GPU that release predates has no kernels in them (``context`` sets the same fact from
+        # a printed CUDA version)
+        first = matrix.first_cuda(capability)
+        if first is not None and variables.get("log_gpu_newer_than_cuda") != "yes":
+            if as_version(str(first.version)).release[:2] > build.cuda.release[:2]:
+                facts["log_gpu_newer_than_cuda"] = "yes"
+    except EnvcheckError:
+        pass
+    return facts
