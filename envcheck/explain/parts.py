@@ -208,6 +208,7 @@ PART_NAMES = (
     "windows_code",
     "windows_error",
     "windows_meaning",
+    "windows_label",
     "library_owner",
 )
 
@@ -274,11 +275,22 @@ def _windows_code(text: str) -> dict[str, str]:
     if not code:
         code = windows_code_of_text(text)
     if not code:
+        if "or one of its dependencies" in text and in_stack_frame(text):  # PyTorch's line, cut before the code
+            return {
+                "windows_label": "the text ends before Windows' code",
+                "windows_meaning": "the code is not in the text; for a package's own DLL it is most often 126, a DLL it "
+                "needs (the Visual C++ or OpenMP runtime) was not found",
+            }
         return {}
     statuses = [s for s in load_statuses().statuses if s.enum == "Win32 error codes" and s.value == int(code)]
     if not statuses:
-        return {"windows_code": code}
-    return {"windows_code": code, "windows_error": statuses[0].name, "windows_meaning": statuses[0].meaning}
+        return {"windows_code": code, "windows_label": f"WinError {code}"}
+    return {
+        "windows_code": code,
+        "windows_error": statuses[0].name,
+        "windows_meaning": statuses[0].meaning,
+        "windows_label": f"{statuses[0].name}, WinError {code}",
+    }
 
 
 def windows_code_of_text(text: str) -> str:

@@ -324,3 +324,12 @@ def test_windows_commands_only_for_windows_logs():
         for cause in explanation.causes:
             shells = {c.shell for c in (cause.tell.commands if cause.tell else ())}
             assert "powershell" not in shells, cause.id
+
+
+def test_the_title_names_the_code_or_says_it_is_not_in_the_text():
+    coded = _explained(
+        f'OSError: [WinError 126] The specified module could not be found. Error loading "{TORCH_LIB}\\c10.dll"'
+    )
+    assert coded[0].title == "Windows could not load a DLL (ERROR_MOD_NOT_FOUND, WinError 126)"
+    cut = _explained(f'Error loading "{TORCH_LIB}\\fbgemm.dll" or one of its dependencies.')
+    assert cut[0].title == "Windows could not load a DLL (the text ends before Windows' code)"
