@@ -303,7 +303,8 @@ CONTEXT_NAMES = (
     "log_tf", "log_cuda", "log_driver_cuda", "log_cudnn", "log_driver", "log_kernel_driver", "log_python",
     "log_os", "log_crash", "log_gpu", "log_nccl_bridge", "log_gpu_cc", "log_gpu_newer_than_cuda",
     "log_container", "log_container_start", "log_hosted", "log_conda", "log_venv", "log_ide", "log_pip_cuda",
-    "log_crash_after", "log_library_files", "log_cvd", "log_python_store",
+    "log_crash_after", "log_library_files", "log_cvd", "log_python_store", "log_tf_imports_cuda",
+    "log_tf_windows_gpu",
 )  # fmt: skip
 
 
@@ -333,6 +334,7 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     for name, value in template.items():
         facts.setdefault(name, value)
     _read_gpu_architecture(facts, text)
+    _read_tf_build(facts, text)
     _read_where(facts, text, lowered)
     platform = platform_of(text) or template.get("log_os")
     if platform:
@@ -427,6 +429,35 @@ def _library_files(text: str, lowered: str) -> str:
         if len(names) >= 40:
             break
     return ",".join(names[:40])
+
+
+# TensorFlow 2.2 and newer import their native module with pybind11 from
+# tensorflow.python._pywrap_tensorflow_internal (pywrap_tensorflow.py); Python 3.8, the first to name
+# the module in "DLL load failed while importing X", is supported from TensorFlow 2.2.
+_TF_2_2_IMPORT = re.compile(
+    r"from tensorflow\.python\._pywrap_tensorflow_internal import \*|"
+    r"DLL load failed while importing _pywrap_tensorflow_internal\b"
+)
+
+
+def _read_tf_build(facts: dict[str, str], text: str) -> None:
+    """What the TensorFlow release says about its build, from TensorFlow's release notes and
+    tested-build tables: ``log_tf_imports_cuda`` is "no" from 2.1 on (the CUDA DLLs are opened
+    after the import, each one that fails is a warning of its own, so a failed import is not about
+    CUDA) and "yes" before; ``log_tf_windows_gpu`` is "ended" from 2.11 on (2.10 was the last
+    release with a GPU build for native Windows) and "built" before."""
+    version = _release(facts.get("log_tf", ""))
+    if version is None:
+        if _TF_2_2_IMPORT.search(text):  # 2.2 or newer, which release is not known
+            facts["log_tf_imports_cuda"] = "no"
+        return
+    facts["log_tf_imports_cuda"] = "no" if version >= (2, 1) else "yes"
+    facts["log_tf_windows_gpu"] = "ended" if version >= (2, 11) else "built"
+
+
+def _release(text: str) -> Optional[tuple[int, int]]:
+    found = re.match(r"(\d{1,2})\.(\d{1,3})", text)
+    return (int(found.group(1)), int(found.group(2))) if found else None
 
 
 def _read_where(facts: dict[str, str], text: str, lowered: str) -> None:

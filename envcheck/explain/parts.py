@@ -86,7 +86,59 @@ _LOADER_FRAME = re.compile(
 # prints that form); an "error code 126" of a licence server or an HTTP client is not one.
 _WINDOWS_CODE = re.compile(
     r"\[WinError (?P<code>\d{1,5})\]|LoadLibrary(?:Ex)?\w{0,2} failed with error[: ]{1,2}(?P<code2>\d{1,5})\b|"
-    r"\.dll\b[^\n]{0,200}?\berror code[: ]{1,2}(?P<code3>\d{1,5})\b|\berror code[: ]{1,2}(?P<code4>\d{1,5})\b[^\n]{0,200}?\.dll\b",
+    r"\.dll\b[^\n]{0,200}?\berror code(?: is)?[: ]{1,2}(?P<code3>\d{1,5})\b|"
+    r"\berror code(?: is)?[: ]{1,2}(?P<code4>\d{1,5})\b[^\n]{0,200}?\.dll\b",
+    re.I,
+)
+# Windows' own wording of the loader's errors (FormatMessage's text for the system error codes on
+# Microsoft's "System Error Codes" pages), as Windows prints it in the languages users post: a
+# message that carries the text and not the number ("DLL load failed: <text>", PyTorch's "<text>
+# Error loading "X.dll" or one of its dependencies", a program's "X.dll - <text>") names the code
+# all the same. Only a line that is the loader's (a DLL named, Python's DLL load, [WinError N])
+# is read so.
+WINDOWS_TEXTS: tuple[tuple[str, str], ...] = (
+    (
+        "126",  # ERROR_MOD_NOT_FOUND
+        r"The specified module (?:could not|cannot) be found|Could not find the specified module|"
+        r"Das angegebene Modul wurde nicht gefunden|Le module sp[ée]cifi[ée] est introuvable|"
+        r"No se puede encontrar el m[óo]dulo especificado|Impossibile trovare il modulo specificato|"
+        r"N[ãa]o foi poss[íi]vel encontrar o m[óo]dulo especificado|Не найден указанный модуль|"
+        r"找不到指定的模[块組组]|指定されたモジュールが見つかりません|지정된 모듈을 찾을 수 없습니다",
+    ),
+    (
+        "127",  # ERROR_PROC_NOT_FOUND
+        r"The specified procedure could not be found|Die angegebene Prozedur wurde nicht gefunden|"
+        r"La proc[ée]dure sp[ée]cifi[ée]e est introuvable|No se encontr[óo] el proceso especificado|"
+        r"Impossibile trovare la procedura specificata|N[ãa]o foi poss[íi]vel encontrar o procedimento especificado|"
+        r"Не найдена указанная процедура|找不到指定的程序|指定されたプロシージャが見つかりません|지정된 프로시저를 찾을 수 없습니다",
+    ),
+    (
+        "193",  # ERROR_BAD_EXE_FORMAT
+        r"is not a valid Win32 application|ist keine zul[äa]ssige Win32-Anwendung|n.est pas une application Win32 valide|"
+        r"no es una aplicaci[óo]n Win32 v[áa]lida|non [èe] un.applicazione di Win32 valida|не является приложением Win32|"
+        r"不是有效的 ?Win32 ?应用程序|は有効な Win32 アプリケーションではありません",
+    ),
+    (
+        "1114",  # ERROR_DLL_INIT_FAILED
+        r"A dynamic link library \(DLL\) initialization routine failed|DLL-Initialisierungsroutine ist fehlgeschlagen|"
+        r"routine d.initialisation d.une biblioth[èe]que de liens dynamiques \(DLL\) a [ée]chou[ée]|"
+        r"rutina de inicializaci[óo]n de biblioteca de v[íi]nculos din[áa]micos \(DLL\)|"
+        r"动态链接库 ?\(DLL\) ?初始化例程失败|ダイナミック リンク ライブラリ \(DLL\) 初期化ルーチンの実行に失敗しました|"
+        r"сбой в программе инициализации библиотеки динамической компоновки",
+    ),
+    (
+        "1455",  # ERROR_COMMITMENT_LIMIT
+        r"The paging file is too small for this operation to complete|Die Auslagerungsdatei ist zu klein|"
+        r"Le fichier de pagination est insuffisant|页面文件太小，?无法完成操作|ページング ファイルが小さすぎる|"
+        r"Файл подкачки слишком мал",
+    ),
+)
+_WINDOWS_TEXT = re.compile("|".join(f"(?P<t{code}>{text})" for code, text in WINDOWS_TEXTS), re.I)
+_WINDOWS_LOADER_LINE = re.compile(r"\.dll\b|DLL load failed|\[WinError|LoadLibrary|or one of its dependencies", re.I)
+# The package a DLL belongs to when it is one of an installed Python package's own files
+# (site-packages\torch\lib\cudnn64_8.dll is PyTorch's copy of cuDNN, not a system-wide one).
+_PACKAGE_LIBRARY = re.compile(
+    r"[\\/](?:site|dist)-packages[\\/](?P<owner>[\w.-]{1,80})[\\/](?:[\w.-]{1,80}[\\/]){0,4}[\w.-]{1,80}\.(?:dll|so|pyd)\b",
     re.I,
 )
 # The frame of the stack envcheck explains: a file or module of the CUDA stack (the driver, the
@@ -99,7 +151,7 @@ _WINDOWS_CODE = re.compile(
 _STACK_FRAME = re.compile(
     r"\b(?:lib)?(?:cu(?:da|dart|dnn|blas|fft|rand|solver|sparse|pti|file)|nvrtc|nvjitlink|nvinfer|nvonnxparser|"
     r"nccl|nvml|nvidia|nvcuda|nvvm|nvptx|libdevice|ptxas|tensorrt|zlibwapi|tensorflow|_pywrap_|keras|jax|xla(?![a-z])|"
-    r"torch|c10|caffe2|paddle|mxnet|onnxruntime|cupy|numba|triton|bitsandbytes|llama|dlib|xgboost|lightgbm)",
+    r"torch|c10|caffe2|fbgemm|paddle|mxnet|onnxruntime|cupy|numba|triton|bitsandbytes|llama|dlib|xgboost|lightgbm)",
     re.I,
 )
 # An installed Python package is in the frame only where the line is one of its frames or names one
@@ -156,6 +208,8 @@ PART_NAMES = (
     "windows_code",
     "windows_error",
     "windows_meaning",
+    "windows_label",
+    "library_owner",
 )
 
 
@@ -170,6 +224,9 @@ def read_parts(text: str, library: str = "") -> dict[str, str]:
         parts["library_stack"] = "cuda" if _CUDA_STACK_FILE.match(found.group("file")) else "other"
     parts.update(_loader_reason(text, library or parts.get("library_file", "")))
     parts.update(_windows_code(text))
+    owner = _PACKAGE_LIBRARY.search(text)
+    if owner is not None:
+        parts["library_owner"] = owner.group("owner").lower()
     parts.update(_status(text))
     return {k: v for k, v in parts.items() if v}
 
@@ -216,11 +273,35 @@ def _windows_code(text: str) -> dict[str, str]:
     found = _WINDOWS_CODE.search(text)
     code = next((c for c in found.groups() if c), "") if found else ""
     if not code:
+        code = windows_code_of_text(text)
+    if not code:
+        if "or one of its dependencies" in text and in_stack_frame(text):  # PyTorch's line, cut before the code
+            return {
+                "windows_label": "the text ends before Windows' code",
+                "windows_meaning": "the code is not in the text; for a package's own DLL it is most often 126, a DLL it "
+                "needs (the Visual C++ or OpenMP runtime) was not found",
+            }
         return {}
     statuses = [s for s in load_statuses().statuses if s.enum == "Win32 error codes" and s.value == int(code)]
     if not statuses:
-        return {"windows_code": code}
-    return {"windows_code": code, "windows_error": statuses[0].name, "windows_meaning": statuses[0].meaning}
+        return {"windows_code": code, "windows_label": f"WinError {code}"}
+    return {
+        "windows_code": code,
+        "windows_error": statuses[0].name,
+        "windows_meaning": statuses[0].meaning,
+        "windows_label": f"{statuses[0].name}, WinError {code}",
+    }
+
+
+def windows_code_of_text(text: str) -> str:
+    """The system error code whose wording (in any language ``WINDOWS_TEXTS`` knows) a loader's
+    line of the CUDA stack's frame carries, "" when it carries none or is no such line."""
+    if _WINDOWS_LOADER_LINE.search(text) is None or not in_stack_frame(text):
+        return ""  # another program's (Python's own _ssl, a game's DLL) wording is not ours to read
+    found = _WINDOWS_TEXT.search(text)
+    if found is None:
+        return ""
+    return next(name[1:] for name, value in found.groupdict().items() if value)
 
 
 # A status given by number next to its library's name (the status patterns read more forms).

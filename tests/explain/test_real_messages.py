@@ -29,6 +29,10 @@ KNOWN_MISSES = {
     # workers have no GPU; the same line on a GPU machine is a real failure. The message alone
     # cannot tell; with the machine's facts (--facts) it can.
     "driver-cmssw-42657": "harmless",
+    # The post wraps PyTorch's message across lines ("Error loading\n...\\torch\\lib\\X.dll\" or\n
+    # one of its dependencies."): the line with the code does not hold the path that says the DLL is
+    # PyTorch's own copy, so the broken-install cause is not reached.
+    "windows-sdnext-2332": "cause",
 }
 
 
