@@ -211,3 +211,49 @@ def test_xid_45_is_read_as_the_xid_it_names():
 def test_the_xid_number_ranks_hardware_or_the_program(xid, first):
     found = _explain(f"NVRM: Xid (PCI:0000:3b:00): {xid}, pid=4410, name=python3, Ch 00000010")
     assert found["nvrm-xid"].causes[0].id == first
+
+
+def test_a_spaced_condition_without_the_toolkits_words_is_not_a_requirement_error():
+    assert "container-cuda-requirement-unmet" not in _explain(
+        "unsatisfied condition: cuda >= 9.1 (from a build script)"
+    )
+
+
+def test_insufficient_permissions_from_nvidia_smi_names_the_device_files():
+    found = _explain("Failed to initialize NVML: Insufficient Permissions")
+    assert found["nvml-no-permission"].causes[0].id == "device-files-not-accessible"
+    # NVML's other status texts stay with the status table
+    assert "nvml-no-permission" not in _explain("Failed to initialize NVML: Not Supported")
+
+
+@pytest.mark.parametrize(
+    "message, first",
+    [
+        # NCCL's CUDACHECK, old and new wordings: the CUDA error picks the cause
+        ("node3:2291:2330 [2] include/alloc.h:185 NCCL WARN Cuda failure 'out of memory'", "gpu-memory-preallocated"),
+        ("node3:2291:2330 [2] NCCL WARN Cuda failure 2 'out of memory'", "gpu-memory-preallocated"),
+        (
+            "w0:771:802 [1] transport/p2p.cc:301 NCCL WARN Cuda failure 217 'peer access is not supported between these two devices'",
+            "nccl-p2p-broken",
+        ),
+        (
+            "w0:771:802 [1] transport/p2p.cc:238 NCCL WARN failed to open CUDA IPC handle : 217 peer access is not supported between these two devices",
+            "nccl-p2p-broken",
+        ),
+        ("w0:771:802 [1] NCCL WARN Cuda failure 'an illegal memory access was encountered'", "nccl-cuda-call-failed"),
+    ],
+)
+def test_ncclss_cuda_failure_is_read_by_its_cuda_error(message, first):
+    assert _first(message, "nccl-cuda-failure") == first
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Build failure 'missing header'",
+        "w0:771:802 [1] NCCL INFO Channel 00 : 0[1a000] -> 1[1b000] via P2P/IPC",
+        "w0:771:802 [1] NCCL INFO Could not enable P2P between dev 0(=1a000) and dev 1(=1b000)",
+    ],
+)
+def test_lines_that_are_not_a_cuda_failure_inside_nccl(line):
+    assert "nccl-cuda-failure" not in _explain(line)
