@@ -83,7 +83,8 @@ def test_a_hard_wrap_inside_a_message_is_joined(example, seed):
     if len(words) < 8:
         return
     cut = 4 + seed % (len(words) - 6)
-    if not words[cut][:1].islower() or len(" ".join(words[:cut])) < 30 or words[cut - 1][-1:] in ".!?)]":
+    line = " ".join(words[:cut]).rsplit("\n", 1)[-1]  # the line the wrap cuts (an example may hold several)
+    if not words[cut][:1].islower() or len(line) < 30 or words[cut - 1][-1:] in ".!?)]":
         return  # a line that starts with a capital or a digit (a time), or follows a sentence, is new
     wrapped = " ".join(words[:cut]) + "\n" + " ".join(words[cut:])
     wanted = {pid for pid, _ in _titles(text)}
