@@ -97,7 +97,9 @@ def _derive_xid(variables: dict[str, str]) -> Optional[dict[str, str]]:
     if named is None:  # an Xid the catalogue does not list: still the driver's fault record
         named = {"status_name": f"Xid {number}", "status_meaning": "an Xid NVIDIA's catalogue does not list here",
                  "status_value": number, "status_library": "the NVIDIA kernel driver", "status_source": "", "status_enum": "NVIDIA Xid"}  # fmt: skip
-    return {"xid": number, **named}
+    # the driver's three-line "fallen off the bus" names the GPU's address on its first line only
+    where = {} if variables.get("pci") else {"pci": "the address an earlier line names"}
+    return {"xid": number, **named, **where}
 
 
 def _derive_needed_version(variables: dict[str, str]) -> dict[str, str]:

@@ -313,7 +313,7 @@ SWEEP = [
         f"{XLA}/main/xla/backends/gpu/collectives/nccl_errors.cc",
         "%s:%d: NCCL operation %s failed: %s. Last NCCL warning(error) log entry (may be unrelated) '%s'.",
         "E0000 00:00:1755011248.049012     142 nccl_api.cc:300] INTERNAL: NCCL operation ncclCommInitRankConfig(&comm, nranks, id, rank, &config) failed: unhandled cuda error (run with NCCL_DEBUG=INFO for details). Last NCCL warning(error) log entry (may be unrelated) 'Cuda failure 'out of memory''.",
-        "nccl-cuda-error",
+        "nccl-cuda-failure",  # the NCCL warning XLA quotes names the CUDA error
     ),
     (
         f"{XLA}/main/xla/backends/gpu/collectives/nccl_errors.cc",
