@@ -30,20 +30,30 @@ _BUILD_OS = {"windows": "windows", "macos": "macos"}  # Linux, WSL 2 and unknown
 
 
 def _major_minor(text: str) -> Optional[tuple[int, int]]:
-    parts = text.split(".")
-    if len(parts) < 2 or not all(p.isdigit() and len(p) <= 4 for p in parts[:2]):
-        return None
-    return int(parts[0]), int(parts[1])
+    release = _release(text)
+    return (release[0], release[1]) if len(release) == 2 else None
+
+
+def _release(text: str) -> tuple[int, ...]:
+    """The major and minor numbers of a version ("11.2.1" -> (11, 2); "12" -> (12,)); a part that is
+    no number ends it. A log's text: no int() of thousands of digits."""
+    out = []
+    for part in text.split(".")[:2]:
+        if not (part.isdigit() and len(part) <= 9):
+            break
+        out.append(int(part))
+    return tuple(out)
 
 
 def same_cuda_files(installed: str, built: str) -> Optional[bool]:
-    """Whether CUDA ``installed`` provides the runtime file names of a build made with ``built``:
-    one major's releases share them from CUDA 11 on, each release has its own before it. None
-    when either is not a version."""
-    have, want = _major_minor(installed), _major_minor(built)
-    if have is None or want is None:
+    """Whether CUDA ``installed`` provides the runtime file names of a build made with, or a file
+    named for, CUDA ``built`` ("11.2", or "12" from cudart64_12.dll): one major's releases share
+    them from CUDA 11 on (libcudart.so.11.0, cudart64_110.dll), each release has its own before it
+    (libcudart.so.10.1). None when ``installed`` is no major.minor or ``built`` no version."""
+    have, want = _release(installed), _release(built)
+    if len(have) < 2 or not want:
         return None
-    if have[0] >= 11 or want[0] >= 11:
+    if have[0] >= 11 or want[0] >= 11 or len(want) < 2:
         return have[0] == want[0]
     return have == want
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Optional
 
+from envcheck.explain.build_facts import same_cuda_files
 from envcheck.explain.catalogue import cudnn_version_text
 
 
@@ -138,12 +139,9 @@ def _same_cuda_release(variables: dict[str, str]) -> Optional[bool]:
     the missing CUDA runtime belongs to: True, False, or None when the log or the file name does not
     say. A runtime's soname names its release: libcudart.so.10.1 is CUDA 10.1 only, while from CUDA 11
     every minor release ships the major's soname (libcudart.so.11.0, cudart64_110.dll, cudart64_12.dll)."""
-    installed, wanted = _major_minor(variables.get("log_cuda", "")), _major_minor(variables.get("cuda_version", ""))
-    if len(installed) < 2 or not wanted or variables.get("dlerror_reason", "not-found") != "not-found":
+    if variables.get("dlerror_reason", "not-found") != "not-found":
         return None  # (a loader's own reason, a wrong architecture or a missing dependency, says more)
-    if installed[0] >= 11 or len(wanted) < 2:
-        return installed[0] == wanted[0]
-    return installed == wanted
+    return same_cuda_files(variables.get("log_cuda", ""), variables.get("cuda_version", ""))
 
 
 def _build_cuda_installed(variables: dict[str, str]) -> Optional[bool]:
