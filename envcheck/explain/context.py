@@ -304,7 +304,7 @@ CONTEXT_NAMES = (
     "log_os", "log_crash", "log_gpu", "log_nccl_bridge", "log_gpu_cc", "log_gpu_newer_than_cuda",
     "log_container", "log_container_start", "log_hosted", "log_conda", "log_venv", "log_ide", "log_pip_cuda",
     "log_crash_after", "log_library_files", "log_cvd", "log_python_store", "log_tf_imports_cuda",
-    "log_tf_windows_gpu",
+    "log_tf_windows_gpu", "log_exception",
 )  # fmt: skip
 
 
@@ -349,6 +349,9 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     after = _crash_after(end)
     if after:
         facts["log_crash_after"] = after
+    exception = uncaught_exception(end)
+    if exception:
+        facts["log_exception"] = exception
     if any(h in lowered for h in ("found device", "created", "nvidia", "tesla", "gpu:")) and _GPU_SEEN.search(text):
         facts["log_gpu"] = "yes"
     return facts
@@ -591,6 +594,31 @@ _LIBRARY_LOADED = re.compile(
     r"Loaded (?:runtime )?(cuBLAS|cudnn)",
     re.I,
 )
+
+
+# CPython prints an uncaught exception as "Traceback (most recent call last):", the frames indented,
+# then "<qualified name>: <message>" at the start of a line (Lib/traceback.py, format_exception_only);
+# IPython's ultratb puts "Traceback (most recent call last)" after the name on its first line and
+# ends with the same "<name>: <message>" line. Names are those of exception classes by convention
+# (PEP 8: "Error" for errors) and the built-in ones that end otherwise.
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
+_EXCEPTION_LINE = re.compile(
+    r"^(?:[A-Za-z_][\w]{0,80}\.){0,8}(?:[A-Za-z_]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Warning)|"
+    r"StopIteration|StopAsyncIteration|GeneratorExit)(?::[ \t]{0,4}[^\n]{0,300}|[ \t]{0,4}$)",
+    re.M,
+)
+
+
+def uncaught_exception(end: str) -> str:
+    """The exception line (name and message, cut to 300 characters) of the last Python traceback in
+    ``end``; "" when there is none."""
+    start = None
+    for start in _TRACEBACK.finditer(end):  # noqa: B007 - the last one is wanted
+        pass
+    if start is None:
+        return ""
+    found = _EXCEPTION_LINE.search(end, start.end())
+    return found.group(0).strip() if found else ""
 
 
 def _crash_after(end: str) -> str:

@@ -9,6 +9,8 @@ from typing import Any, Optional
 from envcheck.explain.explanations import Explanation
 from envcheck.explain.scanner import ScanResult
 
+_NOT_FAILURES = frozenset({"KeyboardInterrupt", "GeneratorExit", "StopIteration", "StopAsyncIteration"})
+
 
 @dataclass(frozen=True)
 class ExplainReport:
@@ -29,6 +31,16 @@ class ExplainReport:
         return len(self.explanations) - self.to_act_on
 
     @property
+    def unexplained_error(self) -> str:
+        """The exception line of a Python traceback the input ends in when no explanation found is
+        something to act on: the input shows a failure none of its known messages accounts for
+        (notices beside it are not its cause); "" otherwise. A KeyboardInterrupt is the user's own stop."""
+        if self.to_act_on:
+            return ""
+        line = str(self.scan.context.get("log_exception", ""))
+        return "" if line.split(":")[0].rsplit(".", 1)[-1] in _NOT_FAILURES else line
+
+    @property
     def exit_code(self) -> int:
         # The question was "what is in this text?": answered when something known was found.
         return 0 if self.explanations else 1
@@ -46,5 +58,6 @@ class ExplainReport:
             "machine": {"probed": bool(self.machine), "origin": self.machine or None, "os": self.machine_os},
             "log": dict(self.scan.context),
             "problems": list(self.problems),
+            "unexplained_error": self.unexplained_error or None,
             "explanations": [e.to_dict() for e in self.explanations],
         }

@@ -42,6 +42,7 @@ def _report_text(report: ExplainReport, show_harmless: bool, width: int) -> str:
     if not report.explanations:
         lines = [
             f"envcheck explain: no known TensorFlow, CUDA or driver message in {where}.",
+            *_unexplained(report, alone=True),
             "`envcheck explain --list` shows the messages envcheck knows. " + _doctor_hint(),
             *(f"Note: {p}" for p in report.problems),
         ]
@@ -75,12 +76,26 @@ def _header(report: ExplainReport, where: str) -> list[str]:
     ]
     if report.machine and any(e.machine for e in report.explanations):
         lines.append(f"Advice marked 'On this machine' uses the facts of {report.machine}.")
+    lines.extend(_unexplained(report, alone=False))
     if report.scan.dropped:
         lines.append(
             f"{report.scan.dropped} further matches were not shown (more than the distinct messages envcheck keeps)."
         )
     lines.extend(f"Note: {p}" for p in report.problems)
     return lines
+
+
+def _unexplained(report: ExplainReport, alone: bool) -> list[str]:
+    """The line that says the input ends in a Python error nothing here explains."""
+    error = report.unexplained_error
+    if not error:
+        return []
+    if alone:
+        return [f"It ends in a Python error envcheck does not know: {error}"]
+    return [
+        f"But it ends in a Python error none of these messages explains: {error}. The harmless notices are "
+        "not its cause; the error and the traceback above it say what failed."
+    ]
 
 
 def _wrapped(lines: list[str], width: int) -> str:

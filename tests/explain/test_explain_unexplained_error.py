@@ -1,0 +1,101 @@
+"""A log whose known messages are all harmless notices but that ends in a Python traceback: the
+report must not read as "all is well". CPython prints an uncaught exception as "Traceback (most
+recent call last):", the frames, then "<name>: <message>" at the start of a line (Lib/traceback.py);
+IPython's ultratb names the exception on the traceback's first line and ends with the same line."""
+
+from __future__ import annotations
+
+import pytest
+
+from envcheck.explain import explain, load_patterns
+from envcheck.explain.context import uncaught_exception
+from envcheck.explain.report import ExplainReport
+
+CATALOGUE = load_patterns()
+NOTICE = (
+    "2023-01-01 12:00:00.000000: I tensorflow/core/platform/cpu_feature_guard.cc:193] This TensorFlow binary is "
+    "optimized with oneAPI Deep Neural Network Library (oneDNN) to use the following CPU instructions in "
+    "performance-critical operations:  AVX2 FMA\n"
+)
+TRACEBACK = 'Traceback (most recent call last):\n  File "train.py", line 12, in <module>\n    model.fit(x, y)\n'
+IPYTHON = (
+    "---------------------------------------------------------------------------\n"
+    "ValueError                                Traceback (most recent call last)\n"
+    "<ipython-input-3-5d4> in <module>\n----> 1 model.fit(x, y)\n\n"
+)
+
+
+def _report(text: str) -> ExplainReport:
+    scan = CATALOGUE.scan_text(text)
+    return ExplainReport(source="the argument", scan=scan, explanations=explain(scan))
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        (TRACEBACK + "ValueError: Shapes (None, 10) and (None, 1) are incompatible\n", "ValueError: Shapes (None, 10)"),
+        (
+            TRACEBACK + "tensorflow.python.framework.errors_impl.InvalidArgumentError: logits and labels must have "
+            "the same first dimension\n",
+            "tensorflow.python.framework.errors_impl.InvalidArgumentError: logits",
+        ),
+        (IPYTHON + "ValueError: Input 0 of layer dense is incompatible with the layer\n", "ValueError: Input 0"),
+        (TRACEBACK + "ModuleNotFoundError: No module named 'cv2'\n", "ModuleNotFoundError: No module named 'cv2'"),
+        (TRACEBACK + "SystemExit: 2\n", "SystemExit: 2"),
+        # a chained exception: the last traceback's line is the one that ended the program
+        (
+            TRACEBACK
+            + "KeyError: 'x'\n\nDuring handling of the above exception, another exception occurred:\n\n"
+            + TRACEBACK
+            + "RuntimeError: loading failed\n",
+            "RuntimeError: loading failed",
+        ),
+    ],
+)
+def test_a_harmless_notice_before_an_unknown_python_error_is_not_the_whole_story(text, line):
+    report = _report(NOTICE + text)
+    assert report.explanations and all(e.harmless for e in report.explanations)
+    assert report.unexplained_error.startswith(line)
+    assert report.to_dict()["unexplained_error"].startswith(line)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        NOTICE,  # notices alone: harmless it is
+        NOTICE + "ValueError: printed by a script, no traceback\n",
+        NOTICE + TRACEBACK + "KeyboardInterrupt\n",  # the user pressed Ctrl-C
+        NOTICE + TRACEBACK + "    raise ValueError: indented, a frame's source line\n",
+    ],
+)
+def test_no_unexplained_error_without_an_uncaught_exception(text):
+    assert _report(text).unexplained_error == ""
+
+
+def test_an_explained_error_is_not_also_called_unexplained():
+    text = (
+        NOTICE + TRACEBACK + "tensorflow.python.framework.errors_impl.UnknownError: Failed to get convolution "
+        "algorithm. This is probably because cuDNN failed to initialize, so try looking to see if a warning log "
+        "message was printed above. [Op:Conv2D]\n"
+    )
+    report = _report(text)
+    assert report.to_act_on >= 1
+    assert report.unexplained_error == "" and report.to_dict()["unexplained_error"] is None
+
+
+def test_the_text_report_says_so(cli):
+    result = cli(
+        "explain", "--no-probe", NOTICE + TRACEBACK + "ValueError: Shapes (None, 10) and (None, 1) are incompatible"
+    )
+    assert result.code == 0
+    first_lines = " ".join(result.out.split("\n")[:4])
+    assert "(0 to act on, 1 harmless)" in first_lines
+    assert "ends in a Python error none of these messages explains: ValueError: Shapes" in first_lines
+    alone = cli("explain", "--no-probe", TRACEBACK + "ValueError: Shapes (None, 10) and (None, 1) are incompatible")
+    assert alone.code == 1  # nothing known was found
+    assert "It ends in a Python error envcheck does not know: ValueError: Shapes" in alone.out
+
+
+def test_the_exception_line_is_bounded():
+    line = uncaught_exception(TRACEBACK + "ValueError: " + "x" * 10_000 + "\n")
+    assert line.startswith("ValueError: x") and len(line) <= 320
