@@ -5,7 +5,8 @@ What changes nothing but defeats a literal match, and what is done about it:
 
 - typographic quotes, dashes and spaces (’ “ ” – — NBSP, zero-width) become ASCII;
 - HTML entities from a web page (``&#39;``, ``&quot;``, ``&amp;``) are decoded;
-- colour escapes (``ESC[31m``) are dropped; runs of blanks become one space; a space before a
+- a quote escaped inside a quoted string (a JSON log record, a Go error's ``%q``, a Python repr:
+  ``driver \"nvidia\"``) reads as the quote; colour escapes (``ESC[31m``) are dropped; runs of blanks (spaces, tabs) become one space; a space before a
   colon, semicolon or comma goes (``handle : CUDNN`` reads ``handle: CUDNN``), and so does one
   between a word and an index (``shape [2]`` reads ``shape[2]``);
 - the prefixes logging systems put before a message are stripped: timestamps, glog's
@@ -113,8 +114,13 @@ def normalise_line(text: str) -> str:
             break
         text = _ENTITY.sub(_entity, text)
     text = text.translate(_FOLD)
+    if "\\" in text and ('\\"' in text or "\\'" in text):
+        # a message inside a quoted string (JSON, a Go error's %q, a Python repr): \" is a quote
+        text = text.replace('\\"', '"').replace("\\'", "'")
     if "\x1b" in text:
         text = _ANSI.sub("", text)
+    if "\t" in text:
+        text = text.replace("\t", " ")  # a tab is a blank like any other
     text = text.strip()
     if "  " in text:
         text = _BLANKS.sub(" ", text)
@@ -271,7 +277,7 @@ def _partial_records(block: bytes) -> dict[int, int]:
 # anything not ASCII (a typographic quote or dash, a no-break space) turned into a blank; blanks as
 # one space. Needles get the same treatment, so a needle is found whatever the spacing and quoting
 # of the line, and the regex on the normalised line decides.
-_KEY_BLANKS = b"\t'\"`&#;:,[]-" + bytes(range(128, 256))
+_KEY_BLANKS = b"\t'\"\\`&#;:,[]-" + bytes(range(128, 256))  # and the backslash of \" in a quoted string
 # lower case folded into the same table: one pass over a block, not two
 KEY_TABLE = bytes(32 if b in _KEY_BLANKS else b + 32 if 65 <= b <= 90 else b for b in range(256))
 KEY_DELETE = b"0123456789"

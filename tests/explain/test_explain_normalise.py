@@ -197,3 +197,26 @@ def test_every_bundled_regex_is_written_against_the_normal_form():
     for pattern in CATALOGUE.patterns:
         for regex in pattern.regexes:
             assert _normal_form_problem(regex.pattern, regex.clauses) is None, (pattern.id, regex.pattern)
+
+
+# A message inside a quoted string: a JSON string, a Go error printed with %q (Docker's and the
+# container runtime's errors quote the hook's output), a Python repr. Every quote there is \" or \'.
+_QUOTED = [(pid, t) for pid, t in EXAMPLES if "\n" not in t.strip() and ('"' in t or "'" in t) and "\\" not in t]
+
+
+@pytest.mark.parametrize("pattern_id, text", _QUOTED, ids=[f"{pid}-{n}" for n, (pid, _) in enumerate(_QUOTED)])
+def test_a_message_inside_a_quoted_string_reads_as_itself(pattern_id, text):
+    wanted = _titles(text)
+    escaped = text.replace('"', '\\"').replace("'", "\\'")
+    assert _titles(escaped) == wanted
+
+
+def test_escaped_quotes_and_tabs_in_the_normal_form():
+    assert (
+        normalise_line('could not select device driver \\"nvidia\\" with')
+        == 'could not select device driver "nvidia" with'
+    )
+    assert normalise_line("dlerror: \\'libcudart.so.11.0\\'") == "dlerror: 'libcudart.so.11.0'"
+    assert normalise_line("C:\\\\Program Files\\\\NVIDIA") == "C:\\\\Program Files\\\\NVIDIA"  # other escapes stay
+    assert normalise_line("Driver\tVersion:\t535.104") == "Driver Version: 535.104"
+    assert search_key(b'exec: \\"nvidia-smi\\": executable') == search_key(b'exec: "nvidia-smi": executable')
