@@ -119,6 +119,7 @@ class Pattern:
     specialize: Optional[str] = None
     shows: Optional[str] = None  # "gpu" or "no-gpu": what the message says about the machine
     harmless_without_gpu: bool = False  # a notice in a log that shows no NVIDIA GPU
+    harmful_with_gpu: bool = False  # a notice that TensorFlow runs on the CPU: a failure where the log shows a GPU
     harmful_if_seen: tuple[str, ...] = ()  # a harmless notice is not, next to one of these
     fallback: bool = False  # tried on a line only when no other pattern explains it
     stack_only: bool = False  # a loader's generic message: explained only in the CUDA stack's frame

@@ -32,7 +32,7 @@ from envcheck.explain.statuses import STATUS_NAMES
 _PATTERN_KEYS = {
     "id", "title", "regex", "needles", "harmless", "meaning", "cause", "causes", "fix", "rule_ids",
     "sources", "examples", "near_misses", "os", "derive", "specialize", "shows",
-    "harmless_without_gpu", "harmful_if_seen", "fallback", "covered_by", "stack_only", "at_end",
+    "harmless_without_gpu", "harmful_with_gpu", "harmful_if_seen", "fallback", "covered_by", "stack_only", "at_end",
 }  # fmt: skip
 _FIX_KEYS = {"text", "commands", "link", "when"}
 _CAUSE_KEYS = {"id", "text", "tell", "rule_ids", "fix", "when", "first_if", "last_if"}
@@ -126,6 +126,7 @@ def parse_pattern(node: Any, path: Path, eager: bool = True) -> Pattern:
         specialize=_specializer(entry),
         shows=_shows(entry),
         harmless_without_gpu=entry.flag("harmless_without_gpu"),
+        harmful_with_gpu=entry.flag("harmful_with_gpu"),
         harmful_if_seen=entry.texts("harmful_if_seen", required=False),
         fallback=entry.flag("fallback"),
         stack_only=entry.flag("stack_only"),

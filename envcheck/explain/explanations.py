@@ -226,6 +226,14 @@ def _machine_notes(occurrence: Occurrence, ctx: Any) -> tuple[Any, ...]:
         return (_bug_note("could not add advice for this machine", exc),)
 
 
+def _log_shows_a_gpu(context: dict[str, str]) -> str:
+    """What in the log shows an NVIDIA GPU or its driver on the machine, in words ("" for nothing)."""
+    if context.get("log_gpu") == "yes":
+        return "an NVIDIA GPU"
+    driver = context.get("log_driver") or context.get("log_kernel_driver")
+    return f"NVIDIA driver {driver}" if driver else ""
+
+
 def _verdict(
     pattern: Pattern, log: _Log, notes: tuple[Any, ...], causes: tuple[Cause, ...]
 ) -> tuple[bool, str, tuple[Any, ...]]:
@@ -240,6 +248,13 @@ def _verdict(
             f"This log shows no NVIDIA GPU ({evidence}) and no GPU that TensorFlow found, so this is a "
             "notice: TensorFlow runs on the CPU. It only needs fixing if this machine has an NVIDIA GPU you "
             "meant to use."
+        )
+    gpu = _log_shows_a_gpu(log.result.context)
+    if harmless and pattern.harmful_with_gpu and gpu:
+        harmless = False
+        log_note = (
+            f"Usually a notice on a machine without an NVIDIA GPU, but this log shows {gpu}: here TensorFlow "
+            "not using it is the failure to fix."
         )
     harmful = next((o for o in log.result.occurrences if o.pattern.id in pattern.harmful_if_seen), None)
     if harmless and harmful is not None:

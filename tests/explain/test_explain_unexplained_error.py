@@ -99,3 +99,34 @@ def test_the_text_report_says_so(cli):
 def test_the_exception_line_is_bounded():
     line = uncaught_exception(TRACEBACK + "ValueError: " + "x" * 10_000 + "\n")
     assert line.startswith("ValueError: x") and len(line) <= 320
+
+
+# TensorFlow's cudart_stub.cc prints "Could not find cuda drivers on your machine, GPU will not be
+# used." when it cannot open the CUDA runtime: a notice on a machine without an NVIDIA GPU, the
+# failure to fix on one whose GPU or driver the same log shows.
+STUB = (
+    "2023-07-13 15:38:30.515088: I tensorflow/tsl/cuda/cudart_stub.cc:28] Could not find cuda drivers on your "
+    "machine, GPU will not be used.\n"
+)
+SMI = (
+    "| NVIDIA-SMI 525.85.12    Driver Version: 525.85.12    CUDA Version: 12.0     |\n"
+    "|   0  NVIDIA GeForce RTX 3090  Off  | 00000000:01:00.0  On |                  N/A |\n"
+)
+
+
+def _stub(text: str):
+    (found,) = [e for e in explain(CATALOGUE.scan_text(text)) if e.id == "no-cuda-drivers"]
+    return found
+
+
+@pytest.mark.parametrize("before", [SMI, "NVIDIA-SMI 535.104.05 Driver Version: 535.104.05 CUDA Version: 12.2\n"])
+def test_the_cuda_stub_notice_is_a_failure_where_the_log_shows_a_gpu_or_driver(before):
+    found = _stub(before + STUB)
+    assert not found.harmless
+    assert "this log shows" in found.log_note and found.causes[0].id != "no-nvidia-gpu"
+
+
+@pytest.mark.parametrize("before", ["", "$ python train.py\n", "CUDA Version 12.1.1\n"])
+def test_the_cuda_stub_notice_alone_stays_a_notice(before):
+    found = _stub(before + STUB)
+    assert found.harmless and not found.log_note
