@@ -246,6 +246,29 @@ _WHERE: tuple[tuple[str, str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
         # table; bash says "Illegal instruction") and prefixes its errors with "zsh: "; zsh is the
         # login shell macOS gives every user since 10.15
         ("log_shell", "zsh", r"^zsh: |\billegal hardware instruction\b", ("zsh: ", "illegal hardware instruction")),
+        # which CPU a Mac has: uname's kernel build names the architecture the kernel runs
+        # ("RELEASE_ARM64_T6000" on Apple silicon, "RELEASE_X86_64" on Intel: Rosetta translates
+        # programs, never the kernel), and the CPU's brand string names the maker
+        (
+            "log_mac_cpu",
+            "apple",
+            r"\bRELEASE_ARM64(?:_T\d{4})?\b|\bApple M\d(?: (?:Pro|Max|Ultra))?\b|\bmachdep\.cpu\.brand_string: Apple\b",
+            ("release_arm64", "apple m", "brand_string: apple"),
+        ),
+        (
+            "log_mac_cpu",
+            "intel",
+            r"\bRELEASE_X86_64\b|\bmachdep\.cpu\.brand_string: Intel\b",
+            ("release_x86_64", "brand_string: intel"),
+        ),
+        # a notebook's cell installing another TensorFlow than the image's ("!pip install tf-nightly-gpu",
+        # "!pip install tensorflow==2.5.0"): Colab and Kaggle match their CUDA to their own release
+        (
+            "log_tf_pip_install",
+            "yes",
+            r"^\s{0,8}[!%]\s{0,2}pip3? install [^\n]{0,120}?(?<![\w-])(?:tensorflow(?:-gpu)?|tf-nightly(?:-gpu)?)(?:==|\s|$)",
+            ("pip install", "pip3 install"),
+        ),
         # conda: its installers' folders, an environment's folder, its commands and prompt
         (
             "log_conda",
@@ -331,7 +354,7 @@ CONTEXT_NAMES = (
     "log_os", "log_crash", "log_gpu", "log_nccl_bridge", "log_gpu_cc", "log_gpu_newer_than_cuda",
     "log_container", "log_container_start", "log_hosted", "log_conda", "log_venv", "log_ide", "log_pip_cuda",
     "log_crash_after", "log_library_files", "log_cvd", "log_python_store", "log_tf_imports_cuda",
-    "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year",
+    "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
 )  # fmt: skip
 
 

@@ -176,3 +176,18 @@ def test_under_wsl1_the_no_driver_lines_are_not_a_cpu_only_machines_notices():
     )
     assert _explained(lines, "libcuda-not-loaded").harmless  # no GPU shown: a CPU-only machine's notice
     assert not _explained(WSL1_KERNEL + "\n" + lines, "libcuda-not-loaded").harmless
+
+
+def test_a_macs_cpu_is_read_from_uname_and_ranks_the_sigill_causes():
+    intel = "Darwin host 21.4.0 Darwin Kernel Version 21.4.0: root:xnu-8020.101.4~15/RELEASE_X86_64 x86_64\nIllegal instruction: 4"
+    apple = "Darwin host 23.3.0 Darwin Kernel Version 23.3.0: root:xnu-10002.81.5~7/RELEASE_ARM64_T6000 arm64\nIllegal instruction: 4"
+    assert read_context(intel)["log_mac_cpu"] == "intel" and read_context(apple)["log_mac_cpu"] == "apple"
+    assert _causes(intel, "illegal-instruction")[0] == "illegal-instruction"
+    assert _causes(apple, "illegal-instruction")[0] == "rosetta-x86-python"
+
+
+def test_a_notebook_cell_installing_another_tensorflow_points_at_that_tensorflow():
+    assert read_context("!pip install tf-nightly-gpu")["log_tf_pip_install"] == "yes"
+    assert "log_tf_pip_install" not in read_context("!pip install tensorflow-datasets")
+    assert "log_tf_pip_install" not in read_context("$ pip install tensorflow==2.5.0")  # a terminal, not a notebook
+    assert _causes("!pip install tf-nightly-gpu\n" + COLAB_CHECK, "tf-lists-no-gpu")[0] == "hosted-tf-cuda-mismatch"
