@@ -114,6 +114,13 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
         ("log_gpu_rtx", r"\bRTX (\d)0[5-9]0\b", ("rtx ",)),
         # a PyTorch wheel's CUDA tag ("1.6.0+cu101")
         ("log_cuda_tag", r"\d\+cu(\d{2,3})\b", ("+cu",)),
+        # the year of TensorFlow's log lines ("2017-07-11 22:23:19.310625: F tensorflow/..."): a log
+        # from before 2020 predates Apple silicon (its first Macs shipped in November 2020)
+        (
+            "log_year",
+            r"\b(20[1-3]\d)-[01]\d-[0-3]\d \d\d:\d\d:\d\d\.\d{3,9}: [IWEF] ",
+            (": i ", ": w ", ": e ", ": f "),
+        ),
         ("log_python", r"\bPython (3\.\d{1,2})(?:\.\d{1,2})?\b", ("python 3",)),
         ("log_python", r"[/\\]python(3\.\d{1,2})[/\\](?:site|dist)-packages", ("-packages",)),
         ("log_python", r"\bcp3(\d{1,2})-cp3\d{1,2}", ("cp3",)),
@@ -122,7 +129,12 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
 _PLATFORMS = (
     (
         "wsl",
-        re.compile(r"/usr/lib/wsl/lib|microsoft-standard-WSL|\bWSL2?\b|/mnt/[c-z]/|/dev/dxg\b|\blibdxcore\.so\b", re.I),
+        # WSL 1 reports a Linux kernel of its own making, "4.4.0-<Windows build>-Microsoft" (WSL 2 runs
+        # a real one, "5.15.90.1-microsoft-standard-WSL2")
+        re.compile(
+            r"/usr/lib/wsl/lib|microsoft-standard-WSL|\bWSL2?\b|/mnt/[c-z]/|/dev/dxg\b|\blibdxcore\.so\b|\b4\.4\.0-\d{5}-Microsoft\b",
+            re.I,
+        ),
     ),
     (
         "windows",
@@ -148,7 +160,10 @@ _PLATFORMS = (
     (
         "macos",
         re.compile(
-            r"/Users/\w|/opt/homebrew|\bdarwin\b|\bmacOS\b|\bmacosx_\d|\.dylib\b|^zsh: |\bApple (?:M\d|silicon)|arm64e?\b.{0,40}Mach-O|tensorflow-metal",
+            r"/Users/\w|/opt/homebrew|\bdarwin\b|\bmacOS\b|\bmacosx_\d|\.dylib\b|^zsh: |\bApple (?:M\d|silicon)|arm64e?\b.{0,40}Mach-O|tensorflow-metal|"
+            # a shell's report of a signal in BSD libc's words, which end in the signal's number
+            # (macOS's sys_siglist: "Illegal instruction: 4", "Abort trap: 6"; glibc's have none)
+            r"(?-i:\b(?:Illegal instruction: 4|Trace/BPT trap: 5|Abort trap: 6|Bus error: 10|Segmentation fault: 11|Killed: 9))\b",
             re.I | re.M,
         ),
     ),
@@ -219,6 +234,41 @@ _WHERE: tuple[tuple[str, str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             ("google.colab", "/content/"),
         ),
         ("log_hosted", "kaggle", r"(?<![\w.~-])/kaggle/(?:working|input|temp|lib|usr)\b", ("/kaggle/",)),
+        # Colab's own magic command for choosing its TensorFlow ("%tensorflow_version 2.x", Colab's
+        # "TensorFlow 1.x" notebook; no other Jupyter has it)
+        ("log_hosted", "colab", r"^\s{0,8}%tensorflow_version\b", ("%tensorflow_version",)),
+        # which WSL: WSL 1 reports a kernel of its own, "4.4.0-<Windows build>-Microsoft", and has no
+        # GPU access at all; WSL 2 runs a real Linux kernel, "5.15.90.1-microsoft-standard-WSL2"
+        # (Microsoft's "Comparing WSL versions")
+        ("log_wsl", "1", r"\b4\.4\.0-\d{5}-Microsoft\b", ("-microsoft",)),
+        ("log_wsl", "2", r"-microsoft-standard(?:-WSL2)?\b", ("microsoft-standard",)),
+        # the shell that reported a signal: zsh says "illegal hardware instruction" (its signals
+        # table; bash says "Illegal instruction") and prefixes its errors with "zsh: "; zsh is the
+        # login shell macOS gives every user since 10.15
+        ("log_shell", "zsh", r"^zsh: |\billegal hardware instruction\b", ("zsh: ", "illegal hardware instruction")),
+        # which CPU a Mac has: uname's kernel build names the architecture the kernel runs
+        # ("RELEASE_ARM64_T6000" on Apple silicon, "RELEASE_X86_64" on Intel: Rosetta translates
+        # programs, never the kernel), and the CPU's brand string names the maker
+        (
+            "log_mac_cpu",
+            "apple",
+            r"\bRELEASE_ARM64(?:_T\d{4})?\b|\bApple M\d(?: (?:Pro|Max|Ultra))?\b|\bmachdep\.cpu\.brand_string: Apple\b",
+            ("release_arm64", "apple m", "brand_string: apple"),
+        ),
+        (
+            "log_mac_cpu",
+            "intel",
+            r"\bRELEASE_X86_64\b|\bmachdep\.cpu\.brand_string: Intel\b",
+            ("release_x86_64", "brand_string: intel"),
+        ),
+        # a notebook's cell installing another TensorFlow than the image's ("!pip install tf-nightly-gpu",
+        # "!pip install tensorflow==2.5.0"): Colab and Kaggle match their CUDA to their own release
+        (
+            "log_tf_pip_install",
+            "yes",
+            r"^\s{0,8}[!%]\s{0,2}pip3? install [^\n]{0,120}?(?<![\w-])(?:tensorflow(?:-gpu)?|tf-nightly(?:-gpu)?)(?:==|\s|$)",
+            ("pip install", "pip3 install"),
+        ),
         # conda: its installers' folders, an environment's folder, its commands and prompt
         (
             "log_conda",
@@ -304,7 +354,8 @@ CONTEXT_NAMES = (
     "log_os", "log_crash", "log_gpu", "log_nccl_bridge", "log_gpu_cc", "log_gpu_newer_than_cuda",
     "log_container", "log_container_start", "log_hosted", "log_conda", "log_venv", "log_ide", "log_pip_cuda",
     "log_crash_after", "log_library_files", "log_cvd", "log_python_store", "log_tf_imports_cuda",
-    "log_tf_windows_gpu", "log_exception",
+    "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
+    "log_exception",
 )  # fmt: skip
 
 
@@ -564,7 +615,7 @@ def platform_of(text: str) -> Optional[str]:
 
 
 _PLATFORM_HINTS = {
-    "wsl": ("/usr/lib/wsl", "wsl", "/mnt/", "/dev/dxg", "libdxcore"),
+    "wsl": ("/usr/lib/wsl", "wsl", "/mnt/", "/dev/dxg", "libdxcore", "-microsoft"),
     "windows": (
         ":\\",
         ".dll",
@@ -577,7 +628,22 @@ _PLATFORM_HINTS = {
         "win1",
         "win 1",
     ),
-    "macos": ("/users/", "homebrew", "darwin", "macos", ".dylib", "zsh: ", "apple", "mach-o", "metal"),
+    "macos": (
+        "/users/",
+        "homebrew",
+        "darwin",
+        "macos",
+        ".dylib",
+        "zsh: ",
+        "apple",
+        "mach-o",
+        "metal",
+        "instruction: ",
+        "trap: ",
+        "error: 10",
+        "fault: 11",
+        "killed: 9",
+    ),
     "linux": ("/usr/lib/", "/home/", ".so", "/proc/", "ubuntu", "debian", "centos", "manylinux", "(core dumped)"),
 }
 

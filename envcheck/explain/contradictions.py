@@ -105,6 +105,10 @@ def _gpu_build_on_this_system(variables: dict[str, str]) -> Optional[str]:
     system = variables.get("log_os", "")
     if system in ("linux", "wsl", "macos"):
         return f"the log comes from {_SYSTEM_TITLES.get(system, 'WSL')}, not native Windows"
+    if variables.get("log_hosted"):  # Colab and Kaggle run their notebooks on Linux
+        return (
+            f"the log comes from a hosted notebook ({variables['log_hosted']}), which runs on Linux, not native Windows"
+        )
     tf = _major_minor(variables.get("log_tf", ""))
     if system == "windows" and tf and tf <= (2, 10):
         return f"the log shows TensorFlow {variables['log_tf']}, which still had a native Windows GPU build (2.10 was the last)"

@@ -453,8 +453,10 @@ def _checked(assessed: tuple[Any, ...], given: tuple[Cause, ...]) -> tuple[Cause
 
 def _log_shows_no_gpu(result: ScanResult) -> tuple[tuple[str, str], ...]:
     """The messages in the scanned text that show there is no NVIDIA GPU, as (pattern id, title),
-    in the order they appear; none when the text also shows a GPU that TensorFlow found."""
-    if any(o.pattern.shows == "gpu" for o in result.occurrences):
+    in the order they appear; none when the text also shows a GPU that TensorFlow found, or comes
+    from WSL 1, which shows no GPU to Linux programs whatever the machine has (Microsoft's
+    "Comparing WSL versions"): there the lines say nothing about the hardware."""
+    if any(o.pattern.shows == "gpu" for o in result.occurrences) or result.context.get("log_wsl") == "1":
         return ()
     return tuple((o.pattern.id, o.title) for o in result.occurrences if o.pattern.shows == "no-gpu")
 

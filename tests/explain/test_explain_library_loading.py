@@ -217,4 +217,5 @@ def test_core_dumped_is_the_linux_shells_wording():
     from envcheck.explain.context import platform_of
 
     assert platform_of("Segmentation fault (core dumped)") == "linux"
-    assert platform_of("Illegal instruction: 4") is None
+    # macOS's signal descriptions end in the number ("Illegal instruction: 4"), glibc's do not
+    assert platform_of("Illegal instruction: 4") == "macos"

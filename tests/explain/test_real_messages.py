@@ -33,6 +33,10 @@ KNOWN_MISSES = {
     # one of its dependencies."): the line with the code does not hold the path that says the DLL is
     # PyTorch's own copy, so the broken-install cause is not reached.
     "windows-sdnext-2332": "cause",
+    # TensorFlow's CUDA diagnostics found no libcuda in the process beside a 418 kernel driver; the
+    # cluster's admin traced it to the job's CUDA 10.2 needing a newer driver, which the two lines
+    # alone do not show (the cuInit error they follow would).
+    "hpc-clusters-trixie-41": "cause",
 }
 
 
