@@ -141,3 +141,38 @@ def test_a_first_entry_that_is_no_index_or_uuid_hides_every_gpu():
     # a shell variable's value is not in the log: nothing is read from it
     (found,) = explain(CATALOGUE.scan_text("CUDA_VISIBLE_DEVICES=$1 ./tools/demo.py\n" + NO_DEVICE))
     assert not found.variables.get("log_cvd")
+
+
+# --- cudaErrorInvalidDevice: a device number that names no visible GPU ------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: CUDA error: invalid device ordinal",
+        "RuntimeError: CUDA error (10): invalid device ordinal",  # the runtime's numbering before CUDA 10.1
+    ],
+)
+def test_an_invalid_device_ordinal_is_a_gpu_number_the_machine_lacks(line):
+    assert _ranked(line, "cuda-runtime-status")[:2] == ["device-index-out-of-range", "visible-devices-renumbered"]
+
+
+def test_a_log_that_narrows_the_gpus_ranks_their_renumbering_first():
+    text = 'os.environ["CUDA_VISIBLE_DEVICES"] = "4,3"\nRuntimeError: CUDA error: invalid device ordinal\n'
+    assert _ranked(text, "cuda-runtime-status")[0] == "visible-devices-renumbered"
+
+
+# --- cuDNN's NOT_INITIALIZED, the status TensorFlow pairs with its driver hint -------------------------
+
+
+def test_a_cudnn_handle_not_initialized_lists_the_driver_and_other_statuses_do_not():
+    not_initialized = (
+        "E tensorflow/stream_executor/cuda/cuda_dnn.cc:334] Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED"
+    )
+    internal = (
+        "E tensorflow/stream_executor/cuda/cuda_dnn.cc:329] Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR"
+    )
+    assert "driver-too-old-for-cudnn" in _ranked(not_initialized, "cudnn-handle-failed")
+    assert "driver-too-old-for-cudnn" not in _ranked(internal, "cudnn-handle-failed")
+    # memory stays first: the corpus confirms it most often for this line
+    assert _ranked(not_initialized, "cudnn-handle-failed")[0] == "gpu-memory-preallocated"
