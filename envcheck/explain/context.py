@@ -375,8 +375,13 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
         cvd = None
         for cvd in _CVD_SET.finditer(text):  # noqa: B007 - the last one is wanted
             pass
-        if cvd is not None:
-            facts["log_cvd"] = cvd.group(1).replace(" ", "") or "empty"
+        # a shell's or a job's variable ($0, ${GPU}, %GPU%) is expanded when the program starts:
+        # what it held is not in the log
+        if cvd is not None and not cvd.group(2).startswith(("$", "%")):
+            value = cvd.group(2).replace(" ", "")
+            if cvd.group(1).endswith(" ") and not value[:1].lstrip("-").isdigit():
+                value = ""  # a shell's "CUDA_VISIBLE_DEVICES= python x.py": set empty, then the command
+            facts["log_cvd"] = value or "empty"
     if facts.get("log_cudnn", "").isdigit():
         facts["log_cudnn"] = cudnn_version_text(facts["log_cudnn"])[1]
     if "log_python" in facts and facts["log_python"].isdigit():
@@ -528,7 +533,9 @@ def _read_where(facts: dict[str, str], text: str, lowered: str) -> None:
 
 
 _CVD_SET = re.compile(
-    r"\bCUDA_VISIBLE_DEVICES['\"]?\]? {0,3}= {0,3}['\"]?(-?\d{1,3}(?:, {0,2}-?\d{1,3}){0,15}|)(?![\d,])", re.I
+    r"\bCUDA_VISIBLE_DEVICES['\"]?\]? {0,3}=( {0,3}['\"]?)"
+    r"(-?\d{1,3}(?:, {0,2}-?\d{1,3}){0,15}(?![\d,])|[^\s'\"\],;)]{0,80})",
+    re.I,
 )
 _COLAB_PACKAGES = re.compile(r"/usr/local/lib/python3\.\d{1,2}/dist-packages/")
 _COLAB_FOLDER = re.compile(r"(?<![\w.~-])/content/[\w.-]{1,80}")

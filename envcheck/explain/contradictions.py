@@ -13,6 +13,7 @@ from typing import Optional
 
 from envcheck.explain.build_facts import same_cuda_files
 from envcheck.explain.catalogue import cudnn_version_text
+from envcheck.explain.derivers import cuda_library_version
 
 
 def _major_minor(version: str) -> tuple[int, ...]:
@@ -174,6 +175,36 @@ def _file_on_disk(variables: dict[str, str]) -> bool:
     return bool(wanted) and wanted in shown.split(",")
 
 
+# The libraries whose file names carry the CUDA major (libcudart.so.11.0, libcublas.so.12,
+# libnvrtc.so.11.2, cudart64_110.dll, cupti64_2023...): cuFFT, cuRAND, cuSOLVER and cuSPARSE number
+# their own releases (CUDA 12's libcufft.so.11), so their suffix names no CUDA major.
+_CUDA_MAJOR_FAMILIES = frozenset({"cudart", "cublas", "nvrtc", "nvjitlink", "cupti"})
+
+
+def _leading_number(version: str) -> Optional[int]:
+    head = version.split(".")[0]
+    return int(head) if head.isdigit() and len(head) <= 4 else None
+
+
+def _other_cuda_major(variables: dict[str, str]) -> bool:
+    """The log shows another CUDA major than the one the missing file belongs to: the same library
+    with another major on disk (an ls, find or ldconfig line), or the CUDA release it prints
+    (nvcc's, a PyTorch wheel's +cuNNN tag). The loader opens the exact file name a module lists
+    (ld.so(8): DT_NEEDED), and from CUDA 11 on each major's files carry its number, so another
+    major's copy never satisfies it."""
+    family, version = cuda_library_version(variables.get("library", ""))
+    wanted = _leading_number(version)
+    if family not in _CUDA_MAJOR_FAMILIES or wanted is None:
+        return False
+    for shown in filter(None, variables.get("log_library_files", "").split(",")):
+        other_family, other_version = cuda_library_version(shown)
+        other = _leading_number(other_version)
+        if other_family == family and other is not None and other != wanted:
+            return True
+    installed = _leading_number(variables.get("log_cuda", ""))
+    return installed is not None and installed != wanted
+
+
 def _cvd_indexes(variables: dict[str, str]) -> Optional[list[int]]:
     """The device indexes CUDA_VISIBLE_DEVICES is set to in the log ([] for "" ), None when the log
     does not set it."""
@@ -182,7 +213,12 @@ def _cvd_indexes(variables: dict[str, str]) -> Optional[list[int]]:
         return None
     if value == "empty":
         return []
-    return [int(part) for part in value.split(",") if part.lstrip("-").isdigit() and len(part) <= 4]
+    parts = value.split(",")
+    if not (parts[0].lstrip("-").isdigit() and len(parts[0]) <= 4):
+        # a GPU or MIG UUID names a device this log cannot check; anything else is no identifier,
+        # and CUDA makes no device visible when the first entry is invalid
+        return None if parts[0].lower().startswith(("gpu-", "mig-")) else []
+    return [int(part) for part in parts if part.lstrip("-").isdigit() and len(part) <= 4]
 
 
 def _cvd_hides_all(variables: dict[str, str]) -> bool:
@@ -211,6 +247,8 @@ POINTED_AT_BY_LOG: dict[str, Callable[[dict[str, str]], bool]] = {
     "cudnn-not-on-path": _file_on_disk,
     # another CUDA release is installed: the one this TensorFlow was built for is not
     "cuda-not-installed": lambda v: _build_cuda_installed(v) is False and not _file_on_disk(v),
+    # the log shows the library or the CUDA of another major than the file asked for
+    "other-cuda-major": lambda v: _other_cuda_major(v) and not _file_on_disk(v),
     # the log's cuDNN is another major than the build's (the file name carries the major)
     "cudnn-other-major": lambda v: v.get("log_cudnn_for_tf") == "other-major" and not _file_on_disk(v),
     # the build carries no code the GPU can run (the matrix: the build's cubins and PTX)
