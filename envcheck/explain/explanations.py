@@ -154,6 +154,10 @@ class _Log:
         self.result = result
         self.seen = frozenset(result.ids)
         self.no_gpu_evidence = _log_shows_no_gpu(result)
+        # an NVIDIA GPU the log shows (nvidia-smi, the bug-report form) that TensorFlow did not find
+        self.gpu_unused = result.context.get("log_gpu_present") == "yes" and not any(
+            o.pattern.shows == "gpu" for o in result.occurrences
+        )
 
 
 def _variables(occurrence: Occurrence, log: _Log, matrix: "_MatrixSource") -> dict[str, str]:
@@ -241,6 +245,14 @@ def _verdict(
             "notice: TensorFlow runs on the CPU. It only needs fixing if this machine has an NVIDIA GPU you "
             "meant to use."
         )
+    if harmless and pattern.specialize == GPU_PRESENCE and log.gpu_unused:
+        # The same judgement as the machine's (machine.gpu_presence): "no CUDA driver" is expected
+        # without an NVIDIA GPU and a failure with one; this log shows one that TensorFlow did not use.
+        harmless = False
+        log_note = (
+            "Harmless on a machine without an NVIDIA GPU, but this log shows one (nvidia-smi lists it, or the "
+            "report names it) and no GPU that TensorFlow found: here TensorFlow runs without it."
+        )
     harmful = next((o for o in log.result.occurrences if o.pattern.id in pattern.harmful_if_seen), None)
     if harmless and harmful is not None:
         harmless = False
@@ -256,6 +268,7 @@ def _verdict(
 
 
 CRASH_REPORT = "process-crash-status"
+GPU_PRESENCE = "gpu_presence"  # the specializer that judges "no CUDA driver" by the machine's GPU
 
 
 def _after_a_crash(explanations: tuple[Explanation, ...], crash: str) -> tuple[Explanation, ...]:

@@ -44,10 +44,11 @@ from envcheck.explain.normalise import (
     join_partial_records,
     may_be_cut,
     normalise_line,
+    prompt_answers,
     search_key,
     wrapped_lines,
 )
-from envcheck.explain.parts import in_stack_frame, read_parts
+from envcheck.explain.parts import another_programs_line, in_stack_frame, read_parts
 
 # Control bytes that text never holds (tab, newline, form feed, carriage return, backspace and
 # escape, which progress bars and coloured logs use, are text).
@@ -205,6 +206,14 @@ class Catalogue:
             if wanted:
                 numbers = [lines_before + index + 1 for index in where[:MAX_LINE_NUMBERS]]
                 self._match_line(text[:max_line], numbers, len(where), wanted, found)
+        if b">>>" in block or b"In [" in block or b" -c " in block:
+            # A statement at Python's prompt and the value printed under it, read together.
+            for where, text in prompt_answers(lines):
+                known = hits.get(lines[where[0]], set())
+                wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in known)
+                if wanted:
+                    numbers = [lines_before + index + 1 for index in where[:MAX_LINE_NUMBERS]]
+                    self._match_line(text[:max_line], numbers, len(where), wanted, found)
 
     def _scan_ending(
         self, block: bytes, lines_before: int, earlier: bool, max_line: int, found: "_Accumulator"
@@ -293,6 +302,8 @@ class Catalogue:
                 continue
             if text is None:
                 text = normalise_line(head.decode("utf-8", "replace").rstrip("\r"))
+                if another_programs_line(text):
+                    return hits  # FFmpeg's own message about its encoder or decoder
                 lowered = text.encode("utf-8", "replace").lower()
             pattern = self.patterns[index]
             for regex in pattern.regexes:
