@@ -236,6 +236,11 @@ MAX_ANSWERS = 64  # statements read with their answers per chunk
 MAX_RECORDS = 40  # log records between a statement and its answer
 
 
+def has_prompt(block: bytes) -> bool:
+    """Whether a chunk holds a statement at a prompt at all (one pass, before any line is looked at)."""
+    return _PROMPT.search(block) is not None
+
+
 def prompt_answers(lines: list[bytes]) -> list[tuple[list[int], bytes]]:
     """Each distinct statement typed at Python's or IPython's prompt with the value printed after
     it, as (the indexes of the statement's line, the two joined with a space); the scanner reads

@@ -40,6 +40,7 @@ from envcheck.explain.normalise import (
     KEY_TABLE,
     collapse_blanks,
     decode_entities,
+    has_prompt,
     is_partial_record,
     join_partial_records,
     may_be_cut,
@@ -206,7 +207,7 @@ class Catalogue:
             if wanted:
                 numbers = [lines_before + index + 1 for index in where[:MAX_LINE_NUMBERS]]
                 self._match_line(text[:max_line], numbers, len(where), wanted, found)
-        if b">>>" in block or b"In [" in block or b" -c " in block:
+        if has_prompt(block):
             # A statement at Python's prompt and the value printed under it, read together.
             for where, text in prompt_answers(lines):
                 known = hits.get(lines[where[0]], set())
