@@ -355,7 +355,7 @@ CONTEXT_NAMES = (
     "log_container", "log_container_start", "log_hosted", "log_conda", "log_venv", "log_ide", "log_pip_cuda",
     "log_crash_after", "log_library_files", "log_cvd", "log_python_store", "log_tf_imports_cuda",
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
-    "log_exception",
+    "log_exception", "log_gpu_present",
 )  # fmt: skip
 
 
@@ -388,6 +388,8 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
         facts["log_python"] = f"3.{facts['log_python']}"  # from a wheel tag: cp310
     template = _template_fields(text, lowered)
     for name, value in template.items():
+        if name == "gpu_present":
+            continue
         facts.setdefault(name, value)
     _read_gpu_architecture(facts, text)
     _read_tf_build(facts, text)
@@ -410,13 +412,28 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
         facts["log_exception"] = exception
     if any(h in lowered for h in ("found device", "created", "nvidia", "tesla", "gpu:")) and _GPU_SEEN.search(text):
         facts["log_gpu"] = "yes"
+    if template.get("gpu_present") or ("nvidia-smi" in lowered and _SMI_GPU_ROW.search(text)):
+        facts["log_gpu_present"] = "yes"
     return facts
+
+
+# The machine has an NVIDIA GPU, whatever TensorFlow made of it: nvidia-smi's table lists a device
+# (its row "|   0  NVIDIA GeForce RTX 3080   Off | ..."), or the bug-report form's "GPU model and
+# memory" answer names one.
+_SMI_GPU_ROW = re.compile(
+    r"^\|\s{0,3}\d{1,2}\s{1,3}(?:NVIDIA|Tesla|GeForce|Quadro|RTX|TITAN|A\d{2,3}\b|H\d{3}\b)", re.M
+)
+_NVIDIA_GPU_NAME = re.compile(
+    r"\b(?:NVIDIA|GeForce|Tesla|Quadro|TITAN|[GR]TX ?\d{3,4}|GT ?\d{3,4}|MX ?\d{3}|A\d{2,3}|H\d{3}|V100|P100|T4|L4)\b",
+    re.I,
+)
 
 
 # TensorFlow's bug-report form (.github/ISSUE_TEMPLATE/00-bug-issue.yaml) renders each field as a
 # "### <label>" heading with the reporter's answer below it: the versions and the system they run.
 _TEMPLATE_HEADING = re.compile(
-    r"^#{2,4} {0,2}(TensorFlow version|OS platform and distribution|CUDA/cuDNN version)\s{0,4}$", re.I | re.M
+    r"^#{2,4} {0,2}(TensorFlow version|OS platform and distribution|CUDA/cuDNN version|GPU model and memory)\s{0,4}$",
+    re.I | re.M,
 )
 _TEMPLATE_VERSION = re.compile(r"(?<![\d.])(\d{1,4}(?:\.\d{1,4}){1,3})(?![\d.])")
 _TEMPLATE_CUDNN = re.compile(r"(?:/|\bcuDNN[ :v]{0,3})\s{0,2}v?(\d{1,2}(?:\.\d{1,3}){0,2})(?![\d.])", re.I)
@@ -448,6 +465,8 @@ def _template_fields(text: str, lowered: str) -> dict[str, str]:
             cudnn = _TEMPLATE_CUDNN.search(answer)
             if cudnn:
                 fields.setdefault("log_cudnn", cudnn.group(1))
+        elif label == "gpu model and memory" and _NVIDIA_GPU_NAME.search(answer):
+            fields.setdefault("gpu_present", "yes")
         elif label == "os platform and distribution":
             system = next((name for name, regex in _TEMPLATE_SYSTEMS if regex.search(answer)), "")
             if system:

@@ -35,6 +35,8 @@ def _driver_split(variables: dict[str, str]) -> Optional[bool]:
 def _no_gpu(variables: dict[str, str]) -> Optional[str]:
     if variables.get("log_gpu") == "yes":
         return "the log shows an NVIDIA GPU in use (TensorFlow created a GPU device, or nvidia-smi lists one)"
+    if variables.get("log_gpu_present") == "yes":
+        return "the log shows an NVIDIA GPU (nvidia-smi lists one, or the report names it)"
     return None
 
 

@@ -154,6 +154,10 @@ class _Log:
         self.result = result
         self.seen = frozenset(result.ids)
         self.no_gpu_evidence = _log_shows_no_gpu(result)
+        # an NVIDIA GPU or its driver the log shows (nvidia-smi, the bug-report form, a driver
+        # version), in words, where TensorFlow found no GPU in it ("" otherwise)
+        found = any(o.pattern.shows == "gpu" for o in result.occurrences)
+        self.gpu_unused = "" if found else _log_shows_a_gpu(result.context)
 
 
 def _variables(occurrence: Occurrence, log: _Log, matrix: "_MatrixSource") -> dict[str, str]:
@@ -230,6 +234,8 @@ def _log_shows_a_gpu(context: dict[str, str]) -> str:
     """What in the log shows an NVIDIA GPU or its driver on the machine, in words ("" for nothing)."""
     if context.get("log_gpu") == "yes":
         return "an NVIDIA GPU"
+    if context.get("log_gpu_present") == "yes":
+        return "an NVIDIA GPU (nvidia-smi lists it, or the report names it)"
     driver = context.get("log_driver") or context.get("log_kernel_driver")
     return f"NVIDIA driver {driver}" if driver else ""
 
@@ -249,12 +255,12 @@ def _verdict(
             "notice: TensorFlow runs on the CPU. It only needs fixing if this machine has an NVIDIA GPU you "
             "meant to use."
         )
-    gpu = _log_shows_a_gpu(log.result.context)
-    if harmless and pattern.harmful_with_gpu and gpu:
+    if harmless and pattern.harmful_with_gpu and log.gpu_unused:
+        # the judgement the machine's facts make (machine.gpu_presence), from what the log shows
         harmless = False
         log_note = (
-            f"Usually a notice on a machine without an NVIDIA GPU, but this log shows {gpu}: here TensorFlow "
-            "not using it is the failure to fix."
+            f"Usually a notice on a machine without an NVIDIA GPU, but this log shows {log.gpu_unused} and no GPU "
+            "that TensorFlow found: here TensorFlow not using it is the failure to fix."
         )
     harmful = next((o for o in log.result.occurrences if o.pattern.id in pattern.harmful_if_seen), None)
     if harmless and harmful is not None:

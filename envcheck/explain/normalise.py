@@ -221,6 +221,71 @@ def wrapped_lines(lines: list[bytes], around: Optional[Iterable[int]] = None) ->
     return [(where, pair[0].rstrip(b"\r") + b" " + pair[1].strip()) for pair, where in found.items() if where]
 
 
+# Python's interactive prompt (sys.ps1, ">>> ") and IPython's ("In [3]: ") echo an expression;
+# the interpreter prints its value's repr after it (IPython after "Out[3]: "), once the log records
+# the call wrote meanwhile (TensorFlow's start-up lines, a deprecation warning) are out, so
+# ">>> tf.config.list_physical_devices('GPU')" and the "[]" under its log lines are one statement
+# and its answer.
+# (after any prefix the normal form drops); a shell's "python -c '...'" prints its output after it too
+_PROMPT = re.compile(rb"(?:>>>|In \[\d{1,6}\]:|\bpython[\d.]{0,5}(?:\.exe)? -c)(?:[ \t]|\xc2\xa0){1,4}\S")
+_ANSWER = re.compile(rb"^\s{0,8}(?:Out\[\d{1,6}\]: )?\S")
+_NOT_ANSWER = re.compile(rb"^\s{0,8}(?:>>>|\.\.\.|In \[\d{1,6}\]:|Traceback )")
+# a log record: a time stamp or glog's level and date first, a logger's level word, TensorFlow's
+# own continuation lines (a deprecation's "Instructions for updating:", cpu_feature_guard's
+# "To enable the following instructions", gpu_device.cc's "Skipping registering GPU devices...")
+_LOG_RECORD = re.compile(
+    rb"^\s{0,8}(?:\[?\d{4}-\d\d-\d\d|\[?\d\d:\d\d:\d\d|[IWEF]\d{4} |(?:WARNING|INFO|ERROR|DEBUG)\b|"
+    rb"Instructions for updating|To enable the following|Skipping registering|[IWE] tensorflow/)"
+)
+MAX_ANSWER = 200  # a value's repr worth reading with its statement: a short one ([], False, '')
+MAX_ANSWERS = 64  # statements read with their answers per chunk
+MAX_RECORDS = 40  # log records between a statement and its answer
+
+
+def has_prompt(block: bytes) -> bool:
+    """Whether a chunk holds a statement at a prompt at all (one pass, before any line is looked at)."""
+    return _PROMPT.search(block) is not None
+
+
+def prompt_answers(lines: list[bytes]) -> list[tuple[list[int], bytes]]:
+    """Each distinct statement typed at Python's or IPython's prompt with the value printed after
+    it, as (the indexes of the statement's line, the two joined with a space); the scanner reads
+    them for the messages that neither line holds alone."""
+    found: dict[tuple[bytes, bytes], list[int]] = {}
+    last = len(lines)
+    for index in range(last - 1):
+        line = lines[index]
+        if (b">>>" not in line and b"In [" not in line and b" -c " not in line) or not _PROMPT.search(line, 0, 240):
+            continue
+        statement, after = line.rstrip(b"\r"), index + 1
+        # a statement a terminal cut goes on in the next line (``continues``)
+        while after < last and after - index <= 3 and continues(lines[after - 1], lines[after]):
+            statement, after = statement + b" " + lines[after].strip(), after + 1
+        first_record = after
+        # the log records, the lines a terminal cut one of them into (``continues``), and the
+        # instructions under a deprecation's "Instructions for updating:" (tensorflow/python/util/deprecation.py)
+        while (
+            after < last
+            and after - index <= MAX_RECORDS
+            and (
+                _LOG_RECORD.match(lines[after])
+                or (after > first_record and continues(lines[after - 1], lines[after]))
+                or lines[after - 1].rstrip().endswith(b"Instructions for updating:")
+            )
+        ):
+            after += 1
+        if after >= last:
+            continue
+        answer = lines[after].rstrip(b"\r")
+        if len(answer) > MAX_ANSWER or not _ANSWER.match(answer) or _NOT_ANSWER.match(answer):
+            continue
+        pair = (statement, answer.strip())
+        if pair not in found and len(found) >= MAX_ANSWERS:
+            break
+        found.setdefault(pair, []).append(index)
+    return [(where, pair[0] + b" " + pair[1]) for pair, where in found.items()]
+
+
 def may_be_cut(line: bytes) -> bool:
     """Whether a line could go on in the next one (the scanner keeps such a last line of a chunk
     for the next chunk, so a wrap is read whatever the chunk size)."""

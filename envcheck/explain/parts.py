@@ -147,9 +147,13 @@ _PACKAGE_LIBRARY = re.compile(
 # installed Python package (``_PACKAGE_FRAME``). The generic loader patterns (``stack_only``)
 # explain a line only in this frame: a game's DLL, a system program's library or Mesa's driver are
 # other software's errors. XLA's files and modules are "xla" as a word or before "_", "/", ".":
-# "xlabel" (Matplotlib) and "xlarge" (a cloud instance type) are not XLA.
+# "xlabel" (Matplotlib) and "xlarge" (a cloud instance type) are not XLA. CUDA's own files and
+# modules are named as files are: libcuda.so, nvcuda.dll, cuda.h, TensorFlow's cuda_driver.cc and
+# stream_executor/cuda/, the toolkit's /usr/local/cuda/ and cuda-12.4, CUDA_VISIBLE_DEVICES; the word
+# "CUDA" in a sentence, another program's device name ("CUDA0", "cuda-3") or its own source file
+# (darknet's src/cuda.c) is a program that uses CUDA, not the stack.
 _STACK_FRAME = re.compile(
-    r"\b(?:lib)?(?:cu(?:da|dart|dnn|blas|fft|rand|solver|sparse|pti|file)|nvrtc|nvjitlink|nvinfer|nvonnxparser|"
+    r"\b(?:lib)?(?:cu(?:da(?=[_/\\]|\.(?:so|dll|dylib|h)\b|-\d{1,2}\.\d)|dart|dnn|blas|fft|rand|solver|sparse|pti|file)|nvrtc|nvjitlink|nvinfer|nvonnxparser|"
     r"nccl|nvml|nvidia|nvcuda|nvvm|nvptx|libdevice|ptxas|tensorrt|zlibwapi|tensorflow|_pywrap_|keras|jax|xla(?![a-z])|"
     r"torch|c10|caffe2|fbgemm|paddle|mxnet|onnxruntime|cupy|numba|triton|bitsandbytes|llama|dlib|xgboost|lightgbm)",
     re.I,
@@ -175,6 +179,18 @@ _PACKAGE_FRAME = re.compile(
     + r"[^\s\"':]{0,400}?\.(?:so|pyd|dll|dylib)\b",
     re.I,
 )
+
+
+# FFmpeg's log lines carry the context that printed them: libavutil/log.c (format_line) writes
+# "[%s @ %p] ", the component's name and its address ("[h264_nvenc @ 0x55d020323ac0] ",
+# "[AVHWDeviceContext @ 000002937d4c2d40] ", "[vost#0:0/h264_nvenc @ 0x...] "). Such a line is
+# FFmpeg's message about its own encoder or decoder, whatever CUDA status or library it names.
+_FFMPEG_CONTEXT = re.compile(r"\[[A-Za-z][\w:/#.-]{0,80} @ (?:0x)?[0-9a-f]{6,16}\] ", re.I)
+
+
+def another_programs_line(text: str) -> bool:
+    """Whether a line is, by its own log prefix, another program's (FFmpeg's) message."""
+    return _FFMPEG_CONTEXT.search(text) is not None
 
 
 def in_stack_frame(text: str) -> bool:

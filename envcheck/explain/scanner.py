@@ -40,14 +40,16 @@ from envcheck.explain.normalise import (
     KEY_TABLE,
     collapse_blanks,
     decode_entities,
+    has_prompt,
     is_partial_record,
     join_partial_records,
     may_be_cut,
     normalise_line,
+    prompt_answers,
     search_key,
     wrapped_lines,
 )
-from envcheck.explain.parts import in_stack_frame, read_parts
+from envcheck.explain.parts import another_programs_line, in_stack_frame, read_parts
 
 # Control bytes that text never holds (tab, newline, form feed, carriage return, backspace and
 # escape, which progress bars and coloured logs use, are text).
@@ -205,6 +207,14 @@ class Catalogue:
             if wanted:
                 numbers = [lines_before + index + 1 for index in where[:MAX_LINE_NUMBERS]]
                 self._match_line(text[:max_line], numbers, len(where), wanted, found)
+        if has_prompt(block):
+            # A statement at Python's prompt and the value printed under it, read together.
+            for where, text in prompt_answers(lines):
+                known = hits.get(lines[where[0]], set())
+                wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in known)
+                if wanted:
+                    numbers = [lines_before + index + 1 for index in where[:MAX_LINE_NUMBERS]]
+                    self._match_line(text[:max_line], numbers, len(where), wanted, found)
 
     def _scan_ending(
         self, block: bytes, lines_before: int, earlier: bool, max_line: int, found: "_Accumulator"
@@ -293,6 +303,8 @@ class Catalogue:
                 continue
             if text is None:
                 text = normalise_line(head.decode("utf-8", "replace").rstrip("\r"))
+                if another_programs_line(text):
+                    return hits  # FFmpeg's own message about its encoder or decoder
                 lowered = text.encode("utf-8", "replace").lower()
             pattern = self.patterns[index]
             for regex in pattern.regexes:

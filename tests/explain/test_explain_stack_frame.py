@@ -224,3 +224,69 @@ def test_a_pip_line_or_a_warning_location_does_not_frame_another_programs_error(
 def test_a_traceback_frame_through_an_installed_package_frames_the_loaders_error(frame):
     log = f"{frame}\nOSError: [WinError 126] The specified module could not be found\n"
     assert "windows-dll-load-error" in CATALOGUE.scan_text(log).ids
+
+
+# CUDA's own files and modules are in the frame as files are named (libcuda.so, cuda.h,
+# TensorFlow's cuda_*.cc and stream_executor/cuda/, the toolkit's folders, CUDA_* variables); the
+# word "CUDA" in another program's sentence, its device names or its own cuda.c are not.
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("libcuda.so.1: cannot open shared object file: No such file or directory", True),
+        ("#include <cuda.h>", True),
+        ("W tensorflow/stream_executor/cuda/cuda_driver.cc:406] failed call to cuInit", True),
+        ("export LD_LIBRARY_PATH=/usr/local/cuda-11.8/lib64", True),
+        ("CUDA_VISIBLE_DEVICES=0 python train.py", True),
+        ("CUDA error in func 'init' at line 245 : out of memory.", False),  # a miner's CUDA_SAFE_CALL
+        ("cu 19:58:37 cuda-3   Generating DAG + Light : 2.07 GB", False),
+        ("cu  18:11:24|CUDA0     Using device: GeForce GTX 780 Ti  (Compute 3.5)", False),
+        ("prog: ./src/cuda.c:36: check_error: Assertion `0' failed.", False),  # glibc's assert, a program's file
+        ("I installed CUDA and it still fails", False),
+    ],
+)
+def test_cuda_is_in_the_frame_as_a_file_or_module_not_as_a_word(line, expected):
+    assert in_stack_frame(line) is expected
+
+
+def test_a_crash_after_another_programs_cuda_lines_is_that_programs():
+    # a CUDA miner's log (its CUDA_SAFE_CALL format: "CUDA error in func '%s' at line %d : %s."), then
+    # bash's report of the crash: nothing in it is a file or module of the CUDA stack
+    log = (
+        "cu  10:00:01|CUDA0     Using device: GeForce GTX 1080  (Compute 6.1)\n"
+        "CUDA error in func 'init' at line 245 : out of memory.\n"
+        "./start.sh: line 1: 10952 Segmentation fault      (core dumped) ./miner -U\n"
+    )
+    assert CATALOGUE.scan_text(log).ids == []
+    # the same report after TensorFlow's CUDA lines is the stack's crash
+    ours = (
+        "2024-01-01 10:00:00.000000: I tensorflow/stream_executor/cuda/cuda_gpu_executor.cc:939] "
+        "successful NUMA node read from SysFS had negative value (-1)\n"
+        "Segmentation fault (core dumped)\n"
+    )
+    assert "process-crash-status" in CATALOGUE.scan_text(ours).ids
+
+
+# FFmpeg's log lines carry their context, libavutil/log.c's "[%s @ %p] " (the component and its
+# address, %p as glibc prints it and as Windows' C runtime does): FFmpeg's own messages about its
+# encoders and decoders, whatever CUDA status or library they name, are not the stack's.
+FFMPEG = [
+    "[h264_nvenc @ 0x55d020323ac0] dl_fn->cuda_dl->cuCtxCreate(&ctx->cu_context_internal, 0, cu_device) "
+    "failed -> CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+    "[AVHWDeviceContext @ 0x55bf99883d00] cu->cuInit(0) failed -> CUDA_ERROR_UNKNOWN: unknown error",
+    "[AVHWDeviceContext @ 000002937d4c2d40] cu->cuInit(0) failed -> CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected",
+    "[vost#0:0/h264_nvenc @ 0x590964d2d040] Error while opening encoder - maybe incorrect parameters such as bit_rate",
+]
+
+
+@pytest.mark.parametrize("line", FFMPEG)
+def test_ffmpegs_own_lines_are_not_explained(line):
+    assert CATALOGUE.scan_text(line).ids == []
+    assert CATALOGUE.scan_text(f"[2022-10-20 16:24:05] ffmpeg.cam.detect  ERROR   : {line}").ids == []
+
+
+def test_the_same_status_without_ffmpegs_context_is_explained():
+    assert CATALOGUE.scan_text("cuInit(0) failed -> CUDA_ERROR_UNKNOWN: unknown error").ids
+    assert (
+        "cuda-out-of-memory"
+        in CATALOGUE.scan_text("failed to allocate 3.90G: CUDA_ERROR_OUT_OF_MEMORY: out of memory").ids
+    )
