@@ -143,3 +143,45 @@ def test_the_cudnn_check_quoted_with_the_source_reads_the_same_versions():
 def test_the_convolution_algorithm_failure_quoted_by_its_first_sentence():
     assert [e.id for e in _explained("UnknownError: Failed to get convolution algorithm")] == ["conv-algorithm-failed"]
     assert not _explained("Failed to get convolution algorithms list for this layer")
+
+
+FATAL_NO_DEVICE = (
+    "F tensorflow/stream_executor/lib/statusor.cc:34] Attempting to fetch value instead of handling error "
+    "Internal: no supported devices found for platform CUDA"
+)
+
+
+def test_xla_without_a_usable_gpu_names_the_reason_the_log_shows():
+    too_old = (
+        "I tensorflow/compiler/xla/service/platform_util.cc:194] StreamExecutor cuda device (0) is of insufficient "
+        "compute capability: 3.5 required, device is 3.0\n" + FATAL_NO_DEVICE
+    )
+    assert _causes(too_old, "xla-no-supported-devices")[0] == "compute-capability-too-low"
+    assert [e.variables.get("cc") for e in _explained(too_old) if e.id == "compute-capability-too-low"] == ["3.0"]
+    no_memory = (
+        "E tensorflow/compiler/xla/service/platform_util.cc:256] unable to create StreamExecutor for CUDA:0: failed "
+        "initializing StreamExecutor for CUDA device ordinal 0: Internal: failed call to cuDevicePrimaryCtxRetain: "
+        "CUDA_ERROR_OUT_OF_MEMORY: out of memory; total memory reported: 25396838400\n" + FATAL_NO_DEVICE
+    )
+    assert _causes(no_memory, "xla-no-supported-devices")[0] == "other-process-holds-gpu"
+
+
+def test_jaxs_backend_message_keeps_its_own_pattern():
+    text = "Unable to initialize backend 'cuda': INTERNAL: no supported devices found for platform CUDA"
+    assert [e.id for e in _explained(text)] == ["jax-cuda-backend-failed"]
+
+
+def test_a_failed_check_on_a_cuda_driver_call_reads_the_curesult_it_printed():
+    text = (
+        "tensorflow/stream_executor/cuda/cuda_driver.cc:404] Check failed: CUDA_SUCCESS == "
+        "cuDevicePrimaryCtxGetState(device, &former_primary_context_flags, &former_primary_context_is_active) "
+        "(0 vs. 303)"
+    )
+    explanations = _explained(text)
+    assert [e.id for e in explanations] == ["cuda-driver-status"]
+    assert explanations[0].variables["status_name"] == "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED"
+
+
+def test_a_failed_check_on_a_cudnn_status_is_not_read_as_a_curesult():
+    text = "F tensorflow/stream_executor/cuda/cuda_dnn.cc:194] Check failed: status == CUDNN_STATUS_SUCCESS (7 vs. 0)"
+    assert "cuda-driver-status" not in [e.id for e in _explained(text)]
