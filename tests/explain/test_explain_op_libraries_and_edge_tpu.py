@@ -185,3 +185,33 @@ def test_a_failed_check_on_a_cuda_driver_call_reads_the_curesult_it_printed():
 def test_a_failed_check_on_a_cudnn_status_is_not_read_as_a_curesult():
     text = "F tensorflow/stream_executor/cuda/cuda_dnn.cc:194] Check failed: status == CUDNN_STATUS_SUCCESS (7 vs. 0)"
     assert "cuda-driver-status" not in [e.id for e in _explained(text)]
+
+
+def test_tfjs_node_gpu_on_windows_puts_the_cuda_dlls_first_and_the_cpu_package_does_not():
+    gpu = (
+        "Error: The specified module could not be found.\n"
+        "\\\\?\\D:\\nodejs\\node_modules\\@tensorflow\\tfjs-node-gpu\\lib\\napi-v5\\tfjs_binding.node"
+    )
+    assert _causes(gpu, "tfjs-node-binding-failed")[0] == "cuda-dll-folder-not-on-path"
+    cpu = gpu.replace("tfjs-node-gpu", "tfjs-node")
+    causes = _causes(cpu, "tfjs-node-binding-failed")
+    assert "cuda-dll-folder-not-on-path" not in causes
+    assert causes[-1] == "tfjs-binding-not-built"
+
+
+def test_tfjs_nodes_own_missing_addon_message_names_only_the_build():
+    text = (
+        "Error: The Node.js native addon module (tfjs_binding.node) can not be found at path: "
+        "C:\\app\\node_modules\\@tensorflow\\tfjs-node\\lib\\napi-v7\\tfjs_binding.node."
+    )
+    assert _causes(text, "tfjs-node-binding-failed") == ["tfjs-binding-not-built"]
+
+
+def test_a_copy_to_the_gpu_without_memory_blames_a_whole_array_only_for_an_eager_constant():
+    eager = (
+        "InternalError: Failed copying input tensor from /job:localhost/replica:0/task:0/device:CPU:0 to "
+        "/job:localhost/replica:0/task:0/device:GPU:0 in order to run _EagerConst: Dst tensor is not initialized."
+    )
+    assert _causes(eager, "gpu-copy-destination-not-allocated")[0] == "whole-array-on-gpu"
+    graph = "tensorflow.python.framework.errors_impl.InternalError: Dst tensor is not initialized."
+    assert _causes(graph, "gpu-copy-destination-not-allocated")[0] == "batch-too-large"
