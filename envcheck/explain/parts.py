@@ -220,6 +220,7 @@ PART_NAMES = (
     "dlerror_file",
     "dependency",
     "symbol",
+    "symbol_namespace",
     "needed_version",
     "windows_code",
     "windows_error",
@@ -267,6 +268,7 @@ def _loader_reason(text: str, library: str) -> dict[str, str]:
         parts = {"dlerror_reason": reason}
         groups = hit.groupdict()
         parts["symbol"] = groups.get("symbol") or groups.get("macos_symbol") or groups.get("versioned_symbol") or ""
+        parts["symbol_namespace"] = cxx_namespace(parts["symbol"])
         parts["needed_version"] = groups.get("needed_version") or ""
         named = _DLERROR_FILE.search(said)
         if named is not None:
@@ -275,6 +277,22 @@ def _loader_reason(text: str, library: str) -> dict[str, str]:
             parts["dlerror_reason"], parts["dependency"] = "other-file", parts["dlerror_file"]
         return parts
     return {}
+
+
+# Itanium C++ ABI mangling: _ZN, then cv-qualifiers of a member function (K, V, r), then the first
+# name as <length><identifier> ("_ZN10tensorflow12OpDefBuilder..." -> "tensorflow"). glibc prints the
+# mangled name, so the namespace says whose C++ API a library was compiled against.
+_MANGLED_NAMESPACE = re.compile(r"^_ZN[KVr]{0,3}(\d{1,3})([A-Za-z_]\w{0,200})")
+
+
+def cxx_namespace(symbol: str) -> str:
+    """The outermost C++ namespace (or class) of a mangled symbol, "" for a C symbol."""
+    found = _MANGLED_NAMESPACE.match(symbol)
+    if found is None:
+        return ""
+    length = int(found.group(1))
+    name = found.group(2)
+    return name[:length] if len(name) >= length else ""
 
 
 def _other_file(named: str, library: str) -> bool:
