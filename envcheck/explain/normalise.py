@@ -227,7 +227,7 @@ def wrapped_lines(lines: list[bytes], around: Optional[Iterable[int]] = None) ->
 # ">>> tf.config.list_physical_devices('GPU')" and the "[]" under its log lines are one statement
 # and its answer.
 # (after any prefix the normal form drops); a shell's "python -c '...'" prints its output after it too
-_PROMPT = re.compile(rb"(?:>>>|In \[\d{1,6}\]:|\bpython[\d.]{0,5}(?:\.exe)? -c)(?:[ \t]|\xc2\xa0){1,4}\S")
+_PROMPT = re.compile(rb"(?:>>>|In {1,4}\[\d{1,6}\]:|\bpython[\d.]{0,5}(?:\.exe)? {1,4}-c)(?:[ \t]|\xc2\xa0){1,4}\S")
 _ANSWER = re.compile(rb"^\s{0,8}(?:Out\[\d{1,6}\]: )?\S")
 _NOT_ANSWER = re.compile(rb"^\s{0,8}(?:>>>|\.\.\.|In \[\d{1,6}\]:|Traceback )")
 # a log record: a time stamp or glog's level and date first, a logger's level word, TensorFlow's
@@ -242,21 +242,24 @@ MAX_ANSWERS = 64  # statements read with their answers per chunk
 MAX_RECORDS = 40  # log records between a statement and its answer
 
 
-def has_prompt(block: bytes) -> bool:
-    """Whether a chunk holds a statement at a prompt at all (one pass, before any line is looked at)."""
-    return _PROMPT.search(block) is not None
+def at_prompt(line: bytes) -> bool:
+    """Whether a line is a statement typed at a prompt (the scanner asks it of the lines that hold a
+    needle and of the few before each, where a statement a terminal cut starts: a statement worth
+    reading with its answer names what a pattern looks for)."""
+    return _PROMPT.search(line, 0, 240) is not None
 
 
-def prompt_answers(lines: list[bytes]) -> list[tuple[list[int], bytes]]:
-    """Each distinct statement typed at Python's or IPython's prompt with the value printed after
-    it, as (the indexes of the statement's line, the two joined with a space); the scanner reads
-    them for the messages that neither line holds alone."""
+def prompt_answers(lines: list[bytes], statements: Iterable[int]) -> list[tuple[list[int], bytes]]:
+    """Each distinct statement typed at Python's or IPython's prompt (the lines ``statements``
+    indexes, each ``at_prompt``) with the value printed after it, as (the indexes of the statement's
+    line, the two joined with a space); the scanner reads them for the messages that neither line
+    holds alone."""
     found: dict[tuple[bytes, bytes], list[int]] = {}
     last = len(lines)
-    for index in range(last - 1):
-        line = lines[index]
-        if (b">>>" not in line and b"In [" not in line and b" -c " not in line) or not _PROMPT.search(line, 0, 240):
+    for index in sorted(statements):
+        if index >= last - 1:
             continue
+        line = lines[index]
         statement, after = line.rstrip(b"\r"), index + 1
         # a statement a terminal cut goes on in the next line (``continues``)
         while after < last and after - index <= 3 and continues(lines[after - 1], lines[after]):

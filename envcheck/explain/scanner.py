@@ -38,9 +38,9 @@ from envcheck.explain.context import read_context
 from envcheck.explain.normalise import (
     KEY_DELETE,
     KEY_TABLE,
+    at_prompt,
     collapse_blanks,
     decode_entities,
-    has_prompt,
     is_partial_record,
     join_partial_records,
     may_be_cut,
@@ -181,6 +181,7 @@ class Catalogue:
                 # keys that fold alike (other spacing or quotes) share a group; usually each is its own
                 groups[folded] = raw[key] if folded not in groups else groups[folded] + raw[key]
         hits: dict[bytes, set[int]] = {}  # each distinct candidate line -> the patterns it matched
+        statements: set[int] = set()  # candidate lines typed at a prompt, read with their answers below
         matched_lines = 0
         for start in sorted(candidates):
             end, indexes = candidates[start]
@@ -191,6 +192,12 @@ class Catalogue:
                 numbers = [lines_before + i + 1 for i in where[:MAX_LINE_NUMBERS]]
                 hits[line] = self._match_line(line[:max_line], numbers, len(where), indexes, found)
                 matched_lines += len(where) if hits[line] else 0
+                # the statement itself, or a statement a terminal cut that goes on in this line
+                # (prompt_answers joins up to three lines)
+                for index in where[:MAX_LINE_NUMBERS]:
+                    first = next((j for j in range(index, max(-1, index - 4), -1) if at_prompt(lines[j])), None)
+                    if first is not None:
+                        statements.add(first)
         # A pasted message may be hard-wrapped anywhere. A large log (a program's, not wrapped) is
         # looked at only around the lines that hold a needle, and not at all when every line of it
         # is a message already read (two messages on consecutive lines are two).
@@ -207,9 +214,9 @@ class Catalogue:
             if wanted:
                 numbers = [lines_before + index + 1 for index in where[:MAX_LINE_NUMBERS]]
                 self._match_line(text[:max_line], numbers, len(where), wanted, found)
-        if has_prompt(block):
+        if statements:
             # A statement at Python's prompt and the value printed under it, read together.
-            for where, text in prompt_answers(lines):
+            for where, text in prompt_answers(lines, statements):
                 known = hits.get(lines[where[0]], set())
                 wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in known)
                 if wanted:
