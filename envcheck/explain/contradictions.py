@@ -75,6 +75,21 @@ def _cudnn_too_old(variables: dict[str, str]) -> Optional[str]:
     return None
 
 
+def _cudnn_not_a_newer_minor(variables: dict[str, str]) -> Optional[str]:
+    # cuda_dnn.cc prints both versions; "a newer minor release" needs the same major and a higher minor
+    loaded, compiled = (
+        cudnn_version_text(variables.get("loaded", ""))[0],
+        cudnn_version_text(variables.get("compiled", ""))[0],
+    )
+    if loaded and compiled and loaded[0] != compiled[0]:
+        return f"the loaded cuDNN ({variables['loaded']}) is of another major than the one TensorFlow was built with"
+    if loaded and compiled and loaded[:2] < compiled[:2]:
+        return (
+            f"the loaded cuDNN ({variables['loaded']}) is an older minor release than the one TensorFlow was built with"
+        )
+    return None
+
+
 def _not_in_a_linux_container(variables: dict[str, str]) -> Optional[str]:
     """A GPU container is Linux (the NVIDIA Container Toolkit runs Linux containers, on Windows
     through WSL 2): a log from native Windows or macOS did not run in one."""
@@ -129,6 +144,7 @@ RULED_OUT_BY_LOG: dict[str, Callable[[dict[str, str]], Optional[str]]] = {
     "tf1-api-in-tf2": _tf1_api,
     "keras3-with-tf-keras-code": _keras3,
     "cudnn-too-old": _cudnn_too_old,
+    "cudnn-minor-differs": _cudnn_not_a_newer_minor,
     "container-without-gpu": _not_in_a_linux_container,
     "gpus-flag-missing": _not_in_a_linux_container,
     "container-driver-capabilities": _not_in_a_linux_container,

@@ -79,6 +79,20 @@ def test_a_newer_cudnn_is_never_called_older():
     assert older.causes[0].id == "cudnn-too-old"
 
 
+def test_an_older_or_other_major_cudnn_is_never_called_a_newer_minor():
+    # the two numbers cuda_dnn.cc prints decide the relation; "newer minor" is offered only when they show one
+    newer = _explain(
+        "Loaded runtime CuDNN library: 7101 (compatibility version 7100) but source was compiled with 7004"
+    )
+    assert newer[0].causes[0].id == "cudnn-minor-differs"
+    for text in (
+        "Loaded runtime CuDNN library: 5005 (compatibility version 5000) but source was compiled with 5103",
+        "Loaded runtime CuDNN library: 6021 (compatibility version 6000) but source was compiled with 7005",
+    ):
+        (found,) = _explain(text)
+        assert all(c.id != "cudnn-minor-differs" for c in found.causes)
+
+
 def test_a_notice_followed_by_a_crash_is_not_harmless():
     notice = "I tensorflow/stream_executor/cuda/cudart_stub.cc:29] Ignore above cudart dlerror if you do not have a GPU set up on your machine."
     assert all(e.harmless for e in _explain(notice))
