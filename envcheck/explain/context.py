@@ -124,6 +124,10 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
         ("log_python", r"\bPython (3\.\d{1,2})(?:\.\d{1,2})?\b", ("python 3",)),
         ("log_python", r"[/\\]python(3\.\d{1,2})[/\\](?:site|dist)-packages", ("-packages",)),
         ("log_python", r"\bcp3(\d{1,2})-cp3\d{1,2}", ("cp3",)),
+        # Secure Boot's state: mokutil --sb-state prints "SecureBoot enabled" / "SecureBoot disabled",
+        # the kernel logs "secureboot: Secure boot enabled" / "... disabled" at boot (the last one
+        # the log shows counts); with it on, an unsigned NVIDIA module is refused
+        ("log_secure_boot", r"\bSecure ?Boot(?: is)? (enabled|disabled)\b", ("secureboot", "secure boot")),
     )
 )
 _PLATFORMS = (
@@ -355,7 +359,7 @@ CONTEXT_NAMES = (
     "log_container", "log_container_start", "log_hosted", "log_conda", "log_venv", "log_ide", "log_pip_cuda",
     "log_crash_after", "log_library_files", "log_cvd", "log_python_store", "log_tf_imports_cuda",
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
-    "log_exception", "log_gpu_present",
+    "log_exception", "log_gpu_present", "log_secure_boot",
 )  # fmt: skip
 
 
