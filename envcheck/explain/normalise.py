@@ -227,7 +227,9 @@ def wrapped_lines(lines: list[bytes], around: Optional[Iterable[int]] = None) ->
 # ">>> tf.config.list_physical_devices('GPU')" and the "[]" under its log lines are one statement
 # and its answer.
 # (after any prefix the normal form drops); a shell's "python -c '...'" prints its output after it too
-_PROMPT = re.compile(rb"(?:>>>|In {1,16}\[\d{1,6}\]:|\bpython[\d.]{0,5}(?:\.exe)? {1,16}-c)(?:[ \t]|\xc2\xa0){1,16}\S")
+_PROMPT = re.compile(
+    rb"(?:>>>|In(?:[ \t]|\xc2\xa0){1,16}\[\d{1,6}\]:|\bpython[\d.]{0,5}(?:\.exe)?(?:[ \t]|\xc2\xa0){1,16}-c)(?:[ \t]|\xc2\xa0){1,16}\S"
+)
 _ANSWER = re.compile(rb"^\s{0,8}(?:Out\[\d{1,6}\]: )?\S")
 _NOT_ANSWER = re.compile(rb"^\s{0,8}(?:>>>|\.\.\.|In \[\d{1,6}\]:|Traceback )")
 # a log record: a time stamp or glog's level and date first, a logger's level word, TensorFlow's

@@ -74,6 +74,9 @@ def test_a_gpu_that_tensorflow_found_keeps_the_notice_harmless():
         "PS C:\\work> python -c \"import tensorflow as tf; print(tf.config.list_physical_devices('GPU'))\"\n[]\n",
         ">>>        tf.config.list_physical_devices('GPU')\n[]\n",  # blanks a page or a paste doubled
         "In  [2]:\ttf.config.list_physical_devices('GPU')\nOut[2]: []\n",
+        # a web page's no-break spaces between the words of the command and of IPython's prompt
+        "$\u00a0python3\u00a0-c \"import tensorflow as tf; print(tf.config.list_physical_devices('GPU'))\"\n[]\n",
+        "In\u00a0[2]: tf.config.list_physical_devices('GPU')\nOut[2]: []\n",
         # a statement a terminal cut: the prompt's line holds no needle, the next one does
         "$ python3 -c \"import tensorflow\nas tf; print(tf.config.list_physical_devices('GPU'))\"\n[]\n",
         ">>> tf.test.is_gpu_available()\nWARNING:tensorflow:From <stdin>:1: is_gpu_available (from tensorflow.python.framework.test_util) is deprecated and will be removed in a future version.\nInstructions for updating:\nUse `tf.config.list_physical_devices('GPU')` instead.\nFalse\n",
