@@ -31,8 +31,9 @@ from envcheck.render.explain import render_catalogue, render_catalogue_json, ren
 GZIP_MAGIC = b"\x1f\x8b"
 
 EPILOG = """\
-input: the message as arguments (quote it), '-' to read standard input, or --file LOG
-(a whole TensorFlow log works; gzip-compressed logs are read as they are, from a file or a pipe).
+input: the message as arguments (quote it), '-' to read standard input (paste the message, then
+Ctrl-D; a message with quotes of its own keeps them this way), or --file LOG (a whole TensorFlow
+log works; gzip-compressed logs are read as they are, from a file or a pipe).
 exit status: 0 when at least one known message was found, 1 when none was (or the input was
 empty), 2 for bad usage or an unreadable file.
 """
@@ -136,12 +137,16 @@ def _open_input(args: argparse.Namespace) -> Iterator[tuple[IO[bytes], str]]:
         yield io.BytesIO(" ".join(args.text).encode("utf-8", "surrogateescape")), "the argument"
         return
     if args.text == ["-"] or args.file == "-":
+        stdin = sys.stdin.buffer
         if sys.stdin.isatty():
             print(
                 "envcheck explain: reading standard input; end it with Ctrl-D (Ctrl-Z Enter on Windows)",
                 file=sys.stderr,
             )
-        stdin = sys.stdin.buffer
+            # A terminal gives end-of-file once per Ctrl-D; the scanner reads in chunks and would
+            # wait for a second one. What is pasted into a terminal is read whole, up to the first.
+            yield io.BytesIO(stdin.read()), "standard input"
+            return
         peek = getattr(stdin, "peek", None)
         if peek is not None and peek(2)[:2] == GZIP_MAGIC:  # `cat train.log.gz | envcheck explain -`
             with gzip.GzipFile(fileobj=stdin, mode="rb") as unzipped:

@@ -44,6 +44,7 @@ def _report_text(report: ExplainReport, show_harmless: bool, width: int) -> str:
             f"envcheck explain: no known TensorFlow, CUDA or driver message in {where}.",
             *_unexplained(report, alone=True),
             "`envcheck explain --list` shows the messages envcheck knows. " + _doctor_hint(),
+            *_quoting_hint(report),
             *(f"Note: {p}" for p in report.problems),
         ]
         return _wrapped(lines, width)
@@ -63,6 +64,17 @@ def _report_text(report: ExplainReport, show_harmless: bool, width: int) -> str:
     if hidden:
         out += ["", f"({plural(hidden, 'harmless message')} not shown; drop --hide-harmless to see them.)"]
     return "\n".join(out) + "\n"
+
+
+def _quoting_hint(report: ExplainReport) -> list[str]:
+    """A message given as arguments went through the shell, whose quoting drops the message's own
+    quotes ('libcudnn.so.8' inside '...') and more; standard input takes it as printed."""
+    if report.source != "the argument":
+        return []
+    return [
+        "A message with quotes of its own loses them inside the shell's quotes: run `envcheck explain -`, "
+        "paste the message, then press Ctrl-D (Ctrl-Z Enter on Windows), or save it to a file and use --file."
+    ]
 
 
 def _doctor_hint() -> str:

@@ -143,6 +143,14 @@ def test_unknown_text_exits_1_and_suggests_doctor(cli):
     assert result.code == 1
     assert "no known TensorFlow, CUDA or driver message in 1 line of the argument" in result.out
     assert "envcheck doctor" in result.out
+    # what the shell's quoting did to an argument, and the way round it
+    assert "`envcheck explain -`" in " ".join(result.out.split())
+
+
+def test_unknown_text_on_standard_input_gets_no_quoting_hint():
+    piped = run_envcheck("explain", "--no-probe", "-", input="Epoch 1/10 - loss: 0.52\n")
+    assert piped.code == 1
+    assert "no known TensorFlow" in piped.out and "explain -`" not in piped.out
 
 
 def test_unknown_text_as_json_exits_1(cli):
@@ -413,3 +421,35 @@ def test_a_terminal_without_arguments_is_still_the_usage_error():
         os.close(primary)
         os.close(secondary)
     assert proc.returncode == 2 and "nothing to explain" in proc.stderr
+
+
+def test_a_message_pasted_into_a_terminal_ends_at_the_first_ctrl_d():
+    # A terminal's Ctrl-D ends one read, not the stream: the text pasted before it is the input.
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    primary, secondary = os.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envcheck", "explain", "--no-probe", "--json", "-"],
+        stdin=secondary,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(REPO),
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        os.write(primary, b"Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open\n")
+        os.write(primary, b"\x04")  # one Ctrl-D at the start of a line
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(primary)
+        os.close(secondary)
+    assert proc.returncode == 0, err
+    assert "reading standard input" in err
+    assert json.loads(out)["found"] >= 1
