@@ -74,6 +74,13 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]{0,24}[ -/]{0,3}[@-~]|\x1b[@-Z\\-_]")
 _BLANKS = re.compile(r" {2,}")
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"(?<=\S) (?=[:;,](?: |$))")
 _SPACE_BEFORE_INDEX = re.compile(r"(?<=[A-Za-z_]) \[(?=\d)")
+# TensorFlow's loader quotes the file it could not open ("Could not load dynamic library
+# 'libcudnn.so.8'", dso_loader.cc; "Could not find 'cudart64_100.dll'", self_check.py); a message
+# pasted inside a shell's '...' loses those quotes, so the normal form puts them back.
+_UNQUOTED_LIBRARY = re.compile(
+    r"\b(Could not (?:load dynamic|dlopen) library|Could not find) "
+    r"([\w+-]+(?:\.[\w+-]+)*\.(?:so(?:\.\d+){0,3}|dll|dylib))(?=[;.,:]?(?: |$))"
+)
 
 # Log prefixes, each anchored at the start of the line and bounded, tried in a loop (a timestamp
 # often stands before a glog prefix). Comments name the system that writes each.
@@ -128,6 +135,8 @@ def normalise_line(text: str) -> str:
         text = _SPACE_BEFORE_PUNCTUATION.sub("", text)
     if " [" in text:
         text = _SPACE_BEFORE_INDEX.sub("[", text)
+    if "Could not " in text:
+        text = _UNQUOTED_LIBRARY.sub(r"\1 '\2'", text)
     return strip_prefixes(text)
 
 

@@ -7,6 +7,7 @@ still be explained by its own pattern, with the same title; ordinary lines must 
 from __future__ import annotations
 
 import html
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -220,3 +221,33 @@ def test_escaped_quotes_and_tabs_in_the_normal_form():
     assert normalise_line("C:\\\\Program Files\\\\NVIDIA") == "C:\\\\Program Files\\\\NVIDIA"  # other escapes stay
     assert normalise_line("Driver\tVersion:\t535.104") == "Driver Version: 535.104"
     assert search_key(b'exec: \\"nvidia-smi\\": executable') == search_key(b'exec: "nvidia-smi": executable')
+
+
+# A message pasted inside a shell's single quotes loses its own: TensorFlow's loader lines lose the
+# quotes around the file they name. Every example that quotes such a file must still be explained
+# by the same pattern, with the same title, without them.
+_QUOTED_LIBRARY = re.compile(
+    r"(Could not (?:load dynamic|dlopen) library|Could not find) '([^'\s]+\.(?:so[.\d]*|dll|dylib))'"
+)
+UNQUOTED = [(pattern_id, text) for pattern_id, text in EXAMPLES if _QUOTED_LIBRARY.search(text)]
+
+
+def test_loader_examples_are_many():
+    assert len(UNQUOTED) >= 20
+
+
+@pytest.mark.parametrize(("pattern_id", "text"), UNQUOTED, ids=[f"{p}-{i}" for i, (p, _) in enumerate(UNQUOTED)])
+def test_a_loader_line_without_its_quotes_is_explained_the_same(pattern_id, text):
+    assert _titles(_QUOTED_LIBRARY.sub(r"\1 \2", text)) == _titles(text)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Could not find a version that satisfies the requirement tensorflow-gpu==1.15",
+        "Could not find module 'C:\\Python38\\lib\\site-packages\\x\\y.dll' (or one of its dependencies)",
+        "Could not load dynamic library libcudnn.so.8x here",
+    ],
+)
+def test_other_could_not_lines_keep_their_wording(line):
+    assert normalise_line(line) == line
