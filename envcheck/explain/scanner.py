@@ -49,7 +49,7 @@ from envcheck.explain.normalise import (
     search_key,
     wrapped_lines,
 )
-from envcheck.explain.parts import another_programs_line, in_stack_frame, read_parts
+from envcheck.explain.parts import another_programs_line, in_stack_frame, read_parts, shows_stack_frame
 
 # Control bytes that text never holds (tab, newline, form feed, carriage return, backspace and
 # escape, which progress bars and coloured logs use, are text).
@@ -159,7 +159,8 @@ class Catalogue:
         context = read_context(head, tail)
         # A loader's generic message on a line that names no part of the stack is kept only when
         # the input does (a traceback through site-packages/tensorflow, a CUDA library line).
-        framed = bool(found.unframed) and (in_stack_frame(head) or in_stack_frame(tail))
+        # Another program's own line (OpenCV's cuDNN error, hashcat's driver call) frames nothing.
+        framed = bool(found.unframed) and (shows_stack_frame(head) or shows_stack_frame(tail))
         return ScanResult(found.ordered(framed), lines=lines, bytes=total, dropped=found.dropped, context=context)
 
     def _scan_block(self, block: bytes, lines_before: int, max_line: int, found: "_Accumulator") -> None:
