@@ -199,7 +199,10 @@ _FFMPEG_CONTEXT = re.compile(r"\[[A-Za-z][\w:/#.-]{0,80} @ (?:0x)?[0-9a-f]{6,16}
 #   exists", "...: No error" from Windows' C runtime);
 #   OpenCV (modules/core/src/system.cpp, cv::Exception::formatMessage): "OpenCV(%s) %s:%d: error:
 #   (%d:%s) %s in function '%s'", its cuDNN wrapper's status (modules/dnn/src/cuda4dnn/csl/cudnn)
-#   then " in function '<name>'"; and libstdc++'s verbose terminate handler (libsupc++/vterminate.cc)
+#   then " in function '<name>'"; Blender's Cycles (intern/cycles/device/cuda/util.h, cuda_assert):
+#   "%s in %s (%s:%d)", the driver's text, the call as written and Cycles' source file ("Invalid
+#   context in cuCtxPopCurrent(NULL) (intern/cycles/device/cuda/util.cpp:31)"), and before Blender
+#   2.90 "CUDA error: %s in %s, line %d"; and libstdc++'s verbose terminate handler (libsupc++/vterminate.cc)
 #   names the type of the exception that ended the program, whose namespace is the thrower's:
 #   "terminate called after throwing an instance of 'cv::dnn::cuda4dnn::csl::cudnn::cuDNNException'"
 #   is OpenCV's, "... of 'dxvk::DxvkError'" DXVK's.
@@ -213,14 +216,15 @@ _OWN_FORMATS = re.compile(
     r"Cannot allocate memory|Not enough space)\s{0,4}$|"
     r"\bOpenCV\(\d[\w.-]{0,20}\) [^\n]{0,400}: error: \(-?\d{1,5}:[^)\n]{1,60}\)|"
     r"\b(?:CUDNN|CUBLAS|CUFFT|CURAND|CUSOLVER|CUSPARSE)_STATUS_[A-Z_]{2,60} in function '|"
-    r"\bterminate called after throwing an instance of '(?:cv|dxvk)::",
+    r"\bterminate called after throwing an instance of '(?:cv|dxvk)::|"
+    r"\bin cu[A-Z]\w{1,60}\([^\n]{0,300}\)(?:, line \d{1,6}| \([^\n()]{0,400}\.cpp:\d{1,6}\))\s{0,4}$",
     re.I,
 )
 
 
 def another_programs_line(text: str) -> bool:
     """Whether a line is, by its own log prefix or format, another program's message (FFmpeg's,
-    hashcat's, OBS Studio's, darknet's, OpenCV's)."""
+    hashcat's, OBS Studio's, darknet's, OpenCV's, Blender's)."""
     return any(own.search(text) is not None for own in (_FFMPEG_CONTEXT, _CALL_RETURNED, _OWN_FORMATS))
 
 

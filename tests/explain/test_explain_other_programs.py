@@ -43,6 +43,13 @@ OTHER_PROGRAMS = [
     "CUDA driver version is insufficient for CUDA runtime version in function 'getCudaEnabledDeviceCount'",
     "CUDNN_STATUS_EXECUTION_FAILED in function 'forward'",
     "CUBLAS_STATUS_NOT_INITIALIZED in function 'gemm'",
+    # Blender's Cycles (intern/cycles/device/cuda/util.h, cuda_assert): the driver's text, the call
+    # as written and Cycles' source file; before Blender 2.90 "CUDA error: %s in %s, line %d"
+    "Out of memory in cuMemAlloc_v2(&device_pointer, size) (intern/cycles/device/cuda/device_impl.cpp:720)",
+    "Illegal address in cuMemcpyDtoH_v2((char *)mem.host_pointer + offset, (CUdeviceptr)mem.device_pointer + offset, "
+    "size) (C:\\blender\\intern\\cycles\\device\\cuda\\device_impl.cpp:1012)",
+    "CUDA error: Out of memory in cuLaunchKernel(cuPathTrace, xblocks, yblocks, 1, threads, 1, 1, 0, 0, args, 0), line 1287",
+    "CUDA error: Launch exceeded timeout in cuCtxSynchronize(), line 1372",
     # libstdc++'s verbose terminate handler, the exception's type in OpenCV's and DXVK's namespaces
     "terminate called after throwing an instance of 'cv::dnn::cuda4dnn::csl::CUDAException'",
     "terminate called after throwing an instance of 'dxvk::DxvkError'",
@@ -95,6 +102,9 @@ def test_the_stacks_own_line_with_the_same_status_is_explained(line, pattern_id)
         "dl_fn->cuInit(): skipped",
         # perror's strerror must end the line: a status with more after it is not darknet's
         "CUDA Error: out of memory: Success rate 3 of 10",
+        # a driver call named in TensorFlow's words, with no Cycles source file or line after it
+        "Unexpected Event status: 1 in cuCtxSynchronize()",
+        "CUDA error: out of memory in cuMemAlloc(), see the log",
         # a C++ exception of another namespace: std::, a framework's
         "terminate called after throwing an instance of 'std::runtime_error'",
         "terminate called after throwing an instance of 'tensorflow::errors::Internal'",
@@ -165,3 +175,16 @@ def test_an_explanation_is_not_silenced_by_another_programs_line_elsewhere():
     # explain() over the scan: TensorFlow's cuDNN message is answered, hashcat's is not listed
     log = "cuInit(): unknown error\nCould not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR\n"
     assert [e.id for e in explain(CATALOGUE.scan_text(log))] == ["cudnn-handle-failed"]
+
+
+def test_a_crash_after_blenders_cuda_lines_is_blenders():
+    # Cycles names its own cuda/ sources: its lines frame nothing, the crash after them is Blender's
+    log = (
+        "Invalid context in cuCtxPopCurrent(NULL) (intern/cycles/device/cuda/util.cpp:31)\n"
+        "Out of memory in cuStreamCreate(&cuda_stream_, CU_STREAM_NON_BLOCKING) (intern/cycles/device/cuda/queue.cpp:33)\n"
+        "Segmentation fault (core dumped)\n"
+    )
+    assert not shows_stack_frame(log)
+    assert CATALOGUE.scan_text(log).ids == []
+    ours = "E tensorflow/stream_executor/cuda/cuda_driver.cc:328] failed call to cuInit: CUDA_ERROR_UNKNOWN\n" + log
+    assert {"cuinit-unknown-error", "process-crash-status"} <= set(CATALOGUE.scan_text(ours).ids)
