@@ -196,7 +196,8 @@ _FFMPEG_CONTEXT = re.compile(r"\[[A-Za-z][\w:/#.-]{0,80} @ (?:0x)?[0-9a-f]{6,16}
 #   with %s (%d): %s' after its function's name;
 #   darknet (src/dark_cuda.c check_error, then src/utils.c error() through perror): "CUDA Error: %s",
 #   then perror's ": " and strerror(errno) of whatever errno was ("CUDA Error: out of memory: File
-#   exists", "...: No error" from Windows' C runtime);
+#   exists", "...: No error" from Windows' C runtime), after its check_error_extended's "CUDA status
+#   Error: file: %s : %s() : line: %d" (darknet's own functions: cuda_free(), cuda_push_array());
 #   OpenCV (modules/core/src/system.cpp, cv::Exception::formatMessage): "OpenCV(%s) %s:%d: error:
 #   (%d:%s) %s in function '%s'", its cuDNN wrapper's status (modules/dnn/src/cuda4dnn/csl/cudnn)
 #   then " in function '<name>'"; Blender's Cycles (intern/cycles/device/cuda/util.h, cuda_assert):
@@ -211,6 +212,7 @@ _FFMPEG_CONTEXT = re.compile(r"\[[A-Za-z][\w:/#.-]{0,80} @ (?:0x)?[0-9a-f]{6,16}
 _CALL_RETURNED = re.compile(r"(?<![\w.>-])(?:cu|nvrtc|nvml|cl|hip)[A-Z]\w{1,60}\(\): \S")
 _OWN_FORMATS = re.compile(
     r'\bCUDA call "[^"\n]{1,200}" failed with |'
+    r"\bCUDA status(?: = cudaDeviceSynchronize\(\))? Error: file: |"
     r"\bCUDA Error: [^:\n]{1,200}: (?:No error|Success|File exists|No such file or directory|Invalid argument|"
     r"Resource temporarily unavailable|Operation not permitted|Bad file descriptor|Inappropriate ioctl for device|"
     r"Cannot allocate memory|Not enough space)\s{0,4}$|"
