@@ -487,10 +487,14 @@ class _Accumulator:
         subject and that subject is not the stack's (dkms' "Bad return status for module build"
         after "Consult /var/lib/dkms/rtl8821ce/..."): explained then only if the input shows the
         stack. Where the input names no subject, the message stays what it was asked about."""
+        lowered: list[bytes] = []
         for key, regex in self._subject_unframed.items():
             if key in self._subject_framed:
                 continue
-            hits = (hit.group(0) for text in texts for hit in islice(regex.compiled.finditer(text), 16))
+            lowered = lowered or [text.lower().encode("utf-8", "replace") for text in texts]
+            # a text that lacks what every subject holds ("/var/lib/dkms/", "assertion") is not searched
+            searched = [text for text, low in zip(texts, lowered) if regex.may_match(low)]
+            hits = (hit.group(0) for text in searched for hit in islice(regex.compiled.finditer(text), 16))
             if any(not in_stack_frame(subject) for subject in hits):
                 self.unframed.add(key)
 
