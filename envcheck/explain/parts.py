@@ -189,11 +189,12 @@ _PACKAGE_FRAME = re.compile(
 _FFMPEG_CONTEXT = re.compile(r"\[[A-Za-z][\w:/#.-]{0,80} @ (?:0x)?[0-9a-f]{6,16}\] ", re.I)
 # Other programs that call the CUDA driver, NVRTC, NVML or cuDNN themselves print what a call
 # returned in their own formats, which no library of the stack and no framework on it prints:
-#   hashcat (src/backend.c, src/ext_*.c): the call's name, "(): " and the driver's text, which begin
-#   its line: "cuInit(): forward compatibility was attempted on non supported HW",
+#   hashcat (src/ext_cuda.c, src/ext_nvrtc.c, src/ext_nvml.c: hc_cuInit and the others): the call's
+#   name, "(): " and the driver's text (or its number), which begin its line: "cuInit(): forward
+#   compatibility was attempted on non supported HW",
 #   "nvrtcCompileProgram(): NVRTC_ERROR_INVALID_OPTION", "nvmlDeviceGetClockInfo(): Not Supported";
-#   OBS Studio's NVENC plugin (plugins/obs-nvenc/cuda-helpers.h, CU_FAILED): 'CUDA call "%s" failed
-#   with %s (%d): %s' after its function's name;
+#   OBS Studio's NVENC plugin (plugins/obs-nvenc, cuda_error_check): '%s: CUDA call "%s" failed with
+#   %s (%d): %s', its function's name first (or "... failed with %d" without the driver's names);
 #   darknet (src/dark_cuda.c check_error, then src/utils.c error() through perror): "CUDA Error: %s",
 #   then perror's ": " and strerror(errno) of whatever errno was ("CUDA Error: out of memory: File
 #   exists", "...: No error" from Windows' C runtime), after its check_error_extended's "CUDA status

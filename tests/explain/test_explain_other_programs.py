@@ -20,18 +20,21 @@ from envcheck.explain.parts import MAX_FRAME_HITS, another_programs_line, shows_
 CATALOGUE = load_patterns()
 
 OTHER_PROGRAMS = [
-    # hashcat (src/backend.c): the driver call, "(): " and what cuGetErrorString gave
+    # hashcat (src/ext_cuda.c, hc_cuInit and the others): the call, "(): " and what cuGetErrorString
+    # gave, or the number when it gave nothing
     "cuInit(): forward compatibility was attempted on non supported HW",
     "cuInit(): no CUDA-capable device is detected",
     "cuCtxCreate(): out of memory",
+    "cuInit(): 999",
     "cuModuleLoadDataEx(): the provided PTX was compiled with an unsupported toolchain.",
     "cuLinkAddData(): the provided PTX was compiled with an unsupported toolchain.",
     "nvrtcCompileProgram(): NVRTC_ERROR_COMPILATION",
     "nvmlDeviceGetFanSpeed(): Not Supported",
     "hipModuleLoadData(): hipErrorNoBinaryForGpu",
-    # OBS Studio's NVENC plugin (plugins/obs-nvenc/cuda-helpers.h, CU_FAILED)
+    # OBS Studio's NVENC plugin (plugins/obs-nvenc, cuda_error_check), with and without the names
     'cuda_ctx_init: CUDA call "cu->cuCtxCreate(&ctx, 0, dev)" failed with CUDA_ERROR_OUT_OF_MEMORY (2): out of memory',
     'error: init_cuda_ctx: CUDA call "cu->cuInit(0)" failed with CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected',
+    'nvenc_init_cuda: CUDA call "cu->cuDeviceGet(&device, 0)" failed with 101',
     # darknet (src/dark_cuda.c check_error, then src/utils.c error(), which calls perror)
     "CUDA Error: out of memory: Resource temporarily unavailable",
     "CUDA Error: an illegal memory access was encountered: Success",
