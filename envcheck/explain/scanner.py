@@ -482,8 +482,8 @@ class _Accumulator:
         return True
 
     def subjects_elsewhere(self, *texts: str) -> None:
-        """A generic message of a tool that serves many programs (``subject_elsewhere``) that no
-        line of the stack's carried counts as outside the stack's frame where the input names its
+        """A generic message of a tool that serves many programs (``subject_elsewhere``), seen on
+        no line that names the stack, counts as outside the stack's frame where the input names its
         subject and that subject is not the stack's (dkms' "Bad return status for module build"
         after "Consult /var/lib/dkms/rtl8821ce/..."): explained then only if the input shows the
         stack. Where the input names no subject, the message stays what it was asked about."""
