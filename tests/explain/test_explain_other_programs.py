@@ -40,7 +40,7 @@ OTHER_PROGRAMS = [
     "CUDA Error: an illegal memory access was encountered: Success",
     "CUDA Error: no kernel image is available for execution on the device: Invalid argument",
     # OpenCV (modules/core/src/system.cpp, cv::Exception::formatMessage), its CUDA and cuDNN wrappers
-    "OpenCV(4.5.1) /tmp/opencv/modules/dnn/src/cuda4dnn/csl/cudnn.hpp:63: error: (-217:Gpu API call) "
+    "OpenCV(4.5.1) /build/opencv-4.5.1/modules/dnn/src/cuda4dnn/csl/cudnn.hpp:63: error: (-217:Gpu API call) "
     "CUDNN_STATUS_NOT_SUPPORTED in function 'UniqueHandle'",
     "cv2.error: OpenCV(4.8.0) /io/opencv/modules/core/src/cuda_info.cpp:73: error: (-217:Gpu API call) "
     "CUDA driver version is insufficient for CUDA runtime version in function 'getCudaEnabledDeviceCount'",
