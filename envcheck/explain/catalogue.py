@@ -125,6 +125,10 @@ class Pattern:
     stack_only: bool = False  # a loader's generic message: explained only in the CUDA stack's frame
     at_end: bool = False  # a report printed once the program ended: also read on the input's last lines
     covered_by: tuple[str, ...] = ()  # not shown when one of these explains the same input
+    # a generic line of a tool that serves many programs (dkms builds any kernel module): where the
+    # input names its subject (this regex) and that subject is not the stack's, the line is another
+    # program's, explained only when the input shows the stack
+    subject_elsewhere: Optional[Regex] = None
     line: int = 0  # where the pattern starts in its file
 
     def uses(self, name: str) -> bool:

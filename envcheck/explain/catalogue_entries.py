@@ -33,6 +33,7 @@ _PATTERN_KEYS = {
     "id", "title", "regex", "needles", "harmless", "meaning", "cause", "causes", "fix", "rule_ids",
     "sources", "examples", "near_misses", "os", "derive", "specialize", "shows",
     "harmless_without_gpu", "harmful_with_gpu", "harmful_if_seen", "fallback", "covered_by", "stack_only", "at_end",
+    "subject_elsewhere",
 }  # fmt: skip
 _FIX_KEYS = {"text", "commands", "link", "when"}
 _CAUSE_KEYS = {"id", "text", "tell", "rule_ids", "fix", "when", "first_if", "last_if"}
@@ -132,6 +133,7 @@ def parse_pattern(node: Any, path: Path, eager: bool = True) -> Pattern:
         stack_only=entry.flag("stack_only"),
         at_end=entry.flag("at_end"),
         covered_by=entry.texts("covered_by", required=False),
+        subject_elsewhere=_subject_elsewhere(entry, eager),
         line=node.line,
     )
 
@@ -362,6 +364,16 @@ def _template(entry: _Entry, key: str, text: str, names: set[str]) -> str:
             known = ", ".join(sorted(names)) or "none"
             raise entry.error(key, f"placeholder {{{name}}} is not captured by every regex (captured: {known})")
     return text
+
+
+def _subject_elsewhere(entry: _Entry, eager: bool) -> Optional[Regex]:
+    source = entry.text("subject_elsewhere", required=False)
+    if source is None:
+        return None
+    try:
+        return compile_regex(source, eager)
+    except RegexProblem as exc:
+        raise entry.error("subject_elsewhere", str(exc)) from None
 
 
 def _compile(entry: _Entry, source: str, index: int, eager: bool) -> Regex:

@@ -26,6 +26,7 @@ import re
 from typing import Optional
 
 from envcheck.explain.exit_codes import PART_SPELLINGS as CRASH_SPELLINGS
+from envcheck.explain.normalise import normalise_line
 from envcheck.explain.statuses import FAMILIES, load_statuses, status_variables
 
 _LIBRARY = re.compile(
@@ -186,17 +187,77 @@ _PACKAGE_FRAME = re.compile(
 # "[AVHWDeviceContext @ 000002937d4c2d40] ", "[vost#0:0/h264_nvenc @ 0x...] "). Such a line is
 # FFmpeg's message about its own encoder or decoder, whatever CUDA status or library it names.
 _FFMPEG_CONTEXT = re.compile(r"\[[A-Za-z][\w:/#.-]{0,80} @ (?:0x)?[0-9a-f]{6,16}\] ", re.I)
+# Other programs that call the CUDA driver, NVRTC, NVML or cuDNN themselves print what a call
+# returned in their own formats, which no library of the stack and no framework on it prints:
+#   hashcat (src/ext_cuda.c, src/ext_nvrtc.c, src/ext_nvml.c: hc_cuInit and the others): the call's
+#   name, "(): " and the driver's text (or its number), which begin its line: "cuInit(): forward
+#   compatibility was attempted on non supported HW",
+#   "nvrtcCompileProgram(): NVRTC_ERROR_INVALID_OPTION", "nvmlDeviceGetClockInfo(): Not Supported";
+#   OBS Studio's NVENC plugin (plugins/obs-nvenc, cuda_error_check): '%s: CUDA call "%s" failed with
+#   %s (%d): %s', its function's name first (or "... failed with %d" without the driver's names);
+#   darknet (src/dark_cuda.c check_error, then src/utils.c error() through perror): "CUDA Error: %s",
+#   then perror's ": " and strerror(errno) of whatever errno was ("CUDA Error: out of memory: File
+#   exists", "...: No error" from Windows' C runtime), after its check_error_extended's "CUDA status
+#   Error: file: %s : %s() : line: %d" (darknet's own functions: cuda_free(), cuda_push_array());
+#   OpenCV (modules/core/src/system.cpp, cv::Exception::formatMessage): "OpenCV(%s) %s:%d: error:
+#   (%d:%s) %s in function '%s'", its cuDNN wrapper's status (modules/dnn/src/cuda4dnn/csl/cudnn)
+#   then " in function '<name>'"; Blender's Cycles (intern/cycles/device/cuda/util.h, cuda_assert):
+#   "%s in %s (%s:%d)", the driver's text, the call as written and Cycles' source file ("Invalid
+#   context in cuCtxPopCurrent(NULL) (intern/cycles/device/cuda/util.cpp:31)"), and before Blender
+#   2.90 "CUDA error: %s in %s, line %d"; and libstdc++'s verbose terminate handler (libsupc++/vterminate.cc)
+#   names the type of the exception that ended the program, whose namespace is the thrower's:
+#   "terminate called after throwing an instance of 'cv::dnn::cuda4dnn::csl::cudnn::cuDNNException'"
+#   is OpenCV's, "... of 'dxvk::DxvkError'" DXVK's.
+# Such a line is that program's message about its own use of the GPU, not TensorFlow's.
+# (a call's name keeps its case; not a member or a field: "x.cuInit(): ", "cu->cuInit(): ")
+_CALL_RETURNED = re.compile(r"(?<![\w.>-])(?:cu|nvrtc|nvml|cl|hip)[A-Z]\w{1,60}\(\): \S")
+_OWN_FORMATS = re.compile(
+    r'\bCUDA call "[^"\n]{1,200}" failed with |'
+    r"\bCUDA status(?: = cudaDeviceSynchronize\(\))? Error: file: |"
+    r"\bCUDA Error: [^:\n]{1,200}: (?:No error|Success|File exists|No such file or directory|Invalid argument|"
+    r"Resource temporarily unavailable|Operation not permitted|Bad file descriptor|Inappropriate ioctl for device|"
+    r"Cannot allocate memory|Not enough space)\s{0,4}$|"
+    r"\bOpenCV\(\d[\w.-]{0,20}\) [^\n]{0,400}: error: \(-?\d{1,5}:[^)\n]{1,60}\)|"
+    r"\b(?:CUDNN|CUBLAS|CUFFT|CURAND|CUSOLVER|CUSPARSE)_STATUS_[A-Z_]{2,60} in function '|"
+    r"\bterminate called after throwing an instance of '(?:cv|dxvk)::|"
+    r"\bin cu[A-Z]\w{1,60}\([^\n]{0,300}\)(?:, line \d{1,6}| \([^\n()]{0,400}\.cpp:\d{1,6}\))\s{0,4}$",
+    re.I,
+)
 
 
 def another_programs_line(text: str) -> bool:
-    """Whether a line is, by its own log prefix, another program's (FFmpeg's) message."""
-    return _FFMPEG_CONTEXT.search(text) is not None
+    """Whether a line is, by its own log prefix or format, another program's message (FFmpeg's,
+    hashcat's, OBS Studio's, darknet's, OpenCV's, Blender's)."""
+    return any(own.search(text) is not None for own in (_FFMPEG_CONTEXT, _CALL_RETURNED, _OWN_FORMATS))
 
 
 def in_stack_frame(text: str) -> bool:
     """Whether a line names a file, module or frame of the CUDA stack or of a framework on it, or
     is a frame of an installed Python package (``_PACKAGE_FRAME``)."""
     return _STACK_FRAME.search(text) is not None or _PACKAGE_FRAME.search(text) is not None
+
+
+# How many of the stack's names an input-wide look reads before it counts the input as the stack's.
+MAX_FRAME_HITS = 64
+
+
+def shows_stack_frame(text: str) -> bool:
+    """Whether any line of an input is in the stack's frame (``in_stack_frame``), counting no line
+    that is another program's own message: OpenCV's cuDNN error names its own csl/cudnn/ sources,
+    hashcat's "cuInit(): ..." the driver's call, and both are those programs' lines, which frame
+    nothing else of theirs (the shell's crash report after them, a loader error). Past
+    MAX_FRAME_HITS names all on other programs' lines, the input counts as the stack's."""
+    hits = 0
+    for frame in (_STACK_FRAME, _PACKAGE_FRAME):
+        for hit in frame.finditer(text):
+            hits += 1
+            if hits > MAX_FRAME_HITS:
+                return True
+            start = text.rfind("\n", 0, hit.start()) + 1
+            end = text.find("\n", hit.end())
+            if not another_programs_line(normalise_line(text[start : len(text) if end < 0 else end])):
+                return True
+    return False
 
 
 _STATUS_NAME = re.compile(

@@ -49,7 +49,8 @@ from envcheck.explain.normalise import (
     search_key,
     wrapped_lines,
 )
-from envcheck.explain.parts import another_programs_line, in_stack_frame, read_parts
+from envcheck.explain.parts import another_programs_line, in_stack_frame, read_parts, shows_stack_frame
+from envcheck.explain.regexes import Regex
 
 # Control bytes that text never holds (tab, newline, form feed, carriage return, backspace and
 # escape, which progress bars and coloured logs use, are text).
@@ -159,7 +160,9 @@ class Catalogue:
         context = read_context(head, tail)
         # A loader's generic message on a line that names no part of the stack is kept only when
         # the input does (a traceback through site-packages/tensorflow, a CUDA library line).
-        framed = bool(found.unframed) and (in_stack_frame(head) or in_stack_frame(tail))
+        found.subjects_elsewhere(head, tail)
+        # Another program's own line (OpenCV's cuDNN error, hashcat's driver call) frames nothing.
+        framed = bool(found.unframed) and (shows_stack_frame(head) or shows_stack_frame(tail))
         return ScanResult(found.ordered(framed), lines=lines, bytes=total, dropped=found.dropped, context=context)
 
     def _scan_block(self, block: bytes, lines_before: int, max_line: int, found: "_Accumulator") -> None:
@@ -428,6 +431,10 @@ class _Accumulator:
         self._by_groups: dict[tuple[Any, ...], Occurrence] = {}  # the same capture seen before
         self.dropped = 0
         self.unframed: set[tuple[str, str]] = set()  # stack_only messages seen only outside the stack's frame
+        # subject_elsewhere messages on no line of the stack (with the regex of the pattern that
+        # matched, a status fallback's before its status's owner takes the occurrence) ...
+        self._subject_unframed: dict[tuple[str, str], Regex] = {}
+        self._subject_framed: set[tuple[str, str]] = set()  # ... and those on a line that names it
 
     def add(self, pattern: Pattern, hit: re.Match[str], line_numbers: list[int], count: int, text: str) -> bool:
         """One matched line, seen ``count`` times, first at ``line_numbers`` (ascending, at most
@@ -440,6 +447,7 @@ class _Accumulator:
             variables = pattern.variables(hit)
             if variables is None:
                 return False
+            subject = pattern.subject_elsewhere
             if pattern.fallback and variables.get("status_name"):
                 pattern = self._owner_of(variables["status_name"]) or pattern
             for name, value in read_parts(text, variables.get("library", "")).items():
@@ -457,6 +465,12 @@ class _Accumulator:
                     self.unframed.add(key)  # another program's loader error, unless the input shows the stack
             elif key in self.unframed and in_stack_frame(text):
                 self.unframed.discard(key)
+            subject = subject or pattern.subject_elsewhere
+            if subject is not None:
+                if in_stack_frame(text):
+                    self._subject_framed.add(key)
+                else:
+                    self._subject_unframed.setdefault(key, subject)
             if len(self._by_groups) < 4 * MAX_GROUPS:
                 self._by_groups[seen] = occurrence
         occurrence.count += count
@@ -466,6 +480,23 @@ class _Accumulator:
                 :MAX_LINE_NUMBERS
             ]
         return True
+
+    def subjects_elsewhere(self, *texts: str) -> None:
+        """A generic message of a tool that serves many programs (``subject_elsewhere``), seen on
+        no line that names the stack, counts as outside the stack's frame where the input names its
+        subject and that subject is not the stack's (dkms' "Bad return status for module build"
+        after "Consult /var/lib/dkms/rtl8821ce/..."): explained then only if the input shows the
+        stack. Where the input names no subject, the message stays what it was asked about."""
+        lowered: list[bytes] = []
+        for key, regex in self._subject_unframed.items():
+            if key in self._subject_framed:
+                continue
+            lowered = lowered or [text.lower().encode("utf-8", "replace") for text in texts]
+            # a text that lacks what every subject holds ("/var/lib/dkms/", "assertion") is not searched
+            searched = [text for text, low in zip(texts, lowered) if regex.may_match(low)]
+            hits = (hit.group(0) for text in searched for hit in islice(regex.compiled.finditer(text), 16))
+            if any(not in_stack_frame(subject) for subject in hits):
+                self.unframed.add(key)
 
     def lines_of(self, which: Callable[[Occurrence], bool]) -> set[int]:
         """The line numbers kept for the occurrences ``which`` picks."""
