@@ -285,3 +285,34 @@ def test_the_new_passes_are_cheap_to_look_for():
         "which is of cuda capability ",
     ):
         assert gates.get(needle), needle
+
+
+# --- TensorFlow: the PTX JIT notice, alone and before the JIT fails -------------------------------
+
+JIT_NOTICE = (
+    "W0000 00:00:1753232013.685876   24341 gpu_device.cc:2431] TensorFlow was not built with CUDA kernel binaries"
+    " compatible with compute capability 12.0. CUDA kernels will be jit-compiled from PTX, which could take 30 minutes or longer."
+)
+
+
+def test_the_jit_notice_alone_stays_a_harmless_wait():
+    (explanation,) = _explained(JIT_NOTICE)
+    assert explanation.id == "compute-capability-ptx-jit" and explanation.harmless
+    assert [c.id for c in explanation.causes] == ["compute-capability-ptx-jit"]
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        "W tensorflow/compiler/mlir/tools/kernel_gen/tf_gpu_runtime_wrappers.cc:40] 'cuModuleLoadData(&module, data)' failed with 'CUDA_ERROR_INVALID_PTX'",
+        "'cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY, blockZ, 0, reinterpret_cast<CUstream>(stream), params, nullptr)' failed with 'CUDA_ERROR_INVALID_HANDLE'",
+        "LLVM ERROR: PTX version 8.5 does not support target 'sm_120'. Minimum required PTX version is 8.7",
+    ],
+)
+def test_a_failed_jit_makes_the_notice_a_build_without_the_architecture(failure):
+    notice = _one(JIT_NOTICE + "\n" + failure, "compute-capability-ptx-jit")
+    assert not notice.harmless
+    assert [c.id for c in notice.causes][0] == "release-lacks-arch"
+    # a failure of something else does not
+    other = JIT_NOTICE + "\nResourceExhaustedError: OOM when allocating tensor with shape[8192,8192]"
+    assert "release-lacks-arch" not in _causes(other, "compute-capability-ptx-jit")
