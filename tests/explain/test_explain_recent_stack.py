@@ -316,3 +316,22 @@ def test_a_failed_jit_makes_the_notice_a_build_without_the_architecture(failure)
     # a failure of something else does not
     other = JIT_NOTICE + "\nResourceExhaustedError: OOM when allocating tensor with shape[8192,8192]"
     assert "release-lacks-arch" not in _causes(other, "compute-capability-ptx-jit")
+
+
+def test_the_plugins_own_report_names_the_library_it_could_not_load():
+    report = (
+        "RuntimeError: Unable to use CUDA because of the following issues with CUDA components:\n"
+        "Unable to load cuDNN. Is it installed?\n"
+        "Traceback (most recent call last):\n"
+    )
+    (explanation,) = [e for e in _explained(report) if e.id == "jax-cuda-backend-failed"]
+    assert "cuDNN" in explanation.title
+    assert explanation.causes[0].id == "jax-cuda-extra-missing"
+    # its "Outdated ... installation found" lines are the older-library message's
+    outdated = (
+        "E   RuntimeError: Backend 'cuda' failed to initialize: Unable to use CUDA because of the following issues with CUDA components:\n"
+        "E   Outdated cuDNN installation found.\n"
+    )
+    assert _ids(outdated) == ["jax-cuda-library-too-old"]
+    for other in ("Unable to load libGL. Is it installed?", "ffmpeg: Unable to load CUDA kernels. Is it installed?"):
+        assert _ids(other) == [], other
