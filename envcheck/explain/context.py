@@ -45,6 +45,11 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             ("successfully installed",),
         ),
         ("log_tf", r"\btf\.__version__[^\n]{0,20}?['\"]?" + _VERSION, ("tf.__version__",)),
+        # a CUDA project's own error check printed the status: the cudaCheckError() helper that
+        # projects copy into their kernels' sources (py-faster-rcnn's and Faster-RCNN_TF's ROI
+        # pooling and NMS kernels, many custom ops) calls cudaGetLastError() after the project's
+        # own launch, so the kernel that failed was compiled by the project's build
+        ("log_kernel_check", r"\b(cudaCheckError)\(\)(?: with sync)? failed\b", ("checkerror()",)),
         ("log_cuda", r"Cuda compilation tools, release (\d{1,2}\.\d{1,2})", ("cuda compilation tools",)),
         # not nvidia-smi's header ("Driver Version: X  CUDA Version: Y"): that CUDA is the driver's
         (
@@ -359,7 +364,7 @@ CONTEXT_NAMES = (
     "log_container", "log_container_start", "log_hosted", "log_conda", "log_venv", "log_ide", "log_pip_cuda",
     "log_crash_after", "log_library_files", "log_cvd", "log_python_store", "log_tf_imports_cuda",
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
-    "log_exception", "log_gpu_present", "log_secure_boot",
+    "log_exception", "log_gpu_present", "log_secure_boot", "log_kernel_check",
 )  # fmt: skip
 
 
