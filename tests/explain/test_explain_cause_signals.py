@@ -145,3 +145,59 @@ def test_a_windows_dll_gets_the_windows_path_cause_not_the_loaders():
     ids = _ids(_first("Could not locate cudnn_cnn_infer64_8.dll. Please make sure it is in your library path!"))
     assert "cudnn-lib-not-on-path" not in ids
     assert "cudnn-not-on-path" in ids
+
+
+# --- a suspend and resume before CUDA failed --------------------------------------------------------
+
+CUINIT_UNKNOWN = (
+    "E tensorflow/stream_executor/cuda/cuda_driver.cc:318] failed call to cuInit: CUDA_ERROR_UNKNOWN: unknown error\n"
+)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "It worked until I suspended the laptop; after I resume from suspend I get:\n",
+        "Everything is fine after a reboot, but after hibernation TensorFlow prints\n",
+        "[12345.678901] PM: suspend entry (deep)\n[12399.001122] PM: suspend exit\n",
+        "Jan 05 09:12:01 host systemd-sleep[2211]: Entering sleep state 'suspend'...\n",
+        "when the machine wakes up from sleep the GPU is gone:\n",
+    ],
+)
+def test_a_suspend_the_input_tells_of_puts_the_unified_memory_modules_state_first(said):
+    log = said + CUINIT_UNKNOWN
+    assert read_context(log).get("log_suspend")
+    assert _ids(_first(log))[0] == "uvm-bad-state"
+
+
+def test_without_a_suspend_the_missing_module_stays_first():
+    assert _ids(_first(CUINIT_UNKNOWN))[0] == "nvidia-uvm-not-loaded"
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        # a shell's job control, not the machine's power state
+        "zsh: suspended  python train.py\n",
+        "[1]+  Stopped                 python train.py\n",
+        # a job scheduler's word and other uses of "sleep"
+        "time.sleep(5)\nsleep 10 && python train.py\n",
+    ],
+)
+def test_job_control_and_sleep_calls_are_no_suspend(said):
+    log = said + CUINIT_UNKNOWN
+    assert "log_suspend" not in read_context(log)
+    assert _ids(_first(log))[0] == "nvidia-uvm-not-loaded"
+
+
+def test_a_status_only_unknown_error_after_a_suspend_ranks_the_same_way():
+    log = "after resume from suspend:\nRuntimeError: CUDA error: unknown error\n"
+    assert _ids(_first(log))[0] == "uvm-bad-state"
+    ids = _ids(_first("RuntimeError: CUDA error: unspecified launch failure\n"))
+    assert ids[0] != "uvm-bad-state" and "uvm-bad-state" in ids
+    ids = _ids(
+        _first(
+            "It crashed right after the laptop came back from suspend.\nRuntimeError: CUDA error: unspecified launch failure\n"
+        )
+    )
+    assert ids[0] == "uvm-bad-state"
