@@ -50,6 +50,15 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
         # pooling and NMS kernels, many custom ops) calls cudaGetLastError() after the project's
         # own launch, so the kernel that failed was compiled by the project's build
         ("log_kernel_check", r"\b(cudaCheckError)\(\)(?: with sync)? failed\b", ("checkerror()",)),
+        # the framework itself says the GPU is older than the oldest architecture it was built for:
+        # PyTorch's capability check (torch/cuda/__init__.py, "PyTorch no longer supports this GPU
+        # because it is too old") and TensorFlow's device filter (gpu_device.cc, "Ignoring visible
+        # gpu device ... The minimum required Cuda capability is 3.5")
+        (
+            "log_gpu_too_old",
+            r"(no longer supports this GPU because it is too old|The minimum required Cuda capability is)",
+            ("too old", "minimum required cuda capability"),
+        ),
         # the machine was suspended or hibernated and resumed: the NVIDIA driver keeps CUDA's state
         # across a suspend only with its power-management services (the driver README, "Configuring
         # Power Management Support"), and without them nvidia_uvm is left unusable until it is
@@ -376,6 +385,7 @@ CONTEXT_NAMES = (
     "log_crash_after", "log_library_files", "log_cvd", "log_python_store", "log_tf_imports_cuda",
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
     "log_exception", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
+    "log_gpu_too_old",
 )  # fmt: skip
 
 

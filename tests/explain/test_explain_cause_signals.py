@@ -201,3 +201,54 @@ def test_a_status_only_unknown_error_after_a_suspend_ranks_the_same_way():
         )
     )
     assert ids[0] == "uvm-bad-state"
+
+
+# --- the status text decides over its number --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # CUDA before 10.1 numbered invalid device function 8; 10.1 renumbered it 98
+        "RuntimeError: cuda runtime error (8) : invalid device function at /pytorch/torch/lib/THC/generic/THCTensorMath.cu:35",
+        "RuntimeError: cuda runtime error (98) : invalid device function at /home/me/ext/kernel.cu:190",
+    ],
+)
+def test_the_status_text_decides_over_a_number_the_cuda_release_renumbered(text):
+    explanation = _first(text)
+    assert explanation.variables.get("status_name") == "cudaErrorInvalidDeviceFunction"
+    assert "custom-build-arch" in _ids(explanation)
+
+
+def test_a_number_alone_still_names_its_status():
+    assert _first("RuntimeError: CUDA error (2)").id == "cuda-out-of-memory"
+
+
+# --- the framework says the GPU is too old -------------------------------------------------------------
+
+THC_INVALID = "THCudaCheck FAIL file=/opt/conda/conda-bld/pytorch_1/work/aten/src/THC/generic/THCTensorMath.cu line=14 error=8 : invalid device function\n"
+
+
+@pytest.mark.parametrize(
+    "warning",
+    [
+        "Found GPU0 GeForce GT 710M which is of cuda capability 2.1.\nPyTorch no longer supports this GPU because it is too old.\n",
+        "Found GPU0 Tesla K40c which is of cuda capability 3.5.\n    PyTorch no longer supports this GPU because it is too old.\n"
+        "    The minimum cuda capability supported by this library is 3.7.\n",
+    ],
+)
+def test_the_frameworks_too_old_warning_puts_the_capability_first(warning):
+    assert read_context(warning + THC_INVALID).get("log_gpu_too_old")
+    assert _ids(_first(warning + THC_INVALID))[0] == "compute-capability-too-low"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My laptop is too old to upgrade the driver.\n",
+        "The minimum required CUDA version is 11.2.\n",
+    ],
+)
+def test_other_too_old_words_are_no_capability_signal(text):
+    assert "log_gpu_too_old" not in read_context(text)
+    assert _ids(_first(text + THC_INVALID))[0] == "release-lacks-arch"
