@@ -45,6 +45,31 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             ("successfully installed",),
         ),
         ("log_tf", r"\btf\.__version__[^\n]{0,20}?['\"]?" + _VERSION, ("tf.__version__",)),
+        # a CUDA project's own error check printed the status: the cudaCheckError() helper that
+        # projects copy into their kernels' sources (py-faster-rcnn's and Faster-RCNN_TF's ROI
+        # pooling and NMS kernels, many custom ops) calls cudaGetLastError() after the project's
+        # own launch, so the kernel that failed was compiled by the project's build
+        ("log_kernel_check", r"\b(cudaCheckError)\(\)(?: with sync)? failed\b", ("checkerror()",)),
+        # the framework itself says the GPU is older than the oldest architecture it was built for:
+        # PyTorch's capability check (torch/cuda/__init__.py, "PyTorch no longer supports this GPU
+        # because it is too old") and TensorFlow's device filter (gpu_device.cc, "Ignoring visible
+        # gpu device ... The minimum required Cuda capability is 3.5")
+        (
+            "log_gpu_too_old",
+            r"(no longer supports this GPU because it is too old|The minimum required Cuda capability is)",
+            ("too old", "minimum required cuda capability"),
+        ),
+        # the machine was suspended or hibernated and resumed: the NVIDIA driver keeps CUDA's state
+        # across a suspend only with its power-management services (the driver README, "Configuring
+        # Power Management Support"), and without them nvidia_uvm is left unusable until it is
+        # reloaded or the machine rebooted. The poster's words ("after suspend", "woke from sleep")
+        # or the kernel's and systemd's lines; not a shell's job control ("zsh: suspended", "Stopped").
+        (
+            "log_suspend",
+            r"\b(suspend(?:ing)?|hibernat(?:e|ed|ing|ion)|wak(?:e|es|ing|ed|en) (?:it )?(?:up )?from (?:suspend|sleep)|"
+            r"resum(?:e|ed|ing) from (?:suspend|sleep)|systemd-sleep|PM: suspend entry)\b",
+            ("suspend", "hibernat", "sleep"),
+        ),
         ("log_cuda", r"Cuda compilation tools, release (\d{1,2}\.\d{1,2})", ("cuda compilation tools",)),
         # not nvidia-smi's header ("Driver Version: X  CUDA Version: Y"): that CUDA is the driver's
         (
@@ -359,7 +384,8 @@ CONTEXT_NAMES = (
     "log_container", "log_container_start", "log_hosted", "log_conda", "log_venv", "log_ide", "log_pip_cuda",
     "log_crash_after", "log_library_files", "log_cvd", "log_python_store", "log_tf_imports_cuda",
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
-    "log_exception", "log_gpu_present", "log_secure_boot",
+    "log_exception", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
+    "log_gpu_too_old",
 )  # fmt: skip
 
 
