@@ -551,13 +551,14 @@ def _blocks(stream: IO[bytes], chunk_bytes: int, max_line: int) -> Iterator[byte
 
 
 def _last_lines_that_go_on(data: bytes, max_line: int) -> tuple[bytes, bytes]:
-    """(``data`` less its last line when that may be cut, or is a container runtime's partial
-    record, with the partial records before it; the lines taken off)."""
+    """(``data`` less its last lines that may be cut or are a container runtime's partial
+    records, the lines taken off). Every line of the run goes, not the last alone: a wrap joins a
+    cut line with the next, so the last line's pair with the line before it stays in one block."""
     cut = len(data)
     for _ in range(MAX_CARRIED_LINES):
         start = data.rfind(b"\n", 0, cut - 1) + 1
         line = data[start : cut - 1]
-        if not (is_partial_record(line) or (cut == len(data) and may_be_cut(line))):
+        if not (is_partial_record(line) or may_be_cut(line)):
             break
         cut = start
         if start == 0:

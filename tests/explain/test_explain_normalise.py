@@ -116,6 +116,8 @@ def test_a_hard_wrap_inside_a_message_is_joined(pattern_id):
                 continue  # a line that starts with a capital or a digit (a time), or follows an end, is new
             wrapped = " ".join(words[:cut]) + "\n" + " ".join(words[cut:])
             assert pattern_id in {pid for pid, _ in _titles(wrapped)}, wrapped
+            # as a file or a paste ends, with its newline: the scanner keeps the pair in one block
+            assert pattern_id in {pid for pid, _ in _titles(wrapped + "\n")}, wrapped + "\n"
 
 
 def test_the_cases_the_issue_names_read_as_their_plain_forms():
