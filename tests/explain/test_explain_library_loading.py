@@ -219,3 +219,45 @@ def test_core_dumped_is_the_linux_shells_wording():
     assert platform_of("Segmentation fault (core dumped)") == "linux"
     # macOS's signal descriptions end in the number ("Illegal instruction: 4"), glibc's do not
     assert platform_of("Illegal instruction: 4") == "macos"
+
+
+# dlerror()'s reason alone on its line: what a user copies out of an exception or a wrapped loader
+# line. Alone it is the missing library; under the loader line it belongs to, that line explains it.
+@pytest.mark.parametrize(
+    "library", ["libcudnn.so.8", "libcudart.so.11.0", "libcublasLt.so.12", "libcudnn_ops_infer.so.8", "libnccl.so.2"]
+)
+def test_the_loaders_reason_alone_names_the_missing_library(library):
+    scan = CATALOGUE.scan_text(f"{library}: cannot open shared object file: No such file or directory\n")
+    (explanation,) = explain(scan)
+    assert explanation.id == "cuda-library-import-missing"
+    assert explanation.variables["library"] == library
+
+
+@pytest.mark.parametrize(
+    ("text", "owner"),
+    [
+        (
+            "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library "
+            "'libcudnn.so.8'; dlerror:\nlibcudnn.so.8: cannot open shared object file: No such file or directory\n",
+            "cudnn-not-loaded",
+        ),
+        (
+            "./train: error while loading shared libraries:\nlibcudart.so.12: cannot open shared object file: "
+            "No such file or directory\n",
+            "program-cuda-library-not-found",
+        ),
+    ],
+)
+def test_the_reason_under_its_loader_line_is_that_lines(text, owner):
+    assert [e.id for e in explain(CATALOGUE.scan_text(text))] == [owner]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "libGL.so.1: cannot open shared object file: No such file or directory",
+        "libcudnn.so.8: cannot open shared object file: No such file or directory, so I copied it over",
+    ],
+)
+def test_the_reason_for_another_library_or_inside_a_sentence_is_not_read(line):
+    assert "cuda-library-import-missing" not in CATALOGUE.scan_text(line + "\n").ids
