@@ -354,6 +354,27 @@ _WHERE: tuple[tuple[str, str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             r"\bnvidia-(?:cudnn|cublas|cuda-runtime|cuda-nvrtc|cufft|curand|cusolver|cusparse|nccl|nvjitlink)-cu1\d\b",
             ("-packages/nvidia", "-packages\\nvidia", "-cu1"),
         ),
+        # pip building a package in an isolated environment of its own: build_env.py's
+        # "pip-build-env-" temporary folder with its overlay and normal prefixes, and the steps
+        # distributions/sdist.py runs only when build isolation is on ("Installing build
+        # dependencies", "Getting requirements to build wheel/editable"): that build imports the
+        # torch pip installed there, not the environment's
+        (
+            "log_pip_build_isolation",
+            "yes",
+            r"[/\\]pip-build-env-\w{4,16}[/\\](?:overlay|normal)[/\\]|^\s{0,12}Installing build dependencies\b|"
+            r"\bGetting requirements to build (?:wheel|editable)\b",
+            ("pip-build-env-", "installing build dependencies", "getting requirements to build"),
+        ),
+        # a CPU-only PyTorch: the local version label of the wheels of download.pytorch.org/whl/cpu
+        # ("torch==2.3.1+cpu", "torch-2.4.0+cpu", or print(torch.__version__)'s line "2.3.1+cpu")
+        (
+            "log_torch_cpu",
+            "yes",
+            r"\btorch(?:vision|audio)?(?:==|-| {1,3}|: {0,2}|\.__version__\W{0,6})\d{1,2}\.\d{1,2}(?:\.\d{1,2})?\+cpu\b|"
+            r"^\s{0,4}\d{1,2}\.\d{1,2}\.\d{1,2}\+cpu\s{0,4}$",
+            ("+cpu",),
+        ),
     )
 )
 _CRASH = re.compile(
@@ -385,7 +406,7 @@ CONTEXT_NAMES = (
     "log_crash_after", "log_library_files", "log_cvd", "log_python_store", "log_tf_imports_cuda",
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
     "log_exception", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
-    "log_gpu_too_old",
+    "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu",
 )  # fmt: skip
 
 

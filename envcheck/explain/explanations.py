@@ -417,6 +417,9 @@ DECISIVE_PART_CAUSES = frozenset(
         "library-not-readable",
         "executable-stack-refused",
         "paging-file-too-small",
+        # ERROR_PROC_NOT_FOUND: the DLL and its dependencies were found and loaded, and one lacks a
+        # function the other imports; a missing file cannot give it
+        "mixed-library-versions",
     }
 )
 
