@@ -239,3 +239,25 @@ def test_other_sysfs_lines_are_not_ncc_ls_missing_gpu(line):
 def test_an_invalid_bar_lists_the_hypervisors_layout_after_the_firmware():
     text = "NVRM: This PCI I/O region assigned to your NVIDIA device is invalid:\n NVRM: BAR2 is 0M @ 0x0 (PCI:0000:00:05.0)"
     assert _causes(text, "nvrm-pci-bar-invalid") == ["above-4g-decoding-off", "gpu-passthrough-bar-layout"]
+
+
+# --- NCCL's memory pool -----------------------------------------------------------------------
+
+
+def test_an_unsupported_call_in_the_communicators_set_up_names_the_memory_pool_first():
+    text = "node3:7101:7130 [1] init.cc:421 NCCL WARN Cuda failure 801 'operation not supported'"
+    assert _causes(text, "nccl-cuda-failure")[0] == "nccl-memory-pool-unsupported"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # the same error from another of NCCL's files (its P2P transport's cuMem calls)
+        "h1:4410:4502 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 'operation not supported'",
+        # another error from init.cc
+        "h1:4410:4502 [0] init.cc:421 NCCL WARN Cuda failure 'out of memory'",
+    ],
+)
+def test_other_failures_keep_the_memory_pool_out_of_first_place(line):
+    causes = _causes(line, "nccl-cuda-failure")
+    assert causes[0] != "nccl-memory-pool-unsupported"
