@@ -153,6 +153,22 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
         # the kernel logs "secureboot: Secure boot enabled" / "... disabled" at boot (the last one
         # the log shows counts); with it on, an unsigned NVIDIA module is refused
         ("log_secure_boot", r"\bSecure ?Boot(?: is)? (enabled|disabled)\b", ("secureboot", "secure boot")),
+        # which Docker runs the containers, where it is one that cannot reach the host's NVIDIA
+        # driver: Docker Desktop for Linux runs its daemon in its own virtual machine (its GPU support
+        # is for Windows with WSL 2 only), and the snap's Docker is confined away from the host's
+        # /usr/lib, so the NVIDIA Container Toolkit there finds no libnvidia-ml.so.1. Named by the
+        # poster or by the program's own paths and commands (/snap/bin/docker, "snap list docker");
+        # the last one the input names counts (for a log naming both, the snap, read after Desktop)
+        ("log_docker_engine", r"\bDocker[ -](Desktop)\b", ("docker desktop", "docker-desktop")),
+        # its CLI context: "desktop-linux" in docker context ls / inspect, its socket in the home folder
+        ("log_docker_engine", r"\b(desktop)-linux\b", ("desktop-linux",)),
+        ("log_docker_engine", r"/\.docker/(desktop)/docker\.sock\b", ("/.docker/desktop/",)),
+        ("log_docker_engine", r"(?<![\w.-])/(snap)/(?:bin/docker|docker/)", ("/snap/",)),
+        (
+            "log_docker_engine",
+            r"\b(snap) (?:list|install|remove|info|services|restart)\b[^\n]{0,40}?\bdocker\b",
+            ("snap ",),
+        ),
     )
 )
 _PLATFORMS = (
@@ -406,8 +422,12 @@ CONTEXT_NAMES = (
     "log_crash_after", "log_library_files", "log_cvd", "log_python_store", "log_tf_imports_cuda",
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
     "log_exception", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
-    "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu",
+    "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine",
 )  # fmt: skip
+
+
+# the words of Docker Desktop's other platforms: Windows (its named pipes, WSL) and macOS
+_DESKTOP_ELSEWHERE = re.compile(r"\b(?:Windows|WSL2?|mac ?OS|OS ?X)\b|\bnpipe:|\bdocker-desktop-data\b", re.I)
 
 
 def read_context(head: str, tail: str = "") -> dict[str, str]:
@@ -433,6 +453,10 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
             if cvd.group(1).endswith(" ") and not value[:1].lstrip("-").isdigit():
                 value = ""  # a shell's "CUDA_VISIBLE_DEVICES= python x.py": set empty, then the command
             facts["log_cvd"] = value or "empty"
+    if facts.get("log_docker_engine", "").lower() == "desktop":
+        # Docker Desktop on Windows (WSL 2) does give containers GPUs, and on macOS none exists: only
+        # Docker Desktop for Linux keeps the host's driver out of its virtual machine
+        facts["log_docker_engine"] = "desktop" if not _DESKTOP_ELSEWHERE.search(text) else "desktop-windows-or-macos"
     if facts.get("log_cudnn", "").isdigit():
         facts["log_cudnn"] = cudnn_version_text(facts["log_cudnn"])[1]
     if "log_python" in facts and facts["log_python"].isdigit():
