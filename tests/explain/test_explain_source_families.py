@@ -100,6 +100,13 @@ MESSAGES = [
         False,
         "windows-long-paths-disabled",
     ),
+    (
+        "windows",  # pip 9 and older: the unpack's FileNotFoundError escaped as a traceback, in pip-build-*
+        "FileNotFoundError: [Errno 2] No such file or directory: 'C:\\\\Users\\\\jo\\\\AppData\\\\Local\\\\Temp\\\\pip-build-k2j4h6\\\\tensorflow-gpu\\\\tensorflow_gpu-1.5.0.data/purelib/tensorflow/include/tensorflow/include/external/eigen_archive/unsupported/Eigen/CXX11/src/Tensor/TensorContractionThreadPool.h'",
+        "windows-long-path-install-failed",
+        False,
+        "windows-long-paths-disabled",
+    ),
     # driver and cudnn
     (
         "driver",  # nvidia-smi over NVML (nvmlDeviceGetHandleByIndex's failure, by its error string)
@@ -410,6 +417,8 @@ def test_the_macos_rosetta_cause_comes_first_in_a_macos_log():
         "ERROR: Could not install packages due to an EnvironmentError: [Errno 2] No such file or directory: 'C:\\\\Users\\\\u\\\\Downloads\\\\tensorflow-2.3.0-cp38-cp38-win_amd64.whl'",
         # 206 outside pip's install sentence (a command line too long for CreateProcess, a linker)
         "FileNotFoundError: [WinError 206] The filename or extension is too long",
+        # a short path in pip's temporary folder: a source package without its setup.py, not a long path
+        "FileNotFoundError: [Errno 2] No such file or directory: 'C:\\\\Users\\\\jo\\\\AppData\\\\Local\\\\Temp\\\\pip-build-k2j4h6\\\\foo\\\\setup.py'",
         "ERROR: Could not install packages due to an EnvironmentError: [Errno 13] Permission denied: 'C:\\\\Python38\\\\Lib\\\\site-packages\\\\numpy'",
     ],
 )
