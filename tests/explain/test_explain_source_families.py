@@ -86,6 +86,27 @@ MESSAGES = [
         False,
         "windows-long-paths-disabled",
     ),
+    (
+        "windows",  # pip < 21.0: the same create_env_error_message sentence named EnvironmentError
+        "ERROR: Could not install packages due to an EnvironmentError: [Errno 2] No such file or directory: 'C:\\\\Users\\\\jo\\\\AppData\\\\Local\\\\Packages\\\\PythonSoftwareFoundation.Python.3.8_qbz5n2kfra8p0\\\\LocalCache\\\\local-packages\\\\Python38\\\\site-packages\\\\tensorflow\\\\include\\\\external\\\\com_github_grpc_grpc\\\\src\\\\core\\\\lib\\\\security\\\\credentials\\\\plugin\\\\plugin_credentials.h'",
+        "windows-long-path-install-failed",
+        False,
+        "windows-long-paths-disabled",
+    ),
+    (
+        "windows",  # Windows' ERROR_FILENAME_EXCED_RANGE (206) through pip's OSError sentence
+        "ERROR: Could not install packages due to an OSError: [WinError 206] The filename or extension is too long: 'C:\\\\Users\\\\jo\\\\envs\\\\tf\\\\Lib\\\\site-packages\\\\tensorflow\\\\include\\\\external'",
+        "windows-long-path-install-failed",
+        False,
+        "windows-long-paths-disabled",
+    ),
+    (
+        "windows",  # pip 9 and older: the unpack's FileNotFoundError escaped as a traceback, in pip-build-*
+        "FileNotFoundError: [Errno 2] No such file or directory: 'C:\\\\Users\\\\jo\\\\AppData\\\\Local\\\\Temp\\\\pip-build-k2j4h6\\\\tensorflow-gpu\\\\tensorflow_gpu-1.5.0.data/purelib/tensorflow/include/tensorflow/include/external/eigen_archive/unsupported/Eigen/CXX11/src/Tensor/TensorContractionThreadPool.h'",
+        "windows-long-path-install-failed",
+        False,
+        "windows-long-paths-disabled",
+    ),
     # driver and cudnn
     (
         "driver",  # nvidia-smi over NVML (nvmlDeviceGetHandleByIndex's failure, by its error string)
@@ -387,3 +408,19 @@ def test_the_macos_rosetta_cause_comes_first_in_a_macos_log():
     )
     (explanation,) = [e for e in explain(CATALOGUE.scan_text(log)) if e.id == "tf-cpu-feature-missing"]
     assert explanation.causes[0].id == "rosetta-x86-python"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # a short path that is really absent (a wheel that was never downloaded), old pip's wording
+        "ERROR: Could not install packages due to an EnvironmentError: [Errno 2] No such file or directory: 'C:\\\\Users\\\\u\\\\Downloads\\\\tensorflow-2.3.0-cp38-cp38-win_amd64.whl'",
+        # 206 outside pip's install sentence (a command line too long for CreateProcess, a linker)
+        "FileNotFoundError: [WinError 206] The filename or extension is too long",
+        # a short path in pip's temporary folder: a source package without its setup.py, not a long path
+        "FileNotFoundError: [Errno 2] No such file or directory: 'C:\\\\Users\\\\jo\\\\AppData\\\\Local\\\\Temp\\\\pip-build-k2j4h6\\\\foo\\\\setup.py'",
+        "ERROR: Could not install packages due to an EnvironmentError: [Errno 13] Permission denied: 'C:\\\\Python38\\\\Lib\\\\site-packages\\\\numpy'",
+    ],
+)
+def test_pips_other_install_failures_are_not_called_a_long_path(line):
+    assert "windows-long-path-install-failed" not in CATALOGUE.scan_text(line).ids
