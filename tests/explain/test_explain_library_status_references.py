@@ -97,3 +97,37 @@ def test_other_licenses_are_not_this_cause():
     # cuSOLVER's own license status and a package's license field are other things
     assert "nvidia-library-license-missing" not in _causes("cusolver error: CUSOLVER_STATUS_INVALID_LICENSE")
     assert not explain(CATALOGUE.scan_text("License: Apache Software License"))
+
+
+# --- cuDNN 9's BAD_PARAM sub-codes and MAPPING_ERROR -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "first"),
+    [
+        # arguments the layer passes: its shapes and sizes
+        (
+            "Check failed: status == CUDNN_STATUS_SUCCESS (2005 vs. 0) CUDNN_STATUS_BAD_PARAM_OUT_OF_BOUND",
+            "cudnn-unsupported-arguments",
+        ),
+        ("RuntimeError: cuDNN error: CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH", "cudnn-unsupported-arguments"),
+    ],
+)
+def test_bad_param_sub_codes_say_more_than_their_category(text, first):
+    assert _causes(text)[0] == first
+
+
+def test_a_pointer_sub_code_is_the_calling_code_s_and_takes_no_setup_cause():
+    for name in ("CUDNN_STATUS_BAD_PARAM_NULL_POINTER", "CUDNN_STATUS_BAD_PARAM_DESCRIPTOR_TYPE"):
+        assert _causes(f"cudnn_graph.cc:88] {name}") == ["cudnn-status"]
+
+
+def test_mapping_error_is_an_earlier_fault_unless_the_gpu_is_newer_than_the_build():
+    assert _causes("RuntimeError: cuDNN error: CUDNN_STATUS_MAPPING_ERROR")[0] == "earlier-cuda-error"
+    assert _causes("cublas runtime error: CUBLAS_STATUS_MAPPING_ERROR")[0] == "earlier-cuda-error"
+    newer = "name: NVIDIA GeForce RTX 3090\ncuda 10.2\nRuntimeError: cuDNN error: CUDNN_STATUS_MAPPING_ERROR"
+    assert _causes(newer)[0] == "release-lacks-arch"
+
+
+def test_success_is_no_status_to_act_on():
+    assert not [e for e in explain(CATALOGUE.scan_text("status == CUDNN_STATUS_SUCCESS")) if not e.harmless]
