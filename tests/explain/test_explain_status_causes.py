@@ -116,6 +116,7 @@ def test_the_statuses_people_meet_have_causes():
     CUDNN_STATUS_VERSION_MISMATCH CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED
     CUBLAS_STATUS_NOT_INITIALIZED CUBLAS_STATUS_ALLOC_FAILED CUBLAS_STATUS_EXECUTION_FAILED
     CUBLAS_STATUS_ARCH_MISMATCH CUBLAS_STATUS_INTERNAL_ERROR CUBLAS_STATUS_NOT_SUPPORTED
+    CUBLAS_STATUS_LICENSE_ERROR CUDNN_STATUS_LICENSE_ERROR
     ncclUnhandledCudaError ncclSystemError ncclInternalError ncclInvalidUsage ncclRemoteError
     NVML_ERROR_DRIVER_NOT_LOADED NVML_ERROR_LIBRARY_NOT_FOUND NVML_ERROR_NO_PERMISSION NVML_ERROR_GPU_IS_LOST
     NVML_ERROR_UNINITIALIZED NVML_ERROR_FUNCTION_NOT_FOUND NVML_ERROR_LIB_RM_VERSION_MISMATCH""".split()
@@ -176,7 +177,12 @@ def test_twins_and_cudnn_sub_codes_take_the_causes_they_share():
             "release-lacks-arch",
             {"mixed-library-versions", "earlier-cuda-error"},
         ),
-        ("mylib.GemmError: backend returned CUBLAS_STATUS_ARCH_MISMATCH", "dtype-needs-newer-gpu", set()),
+        # cuBLAS's reference: "usually caused by compute capability lower than 5.0"
+        (
+            "mylib.GemmError: backend returned CUBLAS_STATUS_ARCH_MISMATCH",
+            "compute-capability-too-low",
+            {"dtype-needs-newer-gpu"},
+        ),
         # NCCL
         ("ncclInternalError: Internal check failed.", "nccl-version-conflict", {"nccl-bug-or-memory-corruption"}),
         (
