@@ -9,8 +9,9 @@ Two corpora, reported separately and side by side (the default):
   (retired)" and are no longer held-out figures;
 - the second held-out set (tests/fixtures/held_out_v2/), the third (tests/fixtures/held_out_v3/),
   the fourth (tests/fixtures/held_out_v4/), the fifth (tests/fixtures/held_out_v5/), the sixth
-  (tests/fixtures/held_out_v6/) and the seventh (tests/fixtures/held_out_v7/, frozen last,
-  measured on the catalogue of its freezing before the round it is the "before" of):
+  (tests/fixtures/held_out_v6/), the seventh (tests/fixtures/held_out_v7/) and the eighth
+  (tests/fixtures/held_out_v8/, frozen last, measured on the catalogue of its freezing before the
+  round it is the "before" of):
   real messages from threads no file of the project cites, never tuned on (their README.md files),
   so their figures are what a user pasting a message nobody wrote a pattern for can expect. They
   are measured only with ``--live`` (whoever writes patterns runs the default, which leaves them
@@ -56,7 +57,7 @@ cause ids.
 ``--json`` prints the same as JSON; ``--corpus DIR`` measures another corpus in the training
 format alone, ``--held-out [DIR]`` a folder in the held-out format alone (the retired first set
 when no folder is named; tests/fixtures/held_out_v2 or held_out_v3 for the live sets);
-``--held-out-v2 DIR`` to ``--held-out-v7 DIR`` the folders of the live sets' columns;
+``--held-out-v2 DIR`` to ``--held-out-v8 DIR`` the folders of the live sets' columns;
 ``--misses`` also lists the held-out messages missed, by id (left out otherwise: whoever tunes
 the catalogue reads the figures, not which messages failed); ``--patterns FILE`` another
 catalogue (for example the one of an older release, to compare). A catalogue without ranked causes counts a cause as right when the explanation's id is the
@@ -93,6 +94,7 @@ DEFAULT_HELD_OUT_V4 = ROOT / "tests" / "fixtures" / "held_out_v4"
 DEFAULT_HELD_OUT_V5 = ROOT / "tests" / "fixtures" / "held_out_v5"
 DEFAULT_HELD_OUT_V6 = ROOT / "tests" / "fixtures" / "held_out_v6"
 DEFAULT_HELD_OUT_V7 = ROOT / "tests" / "fixtures" / "held_out_v7"
+DEFAULT_HELD_OUT_V8 = ROOT / "tests" / "fixtures" / "held_out_v8"
 # The first set is retired (its README.md): its figures are reported under this label, never as
 # held-out figures.
 RETIRED_LABEL = "held-out v1 (retired)"
@@ -693,13 +695,23 @@ def main(argv: Optional[list[str]] = None) -> int:
         ),
     )
     parser.add_argument(
+        "--held-out-v8",
+        type=Path,
+        default=None,
+        help=(
+            "the eighth held-out set, reported in its own column in the side-by-side "
+            f"report (default there with --live: {DEFAULT_HELD_OUT_V8}, when neither --corpus nor --held-out "
+            "is given); measure it alone with --held-out DIR"
+        ),
+    )
+    parser.add_argument(
         "--patterns", type=Path, default=None, help="catalogue to measure (default: the bundled explain_patterns.yaml)"
     )
     parser.add_argument(
         "--live",
         action="store_true",
         help=(
-            "also measure the live held-out sets (v2 to v7) in their own columns; a measurement, "
+            "also measure the live held-out sets (v2 to v8) in their own columns; a measurement, "
             "taken once before and once after a change, never while writing patterns"
         ),
     )
@@ -728,6 +740,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         ("held_out_v5", args.held_out_v5, DEFAULT_HELD_OUT_V5),
         ("held_out_v6", args.held_out_v6, DEFAULT_HELD_OUT_V6),
         ("held_out_v7", args.held_out_v7, DEFAULT_HELD_OUT_V7),
+        ("held_out_v8", args.held_out_v8, DEFAULT_HELD_OUT_V8),
     ):
         folder = given if given is not None else (default if defaults and default.is_dir() else None)
         if folder is not None:
