@@ -1,0 +1,104 @@
+"""Which cause comes first, from what the message and the rest of the input show.
+
+- Windows' bare "DLL load failed" from TensorFlow's import: the Visual C++ runtime, which every
+  release needs (2.1 and newer its msvcp140_1.dll), before the CUDA and cuDNN DLLs, which only
+  releases before 2.1 link at import; a log that shows such a release puts CUDA first. A missing
+  procedure (error 127) means the DLLs were found, so no DLL search rule is at fault.
+
+Each rule has inputs it acts on and close ones it does not; the inputs vary real messages (other
+languages, paths, releases, symbols, wrapped lines)."""
+
+from __future__ import annotations
+
+import pytest
+
+from envcheck.explain import explain, load_patterns
+
+CATALOGUE = load_patterns()
+
+
+def _explained(text: str):
+    return list(explain(CATALOGUE.scan_text(text)))
+
+
+def _causes(text: str, pattern_id: str) -> list[str]:
+    found = [e for e in _explained(text) if e.id == pattern_id]
+    assert found, (pattern_id, [e.id for e in _explained(text)])
+    return [c.id for c in found[0].causes]
+
+
+# --- TensorFlow's failed import on Windows --------------------------------------------------------
+
+_TRACEBACK_37 = (
+    'File "D:\\Tools\\Python37\\lib\\site-packages\\tensorflow_core\\python\\pywrap_tensorflow_internal.py", '
+    "line 24, in swig_import_helper\n"
+    "    _mod = imp.load_module('_pywrap_tensorflow_internal', fp, pathname, description)\n"
+    '  File "D:\\Tools\\Python37\\lib\\imp.py", line 242, in load_module\n'
+    "    return load_dynamic(name, filename, file)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ImportError: DLL load failed: The specified module could not be found.",
+        "ImportError: DLL load failed: Das angegebene Modul wurde nicht gefunden.",
+        "ImportError: DLL load failed: Le module spécifié est introuvable.",
+        "ImportError: DLL load failed: 找不到指定的模块。",
+        _TRACEBACK_37 + "ImportError: DLL load failed: The specified module could not be found.",
+        "Traceback (most recent call last):\n  import tensorflow as tf\nImportError: DLL load failed: The specified module could not be found.",
+    ],
+)
+def test_a_failed_import_without_a_release_puts_the_visual_cxx_runtime_first(text):
+    causes = _causes(text, "win-dll-load-failed")
+    assert causes[0] == "msvc-runtime-missing"
+    assert "cuda-not-installed" in causes  # still given: a TensorFlow 1.x may have printed it
+
+
+@pytest.mark.parametrize(
+    "release_line",
+    [
+        "Successfully installed tensorflow-gpu-1.13.1",
+        "TensorFlow version: 1.15.0",
+        "tensorflow-gpu==2.0.0",
+        "Successfully installed absl-py-0.9.0 tensorflow-gpu-1.5.0 protobuf-3.11.2",
+    ],
+)
+def test_a_release_that_links_cuda_at_import_puts_cuda_first(release_line):
+    causes = _causes(release_line + "\n" + _TRACEBACK_37 + "ImportError: DLL load failed: x", "win-dll-load-failed")
+    assert causes[:2] == ["cuda-not-installed", "cudnn-not-on-path"]
+    assert causes.index("msvc-runtime-missing") > 1
+
+
+@pytest.mark.parametrize("release_line", ["tensorflow-gpu==2.1.0", "TensorFlow version: 2.3.1", "tensorflow==2.10.0"])
+def test_a_release_that_opens_cuda_later_keeps_the_runtime_first_and_cuda_last(release_line):
+    causes = _causes(
+        release_line + "\nImportError: DLL load failed: The specified module could not be found.", "win-dll-load-failed"
+    )
+    assert causes[0] == "msvc-runtime-missing"
+    assert causes[-2:] == ["cuda-not-installed", "cudnn-not-on-path"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ImportError: DLL load failed while importing _C: The specified procedure could not be found.",
+        "ImportError: DLL load failed while importing _message: Die angegebene Prozedur wurde nicht gefunden.",
+        "ImportError: DLL load failed while importing cv2: Не найдена указанная процедура.",
+    ],
+)
+def test_a_missing_procedure_is_no_dll_search_problem(text):
+    causes = _causes(text, "win-dll-load-failed")
+    assert "python38-dll-search" not in causes
+    assert causes[0] == "dependency-dll-too-old"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ImportError: DLL load failed while importing _C: The specified module could not be found.",
+        "ImportError: DLL load failed while importing _pywrap_tensorflow_internal: Das angegebene Modul wurde nicht gefunden.",
+    ],
+)
+def test_a_missing_module_named_by_python_3_8_keeps_its_dll_search_cause(text):
+    assert "python38-dll-search" in _causes(text, "win-dll-load-failed")
