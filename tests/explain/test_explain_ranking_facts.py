@@ -4,6 +4,9 @@
   release needs (2.1 and newer its msvcp140_1.dll), before the CUDA and cuDNN DLLs, which only
   releases before 2.1 link at import; a log that shows such a release puts CUDA first. A missing
   procedure (error 127) means the DLLs were found, so no DLL search rule is at fault.
+- A cause the message's parts name is put first only when the parts name it outright: Windows'
+  error 127 does, an undefined symbol does not (the plug-in or op library that needs the symbol
+  says more).
 
 Each rule has inputs it acts on and close ones it does not; the inputs vary real messages (other
 languages, paths, releases, symbols, wrapped lines)."""
@@ -102,3 +105,52 @@ def test_a_missing_procedure_is_no_dll_search_problem(text):
 )
 def test_a_missing_module_named_by_python_3_8_keeps_its_dll_search_cause(text):
     assert "python38-dll-search" in _causes(text, "win-dll-load-failed")
+
+
+# --- the cause a message's parts name, outright or as a lead ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tensorflow.python.framework.errors_impl.NotFoundError: dlopen(/Users/me/miniforge3/envs/tf/lib/python3.9/"
+        "site-packages/tensorflow-plugins/libmetal_plugin.dylib, 6): Symbol not found: _TF_AssignUpdateVariable",
+        "NotFoundError: dlopen(/opt/homebrew/Caskroom/miniforge/base/envs/ml/lib/python3.8/site-packages/"
+        "tensorflow-plugins/libmetal_plugin.dylib, 6): Symbol not found: _TF_GetInputPropertiesList\n"
+        "  Referenced from: /opt/homebrew/Caskroom/miniforge/base/envs/ml/lib/python3.8/site-packages/"
+        "tensorflow-plugins/libmetal_plugin.dylib",
+    ],
+)
+def test_an_undefined_symbol_leaves_the_plugin_s_own_cause_first(text):
+    causes = _causes(text, "metal-plugin-mismatch")
+    assert causes[0] == "metal-plugin-tf-mismatch"
+    assert "mixed-library-versions" in causes  # the lead stays, after it
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern_id", "first"),
+    [
+        # Windows' error 127: the DLL loaded and lacks the function, which no missing file gives
+        (
+            "OSError: [WinError 127] The specified procedure could not be found. Error loading "
+            '"C:\\Users\\me\\venv\\Lib\\site-packages\\torch\\lib\\caffe2_nvrtc.dll" or one of its dependencies.',
+            "windows-dll-load-error",
+            "msvc-runtime-missing",
+        ),
+        # the loader names another file than the one asked for: a dependency is missing
+        (
+            "Could not load dynamic library 'libcudnn.so.8'; dlerror: libcublasLt.so.11: cannot open shared "
+            "object file: No such file or directory",
+            "cudnn-not-loaded",
+            "dependency-missing",
+        ),
+        # an undefined symbol with no pattern cause that explains it better: the lead is the answer
+        (
+            "ImportError: /venv/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: ncclCommRegister",
+            "nccl-symbol-missing",
+            "mixed-library-versions",
+        ),
+    ],
+)
+def test_what_the_parts_say_outright_still_ranks(text, pattern_id, first):
+    assert _causes(text, pattern_id)[0] == first
