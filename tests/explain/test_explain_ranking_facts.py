@@ -7,6 +7,9 @@
 - A cause the message's parts name is put first only when the parts name it outright: Windows'
   error 127 does, an undefined symbol does not (the plug-in or op library that needs the symbol
   says more).
+- A generic summary is not explained beside the line that names its reason: NCCL's
+  "unhandled system error" beside its WARN about the call that failed, the driver's failed probe
+  beside the open kernel module's refusal of a GPU without a GSP.
 
 Each rule has inputs it acts on and close ones it does not; the inputs vary real messages (other
 languages, paths, releases, symbols, wrapped lines)."""
@@ -154,3 +157,59 @@ def test_an_undefined_symbol_leaves_the_plugin_s_own_cause_first(text):
 )
 def test_what_the_parts_say_outright_still_ranks(text, pattern_id, first):
     assert _causes(text, pattern_id)[0] == first
+
+
+# --- a summary beside the line that names its reason ----------------------------------------------
+
+_NCCL_SUMMARY = "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, unhandled system error, NCCL version 2.10.3"
+
+
+@pytest.mark.parametrize(
+    ("warn", "named_by"),
+    [
+        (
+            "host:81:93 [0] graph/xml.cc:332 NCCL WARN Could not find real path of /sys/class/pci_bus/0000:2b/../../0000:2b:00.0",
+            "nccl-gpu-pci-path-missing",
+        ),
+        (
+            "node3:4711:4790 [1] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+            "/dev/shm/nccl-Yq3jAS (size 9637888)",
+            "nccl-shm-segment-failed",
+        ),
+    ],
+)
+def test_nccl_s_system_error_is_explained_by_its_warn_line(warn, named_by):
+    ids = [e.id for e in _explained(warn + "\n" + _NCCL_SUMMARY)]
+    assert named_by in ids
+    assert "nccl-system-error" not in ids
+
+
+def test_nccl_s_system_error_alone_or_beside_other_lines_is_explained():
+    assert [e.id for e in _explained(_NCCL_SUMMARY)] == ["nccl-system-error"]
+    ids = [e.id for e in _explained("NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n" + _NCCL_SUMMARY)]
+    assert "nccl-system-error" in ids
+
+
+_OPEN_MODULE = (
+    "kernel: NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:1c03)\n"
+    "             NVRM: installed in this system is not supported by open\n"
+    "             NVRM: nvidia.ko because it does not include the required GPU\n"
+    "             NVRM: System Processor (GSP).\n"
+)
+_PROBE_FAILED = (
+    "kernel: nvidia 0000:01:00.0: probe with driver nvidia failed with error -1\n"
+    "kernel: NVRM: The NVIDIA probe routine failed for 1 device(s).\n"
+    "kernel: NVRM: None of the NVIDIA devices were initialized.\n"
+)
+
+
+def test_the_open_module_s_refusal_explains_the_failed_probe():
+    ids = [e.id for e in _explained(_OPEN_MODULE + _PROBE_FAILED)]
+    assert ids[0] == "open-module-unsupported-gpu"
+    assert "nvrm-no-devices-probed" not in ids
+
+
+def test_a_failed_probe_without_the_refusal_is_explained():
+    assert [e.id for e in _explained(_PROBE_FAILED)][0] == "nvrm-no-devices-probed"
+    legacy = "NVRM: The NVIDIA GeForce GT 630 GPU installed in this system is\nNVRM:  supported through the NVIDIA 470.xx Legacy drivers. Please\n"
+    assert "nvrm-no-devices-probed" in [e.id for e in _explained(legacy + _PROBE_FAILED)]
