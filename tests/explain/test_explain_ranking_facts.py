@@ -10,6 +10,7 @@
 - A generic summary is not explained beside the line that names its reason: NCCL's
   "unhandled system error" beside its WARN about the call that failed, the driver's failed probe
   beside the open kernel module's refusal of a GPU without a GSP.
+- The poster's words that the program ran in a container.
 
 Each rule has inputs it acts on and close ones it does not; the inputs vary real messages (other
 languages, paths, releases, symbols, wrapped lines)."""
@@ -19,6 +20,7 @@ from __future__ import annotations
 import pytest
 
 from envcheck.explain import explain, load_patterns
+from envcheck.explain.context import read_context
 
 CATALOGUE = load_patterns()
 
@@ -213,3 +215,39 @@ def test_a_failed_probe_without_the_refusal_is_explained():
     assert [e.id for e in _explained(_PROBE_FAILED)][0] == "nvrm-no-devices-probed"
     legacy = "NVRM: The NVIDIA GeForce GT 630 GPU installed in this system is\nNVRM:  supported through the NVIDIA 470.xx Legacy drivers. Please\n"
     assert "nvrm-no-devices-probed" in [e.id for e in _explained(legacy + _PROBE_FAILED)]
+
+
+# --- the poster's words: it ran in a container ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "CUDA_ERROR_NO_DEVICE inside docker with GTX Titan X",
+        "I get this when I run the script in a Docker container:",
+        "It works on the host but fails within the container.",
+        "Running it inside my docker image gives",
+    ],
+)
+def test_the_poster_says_it_ran_in_a_container(text):
+    assert read_context(text).get("log_container") == "docker"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I ran it on the host, not in a container",
+        "not inside docker, plain Ubuntu",
+        "the docker container runtime is installed",
+        "failed call to cuInit: CUDA_ERROR_NO_DEVICE",
+        "I put the weights in the container folder of the project",
+    ],
+)
+def test_other_words_about_containers_say_nothing(text):
+    assert "log_container" not in read_context(text)
+
+
+def test_a_container_the_poster_names_ranks_the_container_s_gpu_access_first():
+    said = "failed call to cuInit: CUDA_ERROR_NO_DEVICE\n(this is inside a docker container on a GTX 1080)"
+    assert _causes(said, "cuinit-no-device")[0] == "container-without-gpu"
+    assert _causes("failed call to cuInit: CUDA_ERROR_NO_DEVICE", "cuinit-no-device")[0] != "container-without-gpu"
