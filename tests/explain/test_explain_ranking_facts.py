@@ -11,6 +11,7 @@
   "unhandled system error" beside its WARN about the call that failed, the driver's failed probe
   beside the open kernel module's refusal of a GPU without a GSP.
 - The poster's words that the program ran in a container.
+- One cause, one id: Windows' code 1455 is the paging file whichever message names it.
 
 Each rule has inputs it acts on and close ones it does not; the inputs vary real messages (other
 languages, paths, releases, symbols, wrapped lines)."""
@@ -251,3 +252,28 @@ def test_a_container_the_poster_names_ranks_the_container_s_gpu_access_first():
     said = "failed call to cuInit: CUDA_ERROR_NO_DEVICE\n(this is inside a docker container on a GTX 1080)"
     assert _causes(said, "cuinit-no-device")[0] == "container-without-gpu"
     assert _causes("failed call to cuInit: CUDA_ERROR_NO_DEVICE", "cuinit-no-device")[0] != "container-without-gpu"
+
+
+# --- one cause, one id: Windows' code 1455 ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "OSError: The paging file is too small for this operation to complete. (os error 1455)",
+        "[WinError 1455] 页面文件太小，无法完成操作",
+        'OSError: [WinError 1455] Die Auslagerungsdatei ist zu klein, um diesen Vorgang durchzuführen. Error loading "C:\\a\\torch\\lib\\cudnn_cnn_infer64_8.dll" or one of its dependencies.',
+    ],
+)
+def test_the_paging_file_is_one_cause_whatever_the_wording(text):
+    assert _causes(text, "windows-paging-file-too-small") == ["paging-file-too-small"]
+
+
+def test_another_windows_code_is_not_the_paging_file():
+    ids = [
+        e.id
+        for e in _explained(
+            "OSError: [WinError 1450] Insufficient system resources exist to complete the requested service"
+        )
+    ]
+    assert "windows-paging-file-too-small" not in ids
