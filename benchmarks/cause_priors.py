@@ -44,11 +44,6 @@ THRESHOLD = 3
 # later. Each entry names the statement it keeps; a context rule that decides the case makes the
 # entry unneeded (tests/explain/test_cause_priors.py then says so).
 KEPT_ORDERS = {
-    # TensorFlow before 2.1 links the CUDA and cuDNN DLLs at import (2.1 moved them to dso_loader):
-    # a log that shows TensorFlow 1.x ranks them before the Visual C++ runtime, and no rule puts them
-    # first there (test_explain_windows_loader: ..._tensorflow_1_keeps_cuda_among_the_first).
-    ("win-dll-load-failed", "cudnn-not-on-path", "msvc-runtime-missing"): "TensorFlow 1.x links CUDA at import",
-    ("win-dll-load-failed", "cuda-not-installed", "msvc-runtime-missing"): "TensorFlow 1.x links CUDA at import",
     # Index 0 exists wherever any GPU does (CUDA C++ Programming Guide, CUDA_VISIBLE_DEVICES): a log
     # that shows CUDA_VISIBLE_DEVICES=0 cannot mean an index out of range, and no rule rules it out
     # there (test_explain_build_ranking: ..._visible_devices_the_log_sets_ranks_its_cause).

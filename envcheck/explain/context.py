@@ -246,6 +246,16 @@ _WHERE: tuple[tuple[str, str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             r"\bOCI runtime (?:create|exec|start) failed\b",
             ("docker", "daemon", ".dockerenv", "nvidia-container-", "oci runtime"),
         ),
+        # the poster's words: the program ran in a container ("inside docker", "in a Docker
+        # container", "within the container"), not a sentence about running without one
+        (
+            "log_container",
+            "docker",
+            r"(?<!not )(?<!outside of )\b(?:inside|within|in) (?:an? |the |my |our |this )?"
+            r"(?:(?:docker|podman)(?: container| image)?\b(?! (?:runtime|toolkit|registry|hub|daemon))|"
+            r"container(?=[.,:;!?)]|$| (?:with|on|and|but|that|where|when|as|i|it|using|gives|fails)\b))",
+            ("docker", "container"),
+        ),
         (
             "log_container",
             "podman",

@@ -398,7 +398,7 @@ def with_part_causes(causes: tuple[Cause, ...], variables: dict[str, str], point
     for cause in part_causes(variables):
         if cause.id not in own:
             extra.setdefault(cause.id, cause)
-    decisive = [c for c in extra.values() if c.id in DECISIVE_PART_CAUSES]
+    decisive = [c for c in extra.values() if c.id in DECISIVE_PART_CAUSES and names_cause_outright(variables)]
     # A reason that names the cause outright goes first; one the pattern's own first cause may
     # explain better (an undefined symbol, WinError 126, which Windows gives for any missing DLL)
     # comes second.
@@ -422,6 +422,22 @@ DECISIVE_PART_CAUSES = frozenset(
         "mixed-library-versions",
     }
 )
+
+
+def names_cause_outright(variables: dict[str, str]) -> bool:
+    """Whether what the message's parts say (``part_causes``) names its cause outright. The same
+    cause id can come from a decisive and a vaguer reading: "mixed-library-versions" is certain for
+    Windows' ERROR_PROC_NOT_FOUND (127: the DLL loaded, a function it should export is missing), but
+    only a lead for an undefined symbol, which the library that needs the symbol may explain better
+    (a plug-in or op library built for another release of the framework it extends)."""
+    code = variables.get("windows_code", "")
+    if code in WINDOWS_CAUSES:
+        return True
+    return variables.get("dlerror_reason", "") not in VAGUE_REASONS
+
+
+# Loader reasons that point at a cause without naming it (``parts.REASON_CAUSES``)
+VAGUE_REASONS = frozenset({"undefined-symbol"})
 
 
 def order_by_status(causes: tuple[Cause, ...]) -> tuple[Cause, ...]:

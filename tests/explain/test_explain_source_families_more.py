@@ -254,7 +254,7 @@ MESSAGES = [
         "OSError: The paging file is too small for this operation to complete. (os error 1455)",
         "windows-paging-file-too-small",
         False,
-        "windows-paging-file-too-small",
+        "paging-file-too-small",
     ),
     (
         "windows",  # the Windows event log's TDR entry (event 4101)
