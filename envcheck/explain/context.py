@@ -432,7 +432,7 @@ CONTEXT_NAMES = (
     "log_crash_after", "log_library_files", "log_cvd", "log_python_store", "log_tf_imports_cuda",
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
     "log_exception", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
-    "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine",
+    "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_framework",
 )  # fmt: skip
 
 
@@ -479,6 +479,9 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     _read_gpu_architecture(facts, text)
     _read_tf_build(facts, text)
     _read_where(facts, text, lowered)
+    framework = _framework(text, lowered)
+    if framework:
+        facts["log_framework"] = framework
     platform = platform_of(text) or template.get("log_os")
     if platform:
         facts["log_os"] = platform
@@ -634,6 +637,35 @@ def _read_where(facts: dict[str, str], text: str, lowered: str) -> None:
     # Colab runs scripts from /content with its system Python's packages in dist-packages
     if "log_hosted" not in facts and _COLAB_PACKAGES.search(text) and _COLAB_FOLDER.search(text):
         facts["log_hosted"] = "colab"
+
+
+# PyTorch's own signs: a frame or a file of its package (torch/, its c10 core, libtorch), its
+# calls (torch.cuda, torch.nn, torch._C), and the lines its CUDA error checks print after every
+# CUDA error (c10/cuda/CUDAException: "CUDA kernel errors might be asynchronously reported ...",
+# "For debugging consider passing CUDA_LAUNCH_BLOCKING=1", "Compile with `TORCH_USE_CUDA_DSA`"), and
+# ATen's check of a CUDA math library's status (aten/src/ATen/cuda/Exceptions.h: "CUDA error:
+# CUBLAS_STATUS_... when calling `cublasCreate(handle)`").
+_TORCH_SIGNS = re.compile(
+    r"[/\\](?:site|dist)-packages[/\\]torch[/\\]|\btorch\.(?:cuda|nn|_C|utils|distributed|backends)\b|"
+    r"\bimport torch\b|\blibtorch(?:_cuda|_cpu|_python)?\b|\bc10[/\\:]|"
+    r"CUDA kernel errors might be asynchronously reported|consider passing CUDA_LAUNCH_BLOCKING=1|TORCH_USE_CUDA_DSA|"
+    r"\breserved in total by PyTorch\b|\bwhen calling `(?:cublas|cublasLt|cusparse|cusolver\w{0,4}|cufft|curand)\w{0,40}\(",
+)
+# TensorFlow's own signs: its package or its source tree in a path or a log prefix, its module.
+_TF_SIGNS = re.compile(r"\btensorflow\b|\btf\.(?:config|keras|compat|test|distribute|data)\b|\bimport tf_keras\b", re.I)
+
+
+def _framework(text: str, lowered: str) -> str:
+    """``log_framework``: "pytorch" when the log shows PyTorch's own frames, calls or lines and
+    nothing of TensorFlow's (a process with both may hold TensorFlow's reservation; a log of
+    neither says nothing)."""
+    if not any(
+        h in lowered for h in ("torch", "c10", "cuda_launch_blocking", "when calling `cu", "cuda kernel errors")
+    ):
+        return ""
+    if not _TORCH_SIGNS.search(text) or _TF_SIGNS.search(text):
+        return ""
+    return "pytorch"
 
 
 _CVD_SET = re.compile(

@@ -136,6 +136,17 @@ def _gpu_build_on_this_system(variables: dict[str, str]) -> Optional[str]:
 _SYSTEM_TITLES = {"windows": "Windows", "macos": "macOS", "linux": "Linux"}
 
 
+def _no_tensorflow_reservation(variables: dict[str, str]) -> Optional[str]:
+    """TensorFlow's allocator takes nearly all of each visible GPU's memory when its process starts
+    (TensorFlow's GPU guide, "Limiting GPU memory growth"); PyTorch's caching allocator takes memory
+    as tensors need it and reserves none at start (PyTorch's CUDA semantics, "Memory management").
+    A PyTorch process that shows no TensorFlow holds no such reservation: memory another program
+    holds is ``other-process-holds-gpu``."""
+    if variables.get("log_framework") == "pytorch":
+        return "the log comes from PyTorch, not TensorFlow; PyTorch reserves no GPU memory when it starts"
+    return None
+
+
 # cause id -> the rule that rules it out (the reason, or None)
 RULED_OUT_BY_LOG: dict[str, Callable[[dict[str, str]], Optional[str]]] = {
     "no-nvidia-gpu": _no_gpu,
@@ -154,6 +165,7 @@ RULED_OUT_BY_LOG: dict[str, Callable[[dict[str, str]], Optional[str]]] = {
     "secure-boot-unsigned-module": _no_kernel_module_under_wsl,
     "other-driver-holds-gpu": _no_kernel_module_under_wsl,
     "tf-windows-gpu-ended": _gpu_build_on_this_system,
+    "gpu-memory-preallocated": _no_tensorflow_reservation,
 }
 
 
