@@ -202,3 +202,39 @@ def test_a_named_gpu_of_compute_capability_5_or_more_puts_an_old_gpu_last_for_cu
     (newer,) = explain(CATALOGUE.scan_text("|   0  Tesla T4            Off  | 00000000:00:04.0 Off |   0 |\n" + error))
     (older,) = explain(CATALOGUE.scan_text("|   0  Tesla K80           Off  | 00000000:00:04.0 Off |   0 |\n" + error))
     assert newer.causes[0].id == "dtype-needs-newer-gpu" and older.causes[0].id == "compute-capability-too-low"
+
+
+HF_BF16 = "ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU with cuda>=11.0"
+
+
+@pytest.mark.parametrize(
+    "log, first",
+    [
+        # the GPU the log names decides: below 8.0 it has no bfloat16, at 8.0 or above the torch build is the cause
+        (HF_BF16, "dtype-needs-newer-gpu"),
+        ("GPU 0: Tesla T4 (UUID: GPU-1)\n" + HF_BF16, "dtype-needs-newer-gpu"),
+        ("|   0  NVIDIA A100-SXM4-40GB          On  | 00000000:07:00.0 Off |   0 |\n" + HF_BF16, "torch-cpu-wheel"),
+        ("GPU 0: NVIDIA A10G (UUID: GPU-1)\nCUDA used to build PyTorch: 10.2\n" + HF_BF16, "torch-cuda-build-too-old"),
+        ("torch 2.1.0+cpu\n" + HF_BF16, "torch-cpu-wheel"),
+        (
+            HF_BF16.replace("You need torch>=1.10, using Ampere GPU with cuda>=11.0", "You need to assign use_cpu"),
+            "torch-cpu-wheel",
+        ),
+    ],
+)
+def test_transformers_bf16_check_is_ranked_by_the_gpu_and_torch_the_log_shows(log, first):
+    (found,) = explain(CATALOGUE.scan_text(log))
+    assert found.id == "bf16-needs-ampere" and found.causes[0].id == first
+
+
+@pytest.mark.parametrize(
+    "name, capability", [("Tesla T4", "7.5"), ("Tesla V100-SXM2-32GB", "7.0"), ("Quadro RTX 6000", "7.5")]
+)
+def test_vllm_bf16_check_names_the_gpu_and_its_capability(name, capability):
+    line = (
+        "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. "
+        f"Your {name} GPU has compute capability {capability}."
+    )
+    (found,) = explain(CATALOGUE.scan_text(line))
+    assert [c.id for c in found.causes] == ["dtype-needs-newer-gpu"]
+    assert found.variables["log_gpu_cc"] == capability
