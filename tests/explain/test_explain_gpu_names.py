@@ -238,3 +238,12 @@ def test_vllm_bf16_check_names_the_gpu_and_its_capability(name, capability):
     (found,) = explain(CATALOGUE.scan_text(line))
     assert [c.id for c in found.causes] == ["dtype-needs-newer-gpu"]
     assert found.variables["log_gpu_cc"] == capability
+
+
+def test_pytorch_autocast_bf16_check_ran_on_cuda_so_a_cpu_build_is_no_cause():
+    line = "RuntimeError: Current CUDA Device does not support bfloat16. Please switch dtype to float16."
+    (found,) = explain(CATALOGUE.scan_text(line))
+    assert found.causes[0].id == "dtype-needs-newer-gpu"
+    assert "torch-cpu-wheel" not in [c.id for c in found.causes]
+    (on_ampere,) = explain(CATALOGUE.scan_text("GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-1)\n" + line))
+    assert on_ampere.causes[0].id == "torch-cuda-build-too-old"
