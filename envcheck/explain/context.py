@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from typing import Optional
 
+from . import gpu_names
 from .derivers import cudnn_version_text
 
 _VERSION = r"(\d{1,4}(?:\.\d{1,4}){1,3})"
@@ -79,6 +80,9 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             ("version",),
         ),
         ("log_cuda", r"cuda_version['\"]?[: =]{1,3}['\"]?(\d{1,2}\.\d{1,2})", ("cuda_version",)),
+        # PyTorch's collect_env (torch/utils/collect_env.py): "CUDA used to build PyTorch: 10.2", the
+        # CUDA release the installed build was compiled with
+        ("log_cuda", r"\bCUDA used to build PyTorch: (\d{1,2}\.\d{1,2})\b", ("cuda used to build pytorch",)),
         # the issue template's "CUDA/cuDNN version: 10.2.89" (or "Cuda 9.0", "CUDA 11.2, cuDNN 8.1"), and
         # a line that is only a CUDA version ("cuda 11.1", "- CUDA: 8.0", "cuda11.2")
         (
@@ -433,6 +437,7 @@ CONTEXT_NAMES = (
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
     "log_exception", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
     "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_framework",
+    "log_gpu_name",
 )  # fmt: skip
 
 
@@ -476,7 +481,7 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
         if name == "gpu_present":
             continue
         facts.setdefault(name, value)
-    _read_gpu_architecture(facts, text)
+    _read_gpu_architecture(facts, text, lowered)
     _read_tf_build(facts, text)
     _read_where(facts, text, lowered)
     framework = _framework(text, lowered)
@@ -681,13 +686,23 @@ _COLAB_FOLDER = re.compile(r"(?<![\w.~-])/content/[\w.-]{1,80}")
 _RTX_SERIES_CC = {"2": "7.5", "3": "8.6", "4": "8.9", "5": "12.0"}
 
 
-def _read_gpu_architecture(facts: dict[str, str], text: str) -> None:
-    """``log_gpu_cc`` from TensorFlow's device line or a named GeForce RTX series, ``log_cuda`` from
-    a PyTorch wheel's tag when nothing else names it, and ``log_gpu_newer_than_cuda`` ("yes") when
-    that CUDA predates the GPU's architecture: the build has no machine code for it."""
+def _read_gpu_architecture(facts: dict[str, str], text: str, lowered: str) -> None:
+    """``log_gpu_cc``: the compute capability the log prints (TensorFlow's device lines, PyTorch's
+    warnings and device properties), else that of the GPU it names where a program prints its
+    device (nvidia-smi, TensorFlow's and PyTorch's device lines, lspci, the kernel module; looked up
+    in the matrix's GPU table, ``gpu_names``), else that of a GeForce RTX series it names;
+    ``log_gpu_name`` the matrix's product when the capability comes from its name; ``log_cuda`` from a PyTorch wheel's tag when
+    nothing else names it, and ``log_gpu_newer_than_cuda`` ("yes") when that CUDA predates the GPU's
+    architecture: the build has no machine code for it."""
     if facts.get("log_gpu_cc", "").isdigit():  # TensorFlow 1.x: "major: 8 minor: 6"
         found = re.search(r"\bmajor: (\d{1,2}) minor: (\d)\b", text)
         facts["log_gpu_cc"] = f"{found.group(1)}.{found.group(2)}" if found else ""
+    if not facts.get("log_gpu_cc"):
+        facts["log_gpu_cc"] = gpu_names.printed_capability(text, lowered)
+    # the matrix is loaded only for a log that names a GPU and prints no capability
+    device = gpu_names.read_device(text, lowered) if not facts["log_gpu_cc"] else None
+    if device is not None:
+        facts["log_gpu_name"], facts["log_gpu_cc"] = device
     if not facts.get("log_gpu_cc") and facts.get("log_gpu_rtx") in _RTX_SERIES_CC:
         facts["log_gpu_cc"] = _RTX_SERIES_CC[facts["log_gpu_rtx"]]
     facts.pop("log_gpu_rtx", None)
