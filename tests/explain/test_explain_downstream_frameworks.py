@@ -293,3 +293,47 @@ def test_the_paddle_cudnn_check_reads_a_version_the_terminal_cut():
     )
     assert explanation.id == "paddle-built-for-newer-cudnn"
     assert explanation.title.endswith("cuDNN 7.5 was loaded")
+
+
+_PADDLE_IN_DOCKER = (
+    "$ docker run --rm -it --gpus all paddle-image python check.py\n"
+    "CUDA version: 11.2.142\n"
+    "Nvidia driver version: {driver}\n"
+    "W0324 15:29:02.249459  3747 init.cc:182] Compiled with WITH_GPU, but no GPU found in runtime."
+)
+
+
+def test_paddle_finding_no_gpu_under_a_driver_older_than_its_cuda_puts_the_driver_first():
+    (explanation,) = _explain(_PADDLE_IN_DOCKER.format(driver="440.33.01"))  # CUDA 11.2 needs 450.80.02
+    assert explanation.causes[0].id == "cuda-driver-too-old"
+
+
+def test_paddle_finding_no_gpu_in_a_container_with_a_new_enough_driver_puts_the_container_first():
+    (explanation,) = _explain(_PADDLE_IN_DOCKER.format(driver="460.32.03"))
+    assert explanation.causes[0].id == "container-without-gpu"
+
+
+_ORT_CUDNN8 = "FAIL : Failed to load library libonnxruntime_providers_cuda.so with error: libcudnn.so.8: cannot open shared object file: No such file or directory"
+
+
+@pytest.mark.parametrize(
+    "before, first",
+    [
+        ("I0000 00:00:1.0 77 cuda_dnn.cc:529] Loaded cuDNN version 90300\n", "onnxruntime-cuda-major-mismatch"),
+        ("/usr/lib/x86_64-linux-gnu/libcudnn.so.9\n", "onnxruntime-cuda-major-mismatch"),
+        ("I0000 00:00:1.0 77 cuda_dnn.cc:529] Loaded cuDNN version 8902\n", "onnxruntime-cuda-libraries-missing"),
+        ("/opt/cudnn/lib/libcudnn.so.8\n", "onnxruntime-cuda-libraries-missing"),
+    ],
+)
+def test_the_cudnn_the_log_shows_beside_onnx_runtimes_provider_decides_its_cause(before, first):
+    found = [e for e in _explain(before + _ORT_CUDNN8) if e.id == "onnxruntime-cuda-provider-load-failed"]
+    assert found[0].causes[0].id == first
+
+
+def test_onnx_runtimes_provider_on_a_cuda_12_machine_asking_for_cublas_11_is_the_major():
+    log = (
+        "Cuda compilation tools, release 12.4, V12.4.131\n"
+        "FAIL : Failed to load library libonnxruntime_providers_cuda.so with error: libcublasLt.so.11: cannot open shared object file: No such file or directory"
+    )
+    found = [e for e in _explain(log) if e.id == "onnxruntime-cuda-provider-load-failed"]
+    assert found[0].causes[0].id == "onnxruntime-cuda-major-mismatch"
