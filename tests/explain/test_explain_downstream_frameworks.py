@@ -337,3 +337,36 @@ def test_onnx_runtimes_provider_on_a_cuda_12_machine_asking_for_cublas_11_is_the
     )
     found = [e for e in _explain(log) if e.id == "onnxruntime-cuda-provider-load-failed"]
     assert found[0].causes[0].id == "onnxruntime-cuda-major-mismatch"
+
+
+@pytest.mark.parametrize(
+    "message, first",
+    [
+        (
+            "NvvmSupportError: No supported GPU compute capabilities found. Please check your cudatoolkit version matches your CUDA version.",
+            "numba-toolkit-outside-its-range",
+        ),
+        (
+            "UserWarning: CUDA Toolkit 11.1 is unsupported by Numba - 11.2 is the minimum required version.",
+            "numba-toolkit-outside-its-range",
+        ),
+        (
+            "numba.cuda.cudadrv.error.NvvmSupportError: GPU compute capability 5.2 is not supported(requires >=7.5)",
+            "compute-capability-too-low",
+        ),
+    ],
+)
+def test_numbas_architecture_checks_name_the_toolkit_or_the_gpu(message, first):
+    assert_explained(message, "numba-no-supported-compute-capability", False, first)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "No supported GPU compute capabilities",
+        "CUDA Toolkit 12.4 is supported by Numba",
+        "compute capability 8.6 is supported",
+    ],
+)
+def test_numbas_architecture_look_alikes_are_not_explained(line):
+    assert "numba-no-supported-compute-capability" not in CATALOGUE.scan_text(line).ids
