@@ -370,3 +370,14 @@ def test_numbas_architecture_checks_name_the_toolkit_or_the_gpu(message, first):
 )
 def test_numbas_architecture_look_alikes_are_not_explained(line):
     assert "numba-no-supported-compute-capability" not in CATALOGUE.scan_text(line).ids
+
+
+def test_tensorrts_lazy_loading_note_is_harmless_through_tf_trts_logger_too():
+    assert_explained(
+        "W0112 10:00:00.000000 1 trt_logger.cc:38] TF-TRT Warning: DefaultLogger CUDA lazy loading is not enabled. "
+        "Enabling it can significantly reduce device memory usage and speed up TensorRT initialization.",
+        "tensorrt-lazy-loading-notice",
+        True,
+        "tensorrt-lazy-loading-notice",
+    )
+    assert "tensorrt-lazy-loading-notice" not in CATALOGUE.scan_text("CUDA lazy loading is enabled").ids
