@@ -405,6 +405,16 @@ _WHERE: tuple[tuple[str, str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             r"^\s{0,4}\d{1,2}\.\d{1,2}\.\d{1,2}\+cpu\s{0,4}$",
             ("+cpu",),
         ),
+        # the loader failing on NVVM at a full path: Numba builds one from CUDA_HOME (CUDA_PATH) or
+        # NUMBAPRO_NVVM (numba/cuda/cudadrv/libs.py, get_cudalib); its own search asks for the bare
+        # name libnvvm.so / nvvm.dll
+        (
+            "log_nvvm_path",
+            "yes",
+            r"(?:^|[\s'\"])/[\w./+-]{1,200}/libnvvm\.so[.\d]{0,12}: cannot open shared object file|"
+            r"Could not find module '[A-Za-z]:\\[^'\n]{1,200}\\nvvm\w{0,12}\.dll'",
+            ("libnvvm.so", "nvvm"),
+        ),
     )
 )
 _CRASH = re.compile(
@@ -437,7 +447,7 @@ CONTEXT_NAMES = (
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
     "log_exception", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
     "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_framework",
-    "log_gpu_name",
+    "log_gpu_name", "log_nvvm_path",
 )  # fmt: skip
 
 

@@ -14,6 +14,7 @@ from typing import Optional
 from envcheck.explain.build_facts import same_cuda_files
 from envcheck.explain.catalogue import cudnn_version_text
 from envcheck.explain.derivers import cuda_library_version
+from envcheck.explain.status_causes import _driver_runs_log_cuda
 
 
 def _major_minor(version: str) -> tuple[int, ...]:
@@ -235,6 +236,48 @@ def _other_cuda_major(variables: dict[str, str]) -> bool:
     return installed is not None and installed != wanted
 
 
+def _cudnn_major(version: str) -> Optional[int]:
+    """cuDNN's major from either form the log prints it in ("8.9.2", or the integer 8902, 90300)."""
+    number = _leading_number(version)
+    if number is None:
+        return None
+    return number // 1000 if number >= 1000 and "." not in version else number
+
+
+def _needed_major(variables: dict[str, str]) -> Optional[tuple[str, int, Optional[int]]]:
+    """(family, the major the file named after a provider's "with error" carries, the major the
+    log shows of it) for ONNX Runtime's provider libraries: the provider links against one CUDA
+    and one cuDNN major (its requirements table), and the loader names the file it lacks."""
+    family, version = cuda_library_version(variables.get("needed_lib", ""))
+    wanted = _leading_number(version)
+    if wanted is None or family not in _CUDA_MAJOR_FAMILIES | {"cudnn"}:
+        return None
+    shown: Optional[int] = None
+    for name in filter(None, variables.get("log_library_files", "").split(",")):
+        other_family, other_version = cuda_library_version(name)
+        if other_family == family and _leading_number(other_version) is not None:
+            shown = _leading_number(other_version)
+            if shown != wanted:
+                break
+    if shown is None:
+        shown = (
+            _cudnn_major(variables.get("log_cudnn", ""))
+            if family == "cudnn"
+            else _leading_number(variables.get("log_cuda", ""))
+        )
+    return family, wanted, shown
+
+
+def _provider_needs_other_major(variables: dict[str, str]) -> bool:
+    needed = _needed_major(variables)
+    return needed is not None and needed[2] is not None and needed[2] != needed[1]
+
+
+def _provider_needs_shown_major(variables: dict[str, str]) -> bool:
+    needed = _needed_major(variables)
+    return needed is not None and needed[2] == needed[1]
+
+
 def _cvd_indexes(variables: dict[str, str]) -> Optional[list[int]]:
     """The device indexes CUDA_VISIBLE_DEVICES is set to in the log ([] for "" ), None when the log
     does not set it."""
@@ -290,7 +333,18 @@ POINTED_AT_BY_LOG: dict[str, Callable[[dict[str, str]], bool]] = {
     "cvd-out-of-range": _cvd_names_missing_gpu,
     # the Microsoft Store's Python runs packaged, with its own DLL search
     "msstore-python": lambda v: v.get("log_python_store") == "yes",
+    # an ONNX Runtime provider names the CUDA or cuDNN file it lacks: the log shows that library
+    # (or that CUDA, that cuDNN) of another major, or of the same one
+    "onnxruntime-cuda-major-mismatch": _provider_needs_other_major,
+    "onnxruntime-cuda-libraries-missing": _provider_needs_shown_major,
+    # the log shows a driver older than the CUDA release it also shows (nvidia-smi's "CUDA
+    # Version", or the driver against that release's minimum in the compatibility matrix)
+    "cuda-driver-too-old": lambda v: _driver_older_than_log_cuda(v),  # defined below
 }
+
+
+def _driver_older_than_log_cuda(variables: dict[str, str]) -> bool:
+    return _driver_runs_log_cuda(variables) is False
 
 
 def weigh(causes: tuple, variables: dict[str, str]) -> tuple[tuple, tuple[tuple[str, str], ...]]:
