@@ -161,6 +161,17 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             r"(?<![\w.-])keras(?: version)?(?:==|-|[: =]{1,3}|\s{2,40})v?(\d{1,2}\.\d{1,3}(?:\.\d{1,3})?)(?![\w.])",
             ("keras",),
         ),
+        # wrapt's and typing_extensions' releases (the two TensorFlow's trackable wrappers depend on)
+        (
+            "log_wrapt",
+            r"(?<![\w.-])wrapt(?:==|-|[: =]{1,3}|\s{2,40})v?(\d{1,2}\.\d{1,3}(?:\.\d{1,3})?)(?![\w.])",
+            ("wrapt",),
+        ),
+        (
+            "log_typing_extensions",
+            r"(?<![\w.-])typing[_-]extensions(?:==|-|[: =]{1,3}|\s{2,40})v?(\d{1,2}\.\d{1,3}(?:\.\d{1,3})?)(?![\w.])",
+            ("typing",),
+        ),
         ("log_python", r"\bPython (3\.\d{1,2}|2\.7)(?:\.\d{1,2})?\b", ("python 3", "python 2.7")),
         ("log_python", r"[/\\]python(3\.\d{1,2})[/\\](?:site|dist)-packages", ("-packages",)),
         # a wheel pip took names the interpreter's Python; one it was asked for (a pip install line)
@@ -444,6 +455,7 @@ CONTEXT_NAMES = (
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
     "log_exception", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
     "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_numpy", "log_keras",
+    "log_wrapt", "log_typing_extensions",
 )  # fmt: skip
 
 

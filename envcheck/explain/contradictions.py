@@ -207,6 +207,11 @@ def _pip_found_wheels(variables: dict[str, str]) -> Optional[str]:
     return None
 
 
+def _release_at_least(version: str, floor: tuple[int, int]) -> bool:
+    release = _major_minor(version)
+    return len(release) == 2 and release >= floor
+
+
 def _other_system_wheel(variables: dict[str, str]) -> bool:
     wheel, system = variables.get("wheel_os", ""), variables.get("log_os", "")
     system = "linux" if system == "wsl" else system
@@ -373,6 +378,11 @@ POINTED_AT_BY_LOG: dict[str, Callable[[dict[str, str]], bool]] = {
         or _pinned_version_not_offered(v)
         or _python_version_differs(v)
     ),  # fmt: skip
+    # the wrapt or typing_extensions release the log shows past the ones TensorFlow's wrappers take
+    "wrapt-too-new-for-tf": lambda v: _release_at_least(v.get("log_wrapt", ""), (1, 15)),
+    "typing-extensions-too-new-for-tf": lambda v: _release_at_least(v.get("log_typing_extensions", ""), (4, 6)),
+    # TensorFlow 2.13 caps typing-extensions below 4.6.0 (its setup.py)
+    "tf-pins-typing-extensions": lambda v: _major_minor(v.get("log_tf", "")) == (2, 13),
     # a wheel for another operating system than the log's
     "package-not-for-platform": _other_system_wheel,
 }

@@ -156,10 +156,13 @@ _ML_DTYPES_REMOVED = {"float8_e4m3b11": ("0.3.0", "float8_e4m3b11fnuz")}
 def _derive_ml_dtypes_name(variables: dict[str, str]) -> dict[str, str]:
     name = variables.get("name", "")
     removed, renamed = _ML_DTYPES_REMOVED.get(name, ("", ""))
+    added = _ML_DTYPES_ADDED.get(name, "")
+    note = f"ml_dtypes {added} added {name}" if added else f"its changelog names no release that added {name}"
     return {
         "ml_dtypes_removed_in": removed,
         "ml_dtypes_renamed": renamed,
-        "ml_dtypes_added_in": _ML_DTYPES_ADDED.get(name, ""),
+        "ml_dtypes_added_in": added,
+        "ml_dtypes_added_note": note,
     }
 
 
@@ -221,6 +224,32 @@ def _derive_tfp_pair(variables: dict[str, str]) -> dict[str, str]:
     return {"tfp_for_detected": ""}
 
 
+# typing_extensions' names by the release that added them (its CHANGELOG.md, which starts at 4.0.0)
+_TYPING_EXTENSIONS_ADDED = {
+    "Self": "4.0.0", "Required": "4.0.0", "NotRequired": "4.0.0",
+    "TypeVarTuple": "4.1.0", "Unpack": "4.1.0", "LiteralString": "4.1.0", "Never": "4.1.0",
+    "assert_never": "4.1.0", "reveal_type": "4.1.0", "dataclass_transform": "4.1.0", "is_typeddict": "4.1.0",
+    "get_overloads": "4.2.0", "clear_overloads": "4.2.0", "assert_type": "4.2.0",
+    "override": "4.4.0", "deprecated": "4.5.0", "Buffer": "4.6.0", "TypeAliasType": "4.6.0",
+    "get_protocol_members": "4.7.0", "is_protocol": "4.7.0", "Doc": "4.8.0", "ReadOnly": "4.9.0",
+    "TypeIs": "4.10.0", "NoDefault": "4.12.0", "CapsuleType": "4.12.0",
+}  # fmt: skip
+
+
+def _derive_typing_extensions_name(variables: dict[str, str]) -> dict[str, str]:
+    added = _TYPING_EXTENSIONS_ADDED.get(variables.get("name", ""), "")
+    note = (
+        f"typing_extensions {added} added {variables.get('name', '')}"
+        if added
+        else "its changelog, which starts at 4.0.0, does not name it"
+    )
+    return {
+        "te_added_in": added,
+        "te_after_4_6": "yes" if added and _version_numbers(added) >= (4, 6) else "",
+        "te_added_note": note,
+    }
+
+
 Deriver = Callable[[dict[str, str]], Optional[dict[str, str]]]
 # name -> (scan-time function, names it provides, names the explanation fills from the matrix)
 DERIVERS: dict[str, tuple[Deriver, tuple[str, ...], tuple[str, ...]]] = {
@@ -240,11 +269,17 @@ DERIVERS: dict[str, tuple[Deriver, tuple[str, ...], tuple[str, ...]]] = {
     # an allocator's out-of-memory message with the GPU's total, free and this process's share
     "allocator_memory": (_derive_allocator_memory, ("held_elsewhere", "held_here"), ()),
     # a name ml_dtypes lacks: the release that added it, or that removed it (and its new name)
-    "ml_dtypes_name": (_derive_ml_dtypes_name, ("ml_dtypes_removed_in", "ml_dtypes_renamed", "ml_dtypes_added_in"), ()),
+    "ml_dtypes_name": (
+        _derive_ml_dtypes_name,
+        ("ml_dtypes_removed_in", "ml_dtypes_renamed", "ml_dtypes_added_in", "ml_dtypes_added_note"),
+        (),
+    ),
     # protobuf's gencode and runtime versions: which one is behind
     "protobuf_versions": (_derive_protobuf_versions, ("protobuf_relation", "gencode_major", "gencode_next_major"), ()),
     # a wheel file's compatibility tags
     "wheel_tags": (_derive_wheel_tags, ("wheel_python", "wheel_os", "wheel_arch", "wheel_bits", "wheel_manylinux"), ()),
+    # a name typing_extensions lacks: the release that added it
+    "typing_extensions_name": (_derive_typing_extensions_name, ("te_added_in", "te_after_4_6", "te_added_note"), ()),
     # the TensorFlow Probability release for the TensorFlow found
     "tfp_pair": (_derive_tfp_pair, ("tfp_for_detected",), ()),
     # A status of the CUDA stack, by name, number or printed text: its meaning from cuda_status.yaml.

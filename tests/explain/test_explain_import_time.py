@@ -126,6 +126,55 @@ def test_the_one_major_behind_warning_is_harmless_and_others_modules_names_are_n
     assert not _explained("AttributeError: module 'google.protobuf.message' has no attribute 'Foo'")
 
 
+# --- typing_extensions -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, added",
+    [
+        ("ImportError: cannot import name 'Self' from 'typing_extensions' (/usr/lib/python3/dist-packages/typing_extensions.py)", "4.0.0"),
+        ("AttributeError: module 'typing_extensions' has no attribute 'ReadOnly'", "4.9.0"),
+        ("ImportError: cannot import name 'NoDefault' from 'typing_extensions'", "4.12.0"),
+    ],
+)  # fmt: skip
+def test_a_missing_typing_extensions_name_names_the_release_that_added_it(text, added):
+    explanation = _one(text, "typing-extensions-name-missing")
+    assert _ids(explanation)[0] == "typing-extensions-too-old"
+    assert f"typing_extensions {added} added" in explanation.causes[0].text
+
+
+def test_tensorflow_2_13s_cap_comes_first_only_for_a_name_after_4_6_in_its_log():
+    late = "ImportError: cannot import name 'TypeAliasType' from 'typing_extensions'"
+    assert _ids(_one(late, "typing-extensions-name-missing"))[0] == "typing-extensions-too-old"
+    assert _ids(_one("tensorflow==2.13.1\n" + late, "typing-extensions-name-missing"))[0] == "tf-pins-typing-extensions"
+    early = "ImportError: cannot import name 'override' from 'typing_extensions'"
+    assert _ids(_one("tensorflow==2.13.1\n" + early, "typing-extensions-name-missing")) == ["typing-extensions-too-old"]
+    assert not _explained("ImportError: cannot import name 'Self' from 'typing'")
+
+
+# --- TensorFlow's trackable wrappers ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "log, first",
+    [
+        ("", "wrapt-too-new-for-tf"),
+        ("wrapt                     1.16.0\ntyping_extensions        4.5.0\n", "wrapt-too-new-for-tf"),
+        ("wrapt                     1.14.1\ntyping_extensions        4.12.2\n", "typing-extensions-too-new-for-tf"),
+        ("Successfully installed typing-extensions-4.8.0\n", "typing-extensions-too-new-for-tf"),
+    ],
+)
+def test_the_wrapper_failure_is_ranked_by_the_wrapt_and_typing_extensions_the_log_shows(log, first):
+    text = log + "TypeError: this __dict__ descriptor does not support '_TupleWrapper' objects"
+    explanation = _one(text, "tf-trackable-wrapper-dict")
+    assert _ids(explanation)[0] == first
+    assert set(_ids(explanation)) == {"wrapt-too-new-for-tf", "typing-extensions-too-new-for-tf"}
+
+
+def test_another_dict_descriptor_error_is_not_tensorflows_wrapper():
+    assert not _explained("TypeError: this __dict__ descriptor does not support 'Foo' objects")
+
+
 # --- TensorFlow Probability and Addons -------------------------------------------------------------------
 
 
