@@ -243,6 +243,12 @@ RULED_OUT_BY_LOG: dict[str, Callable[[dict[str, str]], Optional[str]]] = {
     "numpy2-abi": _numpy_1,
     "python-version-unsupported": _python_version_fits,
     "python-32-bit": _pip_found_wheels,
+    # a name ml_dtypes removed was there from its first release: the module asking is the older one
+    "ml-dtypes-too-old": lambda v: (
+        f"ml_dtypes had {v.get('name', 'the name')} from its first release until {v['ml_dtypes_removed_in']} removed it"
+        if v.get("ml_dtypes_removed_in")
+        else None
+    ),  # fmt: skip
 }
 
 

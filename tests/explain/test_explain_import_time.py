@@ -65,6 +65,12 @@ def test_a_missing_ml_dtypes_name_says_which_side_is_behind(text, first, version
     )
 
 
+def test_a_removed_name_rules_out_an_ml_dtypes_too_old_to_have_it():
+    explanation = _one("AttributeError: module 'ml_dtypes' has no attribute 'float8_e4m3b11'", "ml-dtypes-name-missing")
+    assert _ids(explanation) == ["ml-dtypes-too-new"]
+    assert _dropped(explanation) == ["ml-dtypes-too-old"]
+
+
 def test_a_name_ml_dtypes_never_had_still_reads_as_ml_dtypes_too_old_without_a_release():
     explanation = _one("AttributeError: module 'ml_dtypes' has no attribute 'int7'", "ml-dtypes-name-missing")
     assert _ids(explanation) == ["ml-dtypes-too-old"]
@@ -99,6 +105,9 @@ def test_a_runtime_older_than_its_gencode_gets_an_install_line_of_the_gencodes_m
     explanation = _one(text, "protobuf-gencode-runtime-mismatch")
     lines = [c.line for c in explanation.fix.commands]
     assert 'python -m pip install "protobuf>=5.29.5,<6"' in lines
+    assert (explanation.variables["gencode"], explanation.variables["runtime"]) == ("5.29.5", "5.27.2")
+    suffixed = _one(text.replace("5.27.2.", "5.30.0-rc2."), "protobuf-gencode-runtime-mismatch")
+    assert suffixed.variables["runtime"] == "5.30.0-rc2"
 
 
 @pytest.mark.parametrize(
@@ -190,6 +199,9 @@ def test_tfp_names_the_release_made_for_the_tensorflow_found(detected, tfp):
     explanation = _one(text, "tfp-requires-newer-tf")
     assert explanation.variables["detected"] == detected
     assert explanation.variables["tfp_for_detected"] == tfp
+    lines = [c.line for c in explanation.fix.commands]
+    # the install line names the release only where the pairing is known
+    assert lines == ([f'python -m pip install "tensorflow-probability=={tfp}.*"'] if tfp else [])
 
 
 def test_the_addons_range_is_read_and_an_addons_install_line_is_no_warning():
