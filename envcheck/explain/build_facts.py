@@ -98,3 +98,29 @@ def build_facts(variables: dict[str, str], matrix: Any) -> dict[str, str]:
     except EnvcheckError:
         pass
     return facts
+
+
+def python_facts(variables: dict[str, str], matrix: Any) -> dict[str, str]:
+    """Which TensorFlow releases have wheels for the Python the log shows, on the log's system
+    (the matrix's Python lists, from PyPI's files and tensorflow.org's install page):
+
+      log_python_tf          "2.12-2.20", the oldest and newest such release, or "none"
+      log_python_pin         "yes" or "no": whether the release a pip requirement pins
+                             (``tensorflow==2.15.0``) has a wheel for that Python
+    """
+    python = variables.get("log_python", "")
+    if not python or matrix is None:
+        return {}
+    system = _BUILD_OS.get(variables.get("log_os", ""), "linux")
+    rows = [b for b in matrix.tf_releases(system) if not b.is_patch_row]
+    fits = [b for b in rows if b.supports_python(python)]
+    facts = {"log_python_tf": f"{fits[0].label}-{fits[-1].label}" if fits else "none"}
+    pinned = variables.get("requirement", "").partition("==")[2].strip()
+    if pinned and variables.get("requirement", "").split("==")[0] in ("tensorflow", "tensorflow-gpu", "tensorflow-cpu"):
+        try:
+            build = matrix.tf_build(pinned.rstrip(".*"), system)
+        except EnvcheckError:
+            build = None
+        if build is not None:
+            facts["log_python_pin"] = "yes" if build.supports_python(python) else "no"
+    return facts

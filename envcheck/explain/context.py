@@ -150,9 +150,41 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             r"\b(20[1-3]\d)-[01]\d-[0-3]\d \d\d:\d\d:\d\d\.\d{3,9}: [IWEF] ",
             (": i ", ": w ", ": e ", ": f "),
         ),
-        ("log_python", r"\bPython (3\.\d{1,2})(?:\.\d{1,2})?\b", ("python 3",)),
+        # a pip or conda list row ("tensorflow                2.10.0"): the name alone, then its version
+        ("log_tf", r"^tensorflow(?:-gpu|-cpu|-macos|-intel)? {2,40}" + _VERSION + r"\b", ("tensorflow",)),
+        # the NumPy and Keras releases a log names: pip's and conda's lists, pip's "Successfully
+        # installed numpy-2.0.1", a pin, NumPy 2's own "cannot be run in NumPy 2.0.0" (a "1.x" is no
+        # version), a "Keras Version: 3.0.5" answer
+        (
+            "log_numpy",
+            r"(?<![\w.-])numpy(?: version)?(?:==|-|[: =]{1,3}|\s{2,40})v?(\d{1,2}\.\d{1,3}(?:\.\d{1,3})?)(?![\w.])",
+            ("numpy",),
+        ),
+        (
+            "log_keras",
+            r"(?<![\w.-])keras(?: version)?(?:==|-|[: =]{1,3}|\s{2,40})v?(\d{1,2}\.\d{1,3}(?:\.\d{1,3})?)(?![\w.])",
+            ("keras",),
+        ),
+        # wrapt's and typing_extensions' releases (the two TensorFlow's trackable wrappers depend on)
+        (
+            "log_wrapt",
+            r"(?<![\w.-])wrapt(?:==|-|[: =]{1,3}|\s{2,40})v?(\d{1,2}\.\d{1,3}(?:\.\d{1,3})?)(?![\w.])",
+            ("wrapt",),
+        ),
+        (
+            "log_typing_extensions",
+            r"(?<![\w.-])typing[_-]extensions(?:==|-|[: =]{1,3}|\s{2,40})v?(\d{1,2}\.\d{1,3}(?:\.\d{1,3})?)(?![\w.])",
+            ("typing",),
+        ),
+        ("log_python", r"\bPython (3\.\d{1,2}|2\.7)(?:\.\d{1,2})?\b", ("python 3", "python 2.7")),
         ("log_python", r"[/\\]python(3\.\d{1,2})[/\\](?:site|dist)-packages", ("-packages",)),
-        ("log_python", r"\bcp3(\d{1,2})-cp3\d{1,2}", ("cp3",)),
+        # a wheel pip took names the interpreter's Python; one it was asked for (a pip install line)
+        # or refused names another one
+        (
+            "log_python",
+            r"^(?![^\n]{0,400}?(?:is not a supported wheel|pip3? install))[^\n]{0,400}?\bcp3(\d{1,2})-cp3\d{1,2}",
+            ("cp3",),
+        ),
         # Secure Boot's state: mokutil --sb-state prints "SecureBoot enabled" / "SecureBoot disabled",
         # the kernel logs "secureboot: Secure boot enabled" / "... disabled" at boot (the last one
         # the log shows counts); with it on, an unsigned NVIDIA module is refused
@@ -448,6 +480,7 @@ CONTEXT_NAMES = (
     "log_exception", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
     "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_framework",
     "log_gpu_name", "log_nvvm_path",
+    "log_numpy", "log_keras", "log_wrapt", "log_typing_extensions",
 )  # fmt: skip
 
 

@@ -60,6 +60,11 @@ def _tf1_api(variables: dict[str, str]) -> Optional[str]:
 
 
 def _keras3(variables: dict[str, str]) -> Optional[str]:
+    keras = _major_minor(variables.get("log_keras", ""))
+    if keras and keras[0] == 3:  # Keras 3 installed beside an older TensorFlow is still Keras 3
+        return None
+    if keras and keras[0] < 3:
+        return f"the log shows Keras {variables['log_keras']}, a Keras 2 release"
     tf = _major_minor(variables.get("log_tf", ""))
     if tf and tf < (2, 16):
         return f"the log shows TensorFlow {variables['log_tf']}, which comes with Keras 2 (Keras 3 came with 2.16)"
@@ -134,6 +139,86 @@ def _gpu_build_on_this_system(variables: dict[str, str]) -> Optional[str]:
     return None
 
 
+# TensorFlow's wheels were built against NumPy 1.x up to 2.17; 2.18 is the first built for NumPy 2
+# (its release notes), which reads both.
+_TF_FIRST_NUMPY2 = (2, 18)
+
+
+def _numpy_major(variables: dict[str, str]) -> Optional[int]:
+    return _leading_number(variables.get("log_numpy", ""))
+
+
+def _numpy_newer_than_build(variables: dict[str, str]) -> Optional[str]:
+    """NumPy 2 beside a TensorFlow built against NumPy 1.x: the NumPy installed is not older than
+    the build's, so "NumPy too old" is not what failed."""
+    tf = _major_minor(variables.get("log_tf", ""))
+    if (_numpy_major(variables) or 0) >= 2 and tf and tf < _TF_FIRST_NUMPY2:
+        return (
+            f"the log shows NumPy {variables['log_numpy']} and TensorFlow {variables['log_tf']}, which was"
+            " built against NumPy 1.x: NumPy is newer than the build, not older"
+        )
+    return None
+
+
+def _numpy_1(variables: dict[str, str]) -> Optional[str]:
+    if _numpy_major(variables) == 1:
+        return f"the log shows NumPy {variables['log_numpy']}: NumPy 2's binary break needs NumPy 2 installed"
+    return None
+
+
+def _numpy2_beside_numpy1_build(variables: dict[str, str]) -> bool:
+    tf = _major_minor(variables.get("log_tf", ""))
+    return (_numpy_major(variables) or 0) >= 2 and not (tf and tf >= _TF_FIRST_NUMPY2)
+
+
+def _python_version_fits(variables: dict[str, str]) -> Optional[str]:
+    """The log's Python is the one the wheel was built for, or (for an unpinned requirement) one
+    that current TensorFlow releases have wheels for: the Python version is not what pip refused."""
+    python, wheel = variables.get("log_python", ""), variables.get("wheel_python", "")
+    if python and wheel and python == wheel:
+        return f"the log shows Python {python}, the version the wheel's cp tag names"
+    if variables.get("log_python_pin") == "yes":
+        return f"the log shows Python {python}, which the pinned TensorFlow release has wheels for"
+    fits = variables.get("log_python_tf", "")
+    if fits and fits != "none" and "==" not in variables.get("requirement", "==") and not variables.get("pip_versions"):
+        return f"the log shows Python {python}, which TensorFlow {fits.replace('-', ' to ')} have wheels for"
+    return None
+
+
+def _pinned_version_not_offered(variables: dict[str, str]) -> bool:
+    """pip lists the releases it found wheels for (``from versions: ...``, for this interpreter and
+    system); a pinned release outside a non-empty list has no wheel for this Python."""
+    offered = [v.strip() for v in variables.get("pip_versions", "").split(",") if v.strip() and v.strip() != "none"]
+    pinned = variables.get("requirement", "").partition("==")[2].strip()
+    return bool(offered) and bool(pinned) and pinned not in offered
+
+
+def _python_version_differs(variables: dict[str, str]) -> bool:
+    python, wheel = variables.get("log_python", ""), variables.get("wheel_python", "")
+    return bool(python and wheel and python != wheel)
+
+
+def _pip_found_wheels(variables: dict[str, str]) -> Optional[str]:
+    offered = [v.strip() for v in variables.get("pip_versions", "").split(",") if v.strip() and v.strip() != "none"]
+    if offered:
+        return (
+            f"pip found TensorFlow wheels for this interpreter ({offered[0]} to {offered[-1]}), which it"
+            " would not for a 32-bit Python"
+        )
+    return None
+
+
+def _release_at_least(version: str, floor: tuple[int, int]) -> bool:
+    release = _major_minor(version)
+    return len(release) == 2 and release >= floor
+
+
+def _other_system_wheel(variables: dict[str, str]) -> bool:
+    wheel, system = variables.get("wheel_os", ""), variables.get("log_os", "")
+    system = "linux" if system == "wsl" else system
+    return bool(wheel and system and wheel != system)
+
+
 _SYSTEM_TITLES = {"windows": "Windows", "macos": "macOS", "linux": "Linux"}
 
 
@@ -167,6 +252,16 @@ RULED_OUT_BY_LOG: dict[str, Callable[[dict[str, str]], Optional[str]]] = {
     "other-driver-holds-gpu": _no_kernel_module_under_wsl,
     "tf-windows-gpu-ended": _gpu_build_on_this_system,
     "gpu-memory-preallocated": _no_tensorflow_reservation,
+    "numpy-too-old": _numpy_newer_than_build,
+    "numpy2-abi": _numpy_1,
+    "python-version-unsupported": _python_version_fits,
+    "python-32-bit": _pip_found_wheels,
+    # a name ml_dtypes removed was there from its first release: the module asking is the older one
+    "ml-dtypes-too-old": lambda v: (
+        f"ml_dtypes had {v.get('name', 'the name')} from its first release until {v['ml_dtypes_removed_in']} removed it"
+        if v.get("ml_dtypes_removed_in")
+        else None
+    ),  # fmt: skip
 }
 
 
@@ -340,6 +435,24 @@ POINTED_AT_BY_LOG: dict[str, Callable[[dict[str, str]], bool]] = {
     # the log shows a driver older than the CUDA release it also shows (nvidia-smi's "CUDA
     # Version", or the driver against that release's minimum in the compatibility matrix)
     "cuda-driver-too-old": lambda v: _driver_older_than_log_cuda(v),  # defined below
+    # NumPy 2 beside a TensorFlow built for NumPy 1.x (before 2.18)
+    "numpy2-abi": _numpy2_beside_numpy1_build,
+    # Keras 3 installed (keras 3.x in the log): code for Keras 2 meets it
+    "keras3-with-tf-keras-code": lambda v: (_leading_number(v.get("log_keras", "")) or 0) == 3,
+    # no TensorFlow wheel for the log's Python: none at all, not the pinned release, not the wheel's
+    "python-version-unsupported": lambda v: (
+        v.get("log_python_tf") == "none"
+        or v.get("log_python_pin") == "no"
+        or _pinned_version_not_offered(v)
+        or _python_version_differs(v)
+    ),  # fmt: skip
+    # the wrapt or typing_extensions release the log shows past the ones TensorFlow's wrappers take
+    "wrapt-too-new-for-tf": lambda v: _release_at_least(v.get("log_wrapt", ""), (1, 15)),
+    "typing-extensions-too-new-for-tf": lambda v: _release_at_least(v.get("log_typing_extensions", ""), (4, 6)),
+    # TensorFlow 2.13 caps typing-extensions below 4.6.0 (its setup.py)
+    "tf-pins-typing-extensions": lambda v: _major_minor(v.get("log_tf", "")) == (2, 13),
+    # a wheel for another operating system than the log's
+    "package-not-for-platform": _other_system_wheel,
 }
 
 

@@ -141,6 +141,115 @@ def _derive_allocator_memory(variables: dict[str, str]) -> dict[str, str]:
     }
 
 
+# ml_dtypes' names by the release that added or removed them (its CHANGELOG.md): a module asking
+# for a name the installed ml_dtypes lacks was written for a newer ml_dtypes (a name added later)
+# or an older one (a name removed since).
+_ML_DTYPES_ADDED = {
+    "int4": "0.2.0", "uint4": "0.2.0", "float8_e4m3b11fnuz": "0.2.0",
+    "float8_e4m3": "0.5.0", "float8_e3m4": "0.5.0", "float8_e8m0fnu": "0.5.0",
+    "float4_e2m1fn": "0.5.0", "float6_e2m3fn": "0.5.0", "float6_e3m2fn": "0.5.0",
+    "complex32": "0.6.0", "bcomplex32": "0.6.0", "int1": "0.6.0", "uint1": "0.6.0",
+}  # fmt: skip
+_ML_DTYPES_REMOVED = {"float8_e4m3b11": ("0.3.0", "float8_e4m3b11fnuz")}
+
+
+def _derive_ml_dtypes_name(variables: dict[str, str]) -> dict[str, str]:
+    name = variables.get("name", "")
+    removed, renamed = _ML_DTYPES_REMOVED.get(name, ("", ""))
+    added = _ML_DTYPES_ADDED.get(name, "")
+    note = f"ml_dtypes {added} added {name}" if added else f"its changelog names no release that added {name}"
+    return {
+        "ml_dtypes_removed_in": removed,
+        "ml_dtypes_renamed": renamed,
+        "ml_dtypes_added_in": added,
+        "ml_dtypes_added_note": note,
+    }
+
+
+def _version_numbers(text: str) -> tuple[int, ...]:
+    """The leading numbers of a version ("5.29.5" -> (5, 29, 5); "4.26.0-rc3" -> (4, 26, 0))."""
+    out = []
+    for part in re.findall(r"\d{1,6}", text.split("-")[0])[:3]:
+        out.append(int(part))
+    return tuple(out)
+
+
+def _derive_protobuf_versions(variables: dict[str, str]) -> dict[str, str]:
+    """How the protobuf runtime stands to the protoc that generated the code (runtime_version.py:
+    the runtime may not be older than the gencode, and each runtime accepts gencode of its own major
+    or, with a warning, of the major before)."""
+    gencode, runtime = variables.get("gencode", ""), variables.get("runtime", "")
+    gen, run = _version_numbers(gencode), _version_numbers(runtime)
+    relation = ""
+    if gen and run:
+        if run < gen:
+            relation = "runtime-older"
+        elif run[0] > gen[0]:
+            relation = "gencode-older-major"
+        elif gencode.split("-")[1:] != runtime.split("-")[1:]:
+            relation = "suffix"
+    return {
+        "protobuf_relation": relation,
+        "gencode_major": str(gen[0]) if gen else "",
+        "gencode_next_major": str(gen[0] + 1) if gen else "",
+    }
+
+
+# A wheel's file name carries its compatibility tags (PEP 425, PEP 600): {python tag}-{abi tag}-
+# {platform tag}; pip installs it only where the interpreter supports all three.
+def _derive_wheel_tags(variables: dict[str, str]) -> dict[str, str]:
+    tag, platform = variables.get("pytag", "").lower(), variables.get("plat", "").lower()
+    python = re.fullmatch(r"cp(\d)(\d{1,2})", tag)
+    system = (
+        "windows" if platform.startswith("win") else "macos" if platform.startswith("macosx")
+        else "linux" if "linux" in platform else ""
+    )  # fmt: skip
+    arch = next((a for a in ("x86_64", "amd64", "aarch64", "arm64", "universal2", "intel", "i686", "win32", "armv7l") if platform.endswith(a)), "")  # fmt: skip
+    return {
+        "wheel_python": f"{python.group(1)}.{python.group(2)}" if python else "",
+        "wheel_os": system,
+        "wheel_arch": {"amd64": "x86_64", "arm64": "arm64"}.get(arch, arch),
+        "wheel_bits": "32" if arch in ("i686", "win32", "armv7l") else "64" if arch else "",
+        "wheel_manylinux": "yes" if platform.startswith("manylinux") else "",
+    }
+
+
+def _derive_tfp_pair(variables: dict[str, str]) -> dict[str, str]:
+    """The TensorFlow Probability release made for the TensorFlow found: from TFP 0.9 (TensorFlow
+    2.1) to 0.24 (TensorFlow 2.16) each TFP minor release requires the TensorFlow minor eight
+    below it (TFP's release notes: 0.10 needs 2.2, 0.14 needs 2.6, 0.17 needs 2.9)."""
+    found = _version_numbers(variables.get("detected", ""))
+    if len(found) >= 2 and found[0] == 2 and 1 <= found[1] <= 16:
+        return {"tfp_for_detected": f"0.{found[1] + 8}"}
+    return {"tfp_for_detected": ""}
+
+
+# typing_extensions' names by the release that added them (its CHANGELOG.md, which starts at 4.0.0)
+_TYPING_EXTENSIONS_ADDED = {
+    "Self": "4.0.0", "Required": "4.0.0", "NotRequired": "4.0.0",
+    "TypeVarTuple": "4.1.0", "Unpack": "4.1.0", "LiteralString": "4.1.0", "Never": "4.1.0",
+    "assert_never": "4.1.0", "reveal_type": "4.1.0", "dataclass_transform": "4.1.0", "is_typeddict": "4.1.0",
+    "get_overloads": "4.2.0", "clear_overloads": "4.2.0", "assert_type": "4.2.0",
+    "override": "4.4.0", "deprecated": "4.5.0", "Buffer": "4.6.0", "TypeAliasType": "4.6.0",
+    "get_protocol_members": "4.7.0", "is_protocol": "4.7.0", "Doc": "4.8.0", "ReadOnly": "4.9.0",
+    "TypeIs": "4.10.0", "NoDefault": "4.12.0", "CapsuleType": "4.12.0",
+}  # fmt: skip
+
+
+def _derive_typing_extensions_name(variables: dict[str, str]) -> dict[str, str]:
+    added = _TYPING_EXTENSIONS_ADDED.get(variables.get("name", ""), "")
+    note = (
+        f"typing_extensions {added} added {variables.get('name', '')}"
+        if added
+        else "its changelog, which starts at 4.0.0, does not name it"
+    )
+    return {
+        "te_added_in": added,
+        "te_after_4_6": "yes" if added and _version_numbers(added) >= (4, 6) else "",
+        "te_added_note": note,
+    }
+
+
 Deriver = Callable[[dict[str, str]], Optional[dict[str, str]]]
 # name -> (scan-time function, names it provides, names the explanation fills from the matrix)
 DERIVERS: dict[str, tuple[Deriver, tuple[str, ...], tuple[str, ...]]] = {
@@ -159,6 +268,20 @@ DERIVERS: dict[str, tuple[Deriver, tuple[str, ...], tuple[str, ...]]] = {
     "needed_version": (_derive_needed_version, ("needed_version_family", "library_file", "in_conda"), ()),
     # an allocator's out-of-memory message with the GPU's total, free and this process's share
     "allocator_memory": (_derive_allocator_memory, ("held_elsewhere", "held_here"), ()),
+    # a name ml_dtypes lacks: the release that added it, or that removed it (and its new name)
+    "ml_dtypes_name": (
+        _derive_ml_dtypes_name,
+        ("ml_dtypes_removed_in", "ml_dtypes_renamed", "ml_dtypes_added_in", "ml_dtypes_added_note"),
+        (),
+    ),
+    # protobuf's gencode and runtime versions: which one is behind
+    "protobuf_versions": (_derive_protobuf_versions, ("protobuf_relation", "gencode_major", "gencode_next_major"), ()),
+    # a wheel file's compatibility tags
+    "wheel_tags": (_derive_wheel_tags, ("wheel_python", "wheel_os", "wheel_arch", "wheel_bits", "wheel_manylinux"), ()),
+    # a name typing_extensions lacks: the release that added it
+    "typing_extensions_name": (_derive_typing_extensions_name, ("te_added_in", "te_after_4_6", "te_added_note"), ()),
+    # the TensorFlow Probability release for the TensorFlow found
+    "tfp_pair": (_derive_tfp_pair, ("tfp_for_detected",), ()),
     # A status of the CUDA stack, by name, number or printed text: its meaning from cuda_status.yaml.
     # The pattern matches only when the status is known (a deriver may answer None: no match).
     "status": (

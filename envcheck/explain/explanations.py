@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.errors import EnvcheckError
-from envcheck.explain.build_facts import build_facts
+from envcheck.explain.build_facts import build_facts, python_facts
 from envcheck.explain.catalogue import DERIVERS, CauseTemplate, Pattern, fill, fill_fix
 from envcheck.explain.contradictions import weigh
 from envcheck.explain.machine import MachineNote, notes_for
@@ -147,6 +147,10 @@ def causal_link(rule_ids: tuple[str, ...]) -> int:
     return min((CAUSAL_CHAIN.index(f) for f in families if f in CAUSAL_CHAIN), default=len(CAUSAL_CHAIN))
 
 
+# the messages whose causes the log's Python decides (``build_facts.python_facts``)
+PYTHON_WHEEL_PATTERNS = frozenset({"pip-no-matching-tensorflow", "pip-unsupported-wheel"})
+
+
 class _Log:
     """What the whole scanned input says, for each of its messages."""
 
@@ -165,6 +169,8 @@ def _variables(occurrence: Occurrence, log: _Log, matrix: "_MatrixSource") -> di
     variables = {**log.result.context, **occurrence.variables}  # what the whole log shows, for every message
     if "log_tf" in variables:  # the build that TensorFlow release is, from the matrix (``build_facts``)
         variables.update(build_facts(variables, matrix.get()))
+    if "log_python" in variables and pattern.id in PYTHON_WHEEL_PATTERNS:  # which releases have wheels for it
+        variables.update(python_facts(variables, matrix.get()))
     if pattern.derive and DERIVERS[pattern.derive][2]:
         variables.update(LATE_DERIVERS[pattern.derive](variables, matrix.get()))
     if "install_gpu" not in variables and pattern.uses("install_gpu"):
