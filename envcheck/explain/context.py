@@ -98,6 +98,15 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             r"\bDriver Version: \d{2,3}\.\d{1,3}(?:\.\d{1,3})?[ |]{1,40}CUDA Version: (\d{1,2}\.\d{1,2})",
             ("cuda version:",),
         ),
+        # the ptxas XLA ran, as XLA's own lines name it: its version checks (TensorFlow's and XLA's
+        # asm_compiler.cc "You are using ptxas X, which is older than", ptx_compiler_helpers.cc
+        # "Invoking ptxas with version X"), subprocess_compilation.cc's refusal of a release it
+        # knows to miscompile ("ptxas X has a bug") and nvptx_compiler.cc's driver check ("older
+        # than the ptxas CUDA version (X)")
+        ("log_ptxas", r"\bYou are using ptxas (\d{1,2}\.\d{1,2}\.\d{1,4})\b", ("you are using ptxas",)),
+        ("log_ptxas", r"\bInvoking ptxas with version (\d{1,2}\.\d{1,2}\.\d{1,4})\b", ("invoking ptxas with",)),
+        ("log_ptxas", r"\bptxas (\d{1,2}\.\d{1,2}\.\d{1,4}) has a bug\b", ("has a bug",)),
+        ("log_ptxas", r"older than the ptxas CUDA version \((\d{1,2}\.\d{1,2}\.\d{1,4})\)", ("ptxas cuda version",)),
         # TensorFlow's cuda_dnn.cc logs cudnnGetVersion() as one integer, "Loaded cuDNN version 8600"
         ("log_cudnn", r"\bLoaded cuDNN version (\d{4,5})\b", ("loaded cudnn version",)),
         # (not the issue template's "CUDA/cuDNN version: 11.2/8.1", whose first number is CUDA's)
@@ -422,7 +431,8 @@ CONTEXT_NAMES = (
     "log_crash_after", "log_library_files", "log_cvd", "log_python_store", "log_tf_imports_cuda",
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
     "log_exception", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
-    "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine",
+    "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_ptxas",
+    "log_ptxas_state",
 )  # fmt: skip
 
 
@@ -468,6 +478,7 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
         facts.setdefault(name, value)
     _read_gpu_architecture(facts, text)
     _read_tf_build(facts, text)
+    _read_ptxas(facts, text, lowered)
     _read_where(facts, text, lowered)
     platform = platform_of(text) or template.get("log_os")
     if platform:
@@ -659,6 +670,37 @@ def _read_gpu_architecture(facts: dict[str, str], text: str) -> None:
     first = _first_cuda(facts["log_gpu_cc"]) if cuda else None
     if first and (int(cuda.group(1)), int(cuda.group(2))) < first:
         facts["log_gpu_newer_than_cuda"] = "yes"
+
+
+# `ptxas --version` prints its banner, then the toolkit's release line with the full version
+_PTXAS_BANNER = "ptx optimizing assembler"
+_PTXAS_RELEASE = re.compile(r"Cuda compilation tools, release \d{1,2}\.\d{1,2}, V(\d{1,2}\.\d{1,2}\.\d{1,4})\b")
+# what XLA's search for ptxas (xla/stream_executor/cuda/subprocess_compilation.cc,
+# FindPtxAsExecutable) accepts: 11.8.0 or newer, and never 12.3.103, the release it knows to
+# miscompile
+_PTXAS_MINIMUM = (11, 8, 0)
+_PTXAS_EXCLUDED = ((12, 3, 103),)
+
+
+def _read_ptxas(facts: dict[str, str], text: str, lowered: str) -> None:
+    """``log_ptxas``, the ptxas release the log shows (XLA's own lines first, else the output of
+    ``ptxas --version``), and ``log_ptxas_state``: how XLA's search for ptxas takes that release
+    ("below-xla-minimum", "excluded-by-xla" or "accepted")."""
+    if "log_ptxas" not in facts:
+        at = lowered.find(_PTXAS_BANNER)
+        while at >= 0 and "log_ptxas" not in facts:
+            found = _PTXAS_RELEASE.search(text, at, at + 400)
+            if found:
+                facts["log_ptxas"] = found.group(1)
+            at = lowered.find(_PTXAS_BANNER, at + len(_PTXAS_BANNER))
+    version = tuple(int(part) for part in facts.get("log_ptxas", "").split(".") if part.isdigit())
+    if len(version) == 3:
+        if version in _PTXAS_EXCLUDED:
+            facts["log_ptxas_state"] = "excluded-by-xla"
+        elif version < _PTXAS_MINIMUM:
+            facts["log_ptxas_state"] = "below-xla-minimum"
+        else:
+            facts["log_ptxas_state"] = "accepted"
 
 
 def _first_cuda(capability: str) -> Optional[tuple[int, ...]]:
