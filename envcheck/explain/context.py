@@ -432,7 +432,7 @@ CONTEXT_NAMES = (
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
     "log_exception", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
     "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_ptxas",
-    "log_ptxas_state",
+    "log_ptxas_state", "log_tf_nvidia_wheels",
 )  # fmt: skip
 
 
@@ -609,7 +609,9 @@ def _read_tf_build(facts: dict[str, str], text: str) -> None:
     tested-build tables: ``log_tf_imports_cuda`` is "no" from 2.1 on (the CUDA DLLs are opened
     after the import, each one that fails is a warning of its own, so a failed import is not about
     CUDA) and "yes" before; ``log_tf_windows_gpu`` is "ended" from 2.11 on (2.10 was the last
-    release with a GPU build for native Windows) and "built" before."""
+    release with a GPU build for native Windows) and "built" before; ``log_tf_nvidia_wheels`` is
+    "searched" from 2.14 on (the release that added the "and-cuda" extra, whose libdevice and ptxas
+    search lists site-packages/nvidia/cuda_nvcc) and "not-searched" before."""
     version = _release(facts.get("log_tf", ""))
     if version is None:
         if _TF_2_2_IMPORT.search(text):  # 2.2 or newer, which release is not known
@@ -617,6 +619,8 @@ def _read_tf_build(facts: dict[str, str], text: str) -> None:
         return
     facts["log_tf_imports_cuda"] = "no" if version >= (2, 1) else "yes"
     facts["log_tf_windows_gpu"] = "ended" if version >= (2, 11) else "built"
+    if version[0] == 2:
+        facts["log_tf_nvidia_wheels"] = "searched" if version >= (2, 14) else "not-searched"
 
 
 def _release(text: str) -> Optional[tuple[int, int]]:

@@ -313,3 +313,29 @@ def test_ptxas_output_inside_the_wrapper_is_explained_by_what_it_says():
     assert "ptxas-unsupported-version" in found and "ptxas-failed" not in found
     plain = "F nvptx_compiler.cc:619] ptxas returned an error during compilation of ptx to sass: 'INTERNAL: ptxas exited with non-zero error code 65280, output: ptxas fatal   : Memory allocation failure'"
     assert "ptxas-failed" in _found(plain)
+
+
+# --- libdevice: which CUDA folders the TensorFlow release searches ---------------------------------
+
+LIBDEVICE = "W tensorflow/compiler/xla/service/gpu/llvm_gpu_backend/gpu_backend_lib.cc:502] Can't find libdevice directory ${CUDA_DIR}/nvvm/libdevice. This may result in compilation or runtime failures, if the program we try to run uses routines from libdevice."
+
+
+def test_a_release_before_the_cuda_wheels_puts_the_wheel_cause_last():
+    old = "tensorflow version: 2.9.1\n" + LIBDEVICE
+    assert read_context(old)["log_tf_nvidia_wheels"] == "not-searched"
+    assert _causes(old, "libdevice-not-found")[-1] == "cuda-nvcc-wheel-missing"
+    new = "tensorflow version: 2.15.0\n" + LIBDEVICE
+    assert read_context(new)["log_tf_nvidia_wheels"] == "searched"
+    assert _causes(new, "libdevice-not-found")[0] == "cuda-nvcc-wheel-missing"
+
+
+def test_a_conda_environment_of_a_release_before_the_wheels_puts_its_cudatoolkit_first():
+    # the 2.11-2.13 install guide's route: CUDA from conda's cudatoolkit, which has no nvvm folder
+    env = '(tf) user@host:~$ python train.py\n  File "/home/user/miniconda3/envs/tf/lib/python3.9/site-packages/keras/engine/training.py", line 1\n'
+    log = "tensorflow version: 2.12.0\n" + env + LIBDEVICE
+    assert read_context(log).get("log_conda")
+    assert _causes(log, "libdevice-not-found")[0] == "conda-cudatoolkit-without-nvvm"
+    # from 2.14 the pip wheels are searched: in a conda environment too the missing wheel stays first
+    assert (
+        _causes("tensorflow version: 2.16.1\n" + env + LIBDEVICE, "libdevice-not-found")[0] == "cuda-nvcc-wheel-missing"
+    )
