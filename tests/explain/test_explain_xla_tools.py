@@ -339,3 +339,44 @@ def test_a_conda_environment_of_a_release_before_the_wheels_puts_its_cudatoolkit
     assert (
         _causes("tensorflow version: 2.16.1\n" + env + LIBDEVICE, "libdevice-not-found")[0] == "cuda-nvcc-wheel-missing"
     )
+
+
+# --- ptxas' exit as XLA prints it (a wait status) ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line, first",
+    [
+        (
+            "W nvptx_compiler.cc:448] Failed to compile ptx to cubin.  Will attempt to let GPU driver compile the ptx. Internal: ptxas exited with non-zero error code -1, output:",
+            "sigchld-ignored",
+        ),
+        (
+            "F nvptx_compiler.cc:478] ptxas returned an error during compilation of ptx to sass: 'Internal: ptxas exited with non-zero error code 256, output: '  If the error message indicates that a file could not be written, please verify that sufficient filesystem space is provided.",
+            "cuda-tool-cannot-run",
+        ),
+        ("INTERNAL: ptxas exited with non-zero error code 256, output:", "cuda-tool-cannot-run"),
+        (
+            "ptxas returned an error during compilation of ptx to sass: 'INTERNAL: ptxas exited with non-zero error code 65280, output: ptxas fatal   : Could not open output file '/tmp/tempfile-a-1-2.cubin'",
+            "tmp-disk-full",
+        ),
+        (
+            "E0000 subprocess_compilation.cc:350] INTERNAL: ptxas 12.3.103 has a bug that we think can affect XLA. Please use a different version.",
+            "ptxas-release-excluded",
+        ),
+        (
+            "ptxas exited with non-zero error code 65280, output: ptxas fatal   : Memory allocation failure",
+            "ptxas-version-mismatch",
+        ),
+    ],
+)
+def test_ptxas_exit_status_and_output_rank_the_cause(line, first):
+    causes = _causes(line, "ptxas-failed")
+    assert causes[0] == first
+    assert causes[-1] == "ptxas-version-mismatch"
+
+
+def test_a_status_with_output_is_ptxas_own_error_not_a_failed_start():
+    # nvlink and ptxas print why they stopped: output after the status is not an exec failure
+    line = "INTERNAL: ptxas exited with non-zero error code 256, output: ptxas fatal   : Input file 'x.ptx' could not be opened"
+    assert "cuda-tool-cannot-run" not in _causes(line, "ptxas-failed")
