@@ -380,3 +380,17 @@ def test_a_status_with_output_is_ptxas_own_error_not_a_failed_start():
     # nvlink and ptxas print why they stopped: output after the status is not an exec failure
     line = "INTERNAL: ptxas exited with non-zero error code 256, output: ptxas fatal   : Input file 'x.ptx' could not be opened"
     assert "cuda-tool-cannot-run" not in _causes(line, "ptxas-failed")
+
+
+# --- the PTX compiler library (nvJitLink, nvPTXCompiler) older than the GPU --------------------------
+
+
+def test_the_ptx_library_too_old_for_the_gpu_names_the_libraries():
+    line = "jaxlib.xla_extension.XlaRuntimeError: UNIMPLEMENTED: Loaded PTX assembler is too old for sm_100a."
+    found = _found(line)
+    assert "ptx-library-too-old-for-gpu" in found and not found["ptx-library-too-old-for-gpu"].harmless
+    assert _causes(line, "ptx-library-too-old-for-gpu") == [
+        "nvjitlink-library-old",
+        "framework-bundled-ptx-compiler-old",
+    ]
+    assert "ptx-library-too-old-for-gpu" not in _found("The loaded PTX assembler is from CUDA 12.8")
