@@ -102,6 +102,15 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             r"\bDriver Version: \d{2,3}\.\d{1,3}(?:\.\d{1,3})?[ |]{1,40}CUDA Version: (\d{1,2}\.\d{1,2})",
             ("cuda version:",),
         ),
+        # the ptxas XLA ran, as XLA's own lines name it: its version checks (TensorFlow's and XLA's
+        # asm_compiler.cc "You are using ptxas X, which is older than", ptx_compiler_helpers.cc
+        # "Invoking ptxas with version X"), subprocess_compilation.cc's refusal of a release it
+        # knows to miscompile ("ptxas X has a bug") and nvptx_compiler.cc's driver check ("older
+        # than the ptxas CUDA version (X)")
+        ("log_ptxas", r"\bYou are using ptxas (\d{1,2}\.\d{1,2}\.\d{1,4})\b", ("you are using ptxas",)),
+        ("log_ptxas", r"\bInvoking ptxas with version (\d{1,2}\.\d{1,2}\.\d{1,4})\b", ("invoking ptxas with",)),
+        ("log_ptxas", r"\bptxas (\d{1,2}\.\d{1,2}\.\d{1,4}) has a bug\b", ("has a bug",)),
+        ("log_ptxas", r"older than the ptxas CUDA version \((\d{1,2}\.\d{1,2}\.\d{1,4})\)", ("ptxas cuda version",)),
         # TensorFlow's cuda_dnn.cc logs cudnnGetVersion() as one integer, "Loaded cuDNN version 8600"
         ("log_cudnn", r"\bLoaded cuDNN version (\d{4,5})\b", ("loaded cudnn version",)),
         # (not the issue template's "CUDA/cuDNN version: 11.2/8.1", whose first number is CUDA's)
@@ -481,6 +490,7 @@ CONTEXT_NAMES = (
     "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_framework",
     "log_gpu_name", "log_nvvm_path",
     "log_numpy", "log_keras", "log_wrapt", "log_typing_extensions",
+    "log_ptxas", "log_ptxas_state", "log_tf_nvidia_wheels",
 )  # fmt: skip
 
 
@@ -526,6 +536,7 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
         facts.setdefault(name, value)
     _read_gpu_architecture(facts, text, lowered)
     _read_tf_build(facts, text)
+    _read_ptxas(facts, text, lowered)
     _read_where(facts, text, lowered)
     framework = _framework(text, lowered)
     if framework:
@@ -659,7 +670,9 @@ def _read_tf_build(facts: dict[str, str], text: str) -> None:
     tested-build tables: ``log_tf_imports_cuda`` is "no" from 2.1 on (the CUDA DLLs are opened
     after the import, each one that fails is a warning of its own, so a failed import is not about
     CUDA) and "yes" before; ``log_tf_windows_gpu`` is "ended" from 2.11 on (2.10 was the last
-    release with a GPU build for native Windows) and "built" before."""
+    release with a GPU build for native Windows) and "built" before; ``log_tf_nvidia_wheels`` is
+    "searched" from 2.14 on (the release that added the "and-cuda" extra, whose libdevice and ptxas
+    search lists site-packages/nvidia/cuda_nvcc) and "not-searched" before."""
     version = _release(facts.get("log_tf", ""))
     if version is None:
         if _TF_2_2_IMPORT.search(text):  # 2.2 or newer, which release is not known
@@ -667,6 +680,8 @@ def _read_tf_build(facts: dict[str, str], text: str) -> None:
         return
     facts["log_tf_imports_cuda"] = "no" if version >= (2, 1) else "yes"
     facts["log_tf_windows_gpu"] = "ended" if version >= (2, 11) else "built"
+    if version[0] == 2:
+        facts["log_tf_nvidia_wheels"] = "searched" if version >= (2, 14) else "not-searched"
 
 
 def _release(text: str) -> Optional[tuple[int, int]]:
@@ -759,6 +774,37 @@ def _read_gpu_architecture(facts: dict[str, str], text: str, lowered: str) -> No
     first = _first_cuda(facts["log_gpu_cc"]) if cuda else None
     if first and (int(cuda.group(1)), int(cuda.group(2))) < first:
         facts["log_gpu_newer_than_cuda"] = "yes"
+
+
+# `ptxas --version` prints its banner, then the toolkit's release line with the full version
+_PTXAS_BANNER = "ptx optimizing assembler"
+_PTXAS_RELEASE = re.compile(r"Cuda compilation tools, release \d{1,2}\.\d{1,2}, V(\d{1,2}\.\d{1,2}\.\d{1,4})\b")
+# what XLA's search for ptxas (xla/stream_executor/cuda/subprocess_compilation.cc,
+# FindPtxAsExecutable) accepts: 11.8.0 or newer, and never 12.3.103, the release it knows to
+# miscompile
+_PTXAS_MINIMUM = (11, 8, 0)
+_PTXAS_EXCLUDED = ((12, 3, 103),)
+
+
+def _read_ptxas(facts: dict[str, str], text: str, lowered: str) -> None:
+    """``log_ptxas``, the ptxas release the log shows (XLA's own lines first, else the output of
+    ``ptxas --version``), and ``log_ptxas_state``: how XLA's search for ptxas takes that release
+    ("below-xla-minimum", "excluded-by-xla" or "accepted")."""
+    if "log_ptxas" not in facts:
+        at = lowered.find(_PTXAS_BANNER)
+        while at >= 0 and "log_ptxas" not in facts:
+            found = _PTXAS_RELEASE.search(text, at, at + 400)
+            if found:
+                facts["log_ptxas"] = found.group(1)
+            at = lowered.find(_PTXAS_BANNER, at + len(_PTXAS_BANNER))
+    version = tuple(int(part) for part in facts.get("log_ptxas", "").split(".") if part.isdigit())
+    if len(version) == 3:
+        if version in _PTXAS_EXCLUDED:
+            facts["log_ptxas_state"] = "excluded-by-xla"
+        elif version < _PTXAS_MINIMUM:
+            facts["log_ptxas_state"] = "below-xla-minimum"
+        else:
+            facts["log_ptxas_state"] = "accepted"
 
 
 def _first_cuda(capability: str) -> Optional[tuple[int, ...]]:

@@ -65,7 +65,8 @@ SWEEP = [
         f"{XLA}/main/xla/stream_executor/cuda/subprocess_compilation.cc",
         "ptxas exited with non-zero error code %d, output: %s",
         "E0000 00:00:1755011248.049012     142 subprocess_compilation.cc:300] INTERNAL: ptxas exited with non-zero error code 255, output: ptxas fatal   : Value 'sm_120a' is not defined for option 'gpu-name'",
-        "ptxas-failed",
+        # ptxas' own words in the output name the cause: the more specific message explains the line
+        "ptxas-unknown-gpu-target",
     ),
     (
         f"{XLA}/main/xla/service/gpu/nvptx_compiler.cc",
