@@ -189,6 +189,7 @@ def _by_pci_id(device_id: str) -> Optional[tuple[str, str]]:
 def _truncated(start: str) -> Optional[tuple[str, str]]:
     """The product whose name nvidia-smi cut to ``start``: every product whose name begins with it
     (or, when none does, with it less its last word, which the cut may have split: "A100-PCI")."""
+    # lazy for speed: the matrix loads only when a log names a GPU and prints no capability
     from envcheck.matrix import gpu_name_key
 
     for text in (start, re.sub(r"[\s-]*[^\s-]*$", "", start)):
@@ -208,6 +209,7 @@ def _truncated(start: str) -> Optional[tuple[str, str]]:
 
 @lru_cache(maxsize=1)
 def _keys() -> tuple[tuple[str, str, str], ...]:
+    # lazy for speed: the matrix loads only when a log names a GPU and prints no capability
     from envcheck.matrix import gpu_name_key
 
     matrix = _matrix()
@@ -221,6 +223,7 @@ def _keys() -> tuple[tuple[str, str, str], ...]:
 
 
 def _matrix():  # the matrix, or None where it cannot load
+    # lazy for speed: the matrix loads only when a log names a GPU and prints no capability
     from envcheck.matrix import load_matrix
 
     try:
