@@ -316,3 +316,49 @@ patterns:
         load_patterns(text)
     text.write_text(sample.replace("[Not An Id]", "[wrong-architecture]"))
     assert load_patterns(text).patterns[0].causes[0].refines == ("wrong-architecture",)
+
+
+# --- a wheel whose tags do not fit -------------------------------------------------------------------
+
+
+def _refused(wheel: str) -> list[str]:
+    return _explained(f"ERROR: {wheel} is not a supported wheel on this platform.")["pip-wheel-not-supported"]
+
+
+@pytest.mark.parametrize(
+    "wheel",
+    [
+        "tensorflow-2.6.0-cp38-cp38-macosx_11_0_x86_64.whl",
+        "tensorflow_macos-2.9.2-cp39-cp39-macosx_12_0_arm64.whl",
+        "numpy-1.26.4-cp312-cp312-macosx_14_0_arm64.whl",
+    ],
+)
+def test_a_macos_11_or_later_tag_is_first_the_tags_pip_computes(wheel):
+    assert _refused(wheel)[0] == "pip-too-old-for-macos-tags"
+
+
+@pytest.mark.parametrize(
+    "wheel",
+    [
+        "tensorflow-1.8.0-cp36-cp36m-macosx_10_7_x86_64.whl",  # macOS 10: nothing moved there
+        "tensorflow_gpu-2.10.0-cp310-cp310-win_amd64.whl",
+        "tensorflow-2.15.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+    ],
+)
+def test_other_wheels_are_first_another_python_or_system(wheel):
+    causes = _refused(wheel)
+    assert causes[:2] == ["wheel-python-version-mismatch", "wheel-platform-mismatch"]
+    assert "pip-too-old-for-macos-tags" not in causes or wheel.count("macosx_10")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Processing ./tensorflow-2.6.0-cp38-cp38-macosx_11_0_x86_64.whl",
+        "Successfully installed tensorflow-2.6.0",
+        "ERROR: Invalid wheel filename (wrong number of parts): 'tensorflow.whl'",
+        "tensorflow.whl is not a supported wheel on this platform.",  # no tags to read
+    ],
+)
+def test_what_is_no_refused_wheel(line):
+    assert "pip-wheel-not-supported" not in _explained(line)
