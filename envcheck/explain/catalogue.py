@@ -97,6 +97,9 @@ class CauseTemplate:
     when: Optional[Condition] = None  # the cause only applies when this holds
     first_if: Optional[Condition] = None  # rank it first when the message or the log says so
     last_if: Optional[Condition] = None
+    # the loader reasons' causes (explanations.REASON_CAUSES) this cause is a specific case of:
+    # where the pattern has it, the reason's generic cause is not added before it
+    refines: tuple[str, ...] = ()
     line: int = 0
 
 

@@ -36,7 +36,7 @@ _PATTERN_KEYS = {
     "subject_elsewhere",
 }  # fmt: skip
 _FIX_KEYS = {"text", "commands", "link", "when"}
-_CAUSE_KEYS = {"id", "text", "tell", "rule_ids", "fix", "when", "first_if", "last_if"}
+_CAUSE_KEYS = {"id", "text", "tell", "rule_ids", "fix", "when", "first_if", "last_if", "refines"}
 _CONDITION_KEYS = {"vars", "seen", "any"}
 
 
@@ -246,12 +246,29 @@ def _parse_causes(
                 when=_parse_condition(cause_entry, "when", scan_names),
                 first_if=_parse_condition(cause_entry, "first_if", scan_names),
                 last_if=_parse_condition(cause_entry, "last_if", scan_names),
+                refines=_refines(cause_entry),
                 line=item.line,
             )
         )
     if all(c.when is not None for c in causes):
         raise entry.error("causes", "at least one cause must apply without a 'when' condition")
     return tuple(causes)
+
+
+def _refines(entry: _Entry) -> tuple[str, ...]:
+    """``refines: [cause id, ...]``: the generic causes of the loader's reasons (a wrong
+    architecture, a missing dependency) that this cause says more precisely."""
+    raw = entry.node.get("refines")
+    if raw is None:
+        return ()
+    values = [raw] if isinstance(raw, str) else raw
+    if (
+        not isinstance(values, list)
+        or not values
+        or not all(isinstance(v, str) and PATTERN_ID.match(v) for v in values)
+    ):
+        raise entry.error("refines", "a list of cause ids (the loader reasons' causes this cause is a case of)")
+    return tuple(values)
 
 
 def _parse_condition(entry: _Entry, key: str, scan_names: set[str], node: Any = None) -> Optional[Condition]:

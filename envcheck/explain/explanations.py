@@ -186,7 +186,10 @@ def _explain_one(
     notes = _machine_notes(occurrence, ctx)
     own, by_versions = status_causes(pattern, variables, log.seen)
     ranked = with_part_causes(
-        own or rank_causes(pattern, variables, log.seen), variables, pointed_first(pattern, variables, log.seen)
+        own or rank_causes(pattern, variables, log.seen),
+        variables,
+        pointed_first(pattern, variables, log.seen),
+        refined=frozenset(r for c in pattern.causes for r in c.refines),
     )
     extra = log_causes(pattern, variables)
     ranked = (*extra, *(c for c in ranked if c.id not in {e.id for e in extra}))
@@ -395,11 +398,14 @@ def log_causes(pattern: Pattern, variables: dict[str, str]) -> tuple[Cause, ...]
     )
 
 
-def with_part_causes(causes: tuple[Cause, ...], variables: dict[str, str], pointed: bool = False) -> tuple[Cause, ...]:
-    """The message's own causes, after the one its parts name (unless the pattern has it: then the
-    pattern's ranking stands); when the message pointed at one of the pattern's causes
-    (``pointed``), that one stays first and the parts' cause follows it."""
-    own = {c.id for c in causes}
+def with_part_causes(
+    causes: tuple[Cause, ...], variables: dict[str, str], pointed: bool = False, refined: frozenset[str] = frozenset()
+) -> tuple[Cause, ...]:
+    """The message's own causes, after the one its parts name (unless the pattern has it, or a
+    cause of the pattern ``refines`` it, naming which case of it this is: then the pattern's
+    ranking stands); when the message pointed at one of the pattern's causes (``pointed``), that
+    one stays first and the parts' cause follows it."""
+    own = {c.id for c in causes} | refined
     extra: dict[str, Cause] = {}
     for cause in part_causes(variables):
         if cause.id not in own:

@@ -385,8 +385,9 @@ def test_almost_every_pass_has_a_gate_word_and_needles_are_lower_case():
     # a pass without a gate word runs over every chunk: keep them few (long strings only)
     # (a library's identifier prefix such as "cudaerror" or "nccl" has no inner word: a handful of
     # those costs one substring pass each, measured in benchmarks/explain_large.py)
+    # (Metal's driver names its command buffer errors as one identifier, kIOGPUCommandBufferCallbackError<Name>)
     ungated = [needle for needle, gate in CATALOGUE.gates.items() if not gate]
-    assert len(ungated) <= 10 and all(
+    assert len(ungated) <= 11 and all(
         len(n) >= 16 or n.startswith(("cu", "nccl", "nvml", "loadlib")) for n in ungated
     ), ungated
     assert all(n == n.lower() for p in PATTERNS for n in p.needles)

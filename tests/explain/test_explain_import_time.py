@@ -363,8 +363,18 @@ def test_a_refused_wheels_own_tag_is_not_the_interpreters_python():
     )
 
 
-def test_another_programs_wheel_is_not_explained():
-    assert not _explained("ERROR: pygame-2.1.0-cp39-cp39-win_amd64.whl is not a supported wheel on this platform.")
+def test_any_packages_refused_wheel_is_read_by_the_same_tags():
+    # pip refuses a wheel by its tags whatever the package (a TensorFlow installer's NumPy wheel)
+    explanation = _one(
+        "ERROR: numpy-1.18.5-cp38-cp38-macosx_11_0_x86_64.whl is not a supported wheel on this platform.",
+        "pip-unsupported-wheel",
+    )
+    assert _ids(explanation)[0] == "pip-too-old-for-macos-tags"
+    other = _one(
+        "ERROR: pygame-2.1.0-cp39-cp39-win_amd64.whl is not a supported wheel on this platform.",
+        "pip-unsupported-wheel",
+    )
+    assert "pip-too-old-for-macos-tags" not in _ids(other)
 
 
 def test_a_pinned_release_missing_from_pips_list_is_this_pythons_and_rules_out_32_bit():
