@@ -425,7 +425,7 @@ CONTEXT_NAMES = (
     "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine",
     "log_gpu_memory_total", "log_gpu_memory_free", "log_tf_gpu_memory", "log_gpu_held_elsewhere",
     "log_bfc_request", "log_bfc_limit", "log_bfc_in_use", "log_bfc_fragmented", "log_bfc_over_limit",
-    "log_bfc_growth_refused", "log_bfc_full",
+    "log_bfc_growth_refused", "log_bfc_full", "log_device_request_over_free",
 )  # fmt: skip
 
 
@@ -649,6 +649,12 @@ _MEMORY_FACTS = tuple(
         ("in_use", r"^\s{0,8}InUse:\s{1,40}(\d{1,20})\b", ("inuse:",)),
         ("region", r"\btotal_region_allocated_bytes_:\s{1,3}(\d{1,20})\b", ("total_region_allocated_bytes_",)),
         ("largest_free", r"^\s{0,8}LargestFreeBlock:\s{1,40}(\d{1,20})\b", ("largestfreeblock:",)),
+        # StreamExecutor's DeviceAllocate: "failed to allocate 3.90G (4185718784 bytes) from device"
+        (
+            "device_request",
+            r"failed to allocate [\d.]{1,10} ?[KMGT]?(?:i?B)? \((\d{1,20}) bytes\) from device",
+            ("bytes) from device",),
+        ),
     )
 )
 _MEMORY_HINTS = ("memory", "limit:", "inuse:")
@@ -669,7 +675,9 @@ def _read_memory(facts: dict[str, str], text: str, lowered: str) -> None:
     ``log_bfc_fragmented`` when the pool's free bytes are enough for the request but no free block
     is (the allocator fails only when no free chunk fits); ``log_bfc_growth_refused`` when the pool
     had not reached its limit and could not grow (the GPU refused it more memory); ``log_bfc_full``
-    when the pool is in use to its limit."""
+    when the pool is in use to its limit; ``log_device_request_over_free`` when a request for the
+    GPU's memory asked more than the log says was free (a memory fraction or limit the program set:
+    TensorFlow's own first request is what was free less a reserve)."""
     raw = {name: _last_value(regex, hints, text, lowered) for name, regex, hints in _MEMORY_FACTS}
     total, free = memory_size(raw["total"]), memory_size(raw["free"])
     tf_bytes = float(raw["tf_mb"]) * 2**20 if raw["tf_mb"] else None
@@ -679,6 +687,11 @@ def _read_memory(facts: dict[str, str], text: str, lowered: str) -> None:
         facts["log_gpu_memory_free"] = raw["free"].replace(" ", "")
     if raw["tf_mb"]:
         facts["log_tf_gpu_memory"] = f"{raw['tf_mb']} MB"
+    # TensorFlow's own first request is what was free less a reserve; more than was free is a
+    # memory fraction (or limit) the program set, applied to the GPU's total
+    device_request = float(raw["device_request"]) if raw["device_request"] else None
+    if free is not None and device_request is not None and device_request > free:
+        facts["log_device_request_over_free"] = "yes"
     if total and (
         (free is not None and free < 0.5 * total)
         or (tf_bytes is not None and tf_bytes < 0.5 * total and not _MEMORY_SETTING.search(text))

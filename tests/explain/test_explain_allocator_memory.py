@@ -267,3 +267,25 @@ def test_a_request_over_a_small_pool_on_a_gpu_taken_at_start_is_the_other_proces
     assert _causes(log, "bfc-allocator-out-of-memory")[0] == "other-process-holds-gpu"
     alone = GPU_OOM_TF2 + "\n" + _stats(213581824, 1000000)
     assert _causes(alone, "bfc-allocator-out-of-memory")[0] == "batch-too-large"
+
+
+P40 = """I tensorflow/core/common_runtime/gpu/gpu_device.cc:1405] Found device 0 with properties:
+name: Tesla P40 major: 6 minor: 1 memoryClockRate(GHz): 1.531
+pciBusID: 0000:84:00.0
+totalMemory: 22.38GiB freeMemory: {free}"""
+ASK_ALL = "E tensorflow/stream_executor/cuda/cuda_driver.cc:903] failed to allocate 22.38G (24032378880 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY"
+
+
+@pytest.mark.parametrize("free", ["22.21GiB", "10.21GiB"])
+def test_a_request_above_the_free_memory_is_a_memory_fraction(free):
+    # TensorFlow's own first request is what was free less a reserve: more is per_process_gpu_memory_fraction
+    log = P40.format(free=free) + "\n" + ASK_ALL
+    assert read_context(log).get("log_device_request_over_free") == "yes"
+    assert _causes(log, "cuda-out-of-memory")[0] == "memory-fraction-too-high"
+
+
+def test_a_request_within_the_free_memory_is_not_a_fraction():
+    within = "E tensorflow/stream_executor/cuda/cuda_driver.cc:903] failed to allocate 20.90G (22441230336 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY"
+    log = P40.format(free="22.21GiB") + "\n" + within
+    assert "log_device_request_over_free" not in read_context(log)
+    assert _causes(log, "cuda-out-of-memory")[0] == "other-process-holds-gpu"
