@@ -425,7 +425,7 @@ CONTEXT_NAMES = (
     "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine",
     "log_gpu_memory_total", "log_gpu_memory_free", "log_tf_gpu_memory", "log_gpu_held_elsewhere",
     "log_bfc_request", "log_bfc_limit", "log_bfc_in_use", "log_bfc_fragmented", "log_bfc_over_limit",
-    "log_bfc_growth_refused", "log_bfc_full", "log_device_request_over_free",
+    "log_bfc_growth_refused", "log_bfc_full", "log_device_request_over_free", "log_gpu_held_here",
 )  # fmt: skip
 
 
@@ -645,10 +645,18 @@ _MEMORY_FACTS = tuple(
             r"ran out of memory trying to allocate (\d{1,6}(?:\.\d{1,3})? ?[KMGT]?i?B)(?!(?: with freed_by_count=\d{1,6})?\. The caller)",
             ("ran out of memory trying to allocate",),
         ),
-        ("limit", r"(?:^\s{0,8}Limit:|\bmemory_limit_:)\s{1,40}(\d{1,20})\b", ("limit:", "memory_limit_:")),
+        (
+            "limit",
+            r"(?:^\s{0,8}Limit:|\bStats: {0,3}Limit:|\bmemory_limit_:)\s{1,40}(\d{1,20})\b",
+            ("limit:", "memory_limit_:"),
+        ),
         ("in_use", r"^\s{0,8}InUse:\s{1,40}(\d{1,20})\b", ("inuse:",)),
         ("region", r"\btotal_region_allocated_bytes_:\s{1,3}(\d{1,20})\b", ("total_region_allocated_bytes_",)),
         ("largest_free", r"^\s{0,8}LargestFreeBlock:\s{1,40}(\d{1,20})\b", ("largestfreeblock:",)),
+        # the cuda_malloc_async allocator's failure (gpu_cudamallocasync_allocator.cc, AllocateRaw):
+        # "... cuMemAllocAsync failed to allocate N bytes: ...", then on the next line what
+        # cuMemGetInfo says, "Reported by CUDA: Free memory/Total memory: F/T", and its Stats
+        ("async_free_total", r"\bFree memory/Total memory: (\d{1,20}/\d{1,20})\b", ("free memory/total memory:",)),
         # StreamExecutor's DeviceAllocate: "failed to allocate 3.90G (4185718784 bytes) from device"
         (
             "device_request",
@@ -677,7 +685,10 @@ def _read_memory(facts: dict[str, str], text: str, lowered: str) -> None:
     had not reached its limit and could not grow (the GPU refused it more memory); ``log_bfc_full``
     when the pool is in use to its limit; ``log_device_request_over_free`` when a request for the
     GPU's memory asked more than the log says was free (a memory fraction or limit the program set:
-    TensorFlow's own first request is what was free less a reserve)."""
+    TensorFlow's own first request is what was free less a reserve). After the cuda_malloc_async
+    allocator's failure, its pool's InUse against what CUDA reported free and total gives
+    ``log_gpu_held_here`` (the pool holds four fifths of the GPU or more) or
+    ``log_gpu_held_elsewhere`` (the GPU all but full, the pool holding under half of it)."""
     raw = {name: _last_value(regex, hints, text, lowered) for name, regex, hints in _MEMORY_FACTS}
     total, free = memory_size(raw["total"]), memory_size(raw["free"])
     tf_bytes = float(raw["tf_mb"]) * 2**20 if raw["tf_mb"] else None
@@ -697,8 +708,16 @@ def _read_memory(facts: dict[str, str], text: str, lowered: str) -> None:
         or (tf_bytes is not None and tf_bytes < 0.5 * total and not _MEMORY_SETTING.search(text))
     ):
         facts["log_gpu_held_elsewhere"] = "yes"
-    request = memory_size(raw["request"])
     limit, in_use = (float(raw[n]) if raw[n] else None for n in ("limit", "in_use"))
+    if raw["async_free_total"] and in_use is not None:
+        # at the failure: this process's pool holding most of the GPU is its own tensors; the GPU
+        # all but full while the pool holds under half of it is memory held outside it
+        async_free, async_total = (float(n) for n in raw["async_free_total"].split("/"))
+        if async_total and in_use >= 0.8 * async_total:
+            facts["log_gpu_held_here"] = "yes"
+        elif async_total and async_free < 0.1 * async_total and in_use < 0.5 * async_total:
+            facts["log_gpu_held_elsewhere"] = "yes"
+    request = memory_size(raw["request"])
     region = float(raw["region"]) if raw["region"] else None
     largest = float(raw["largest_free"]) if raw["largest_free"] else None
     if request is not None:

@@ -289,3 +289,31 @@ def test_a_request_within_the_free_memory_is_not_a_fraction():
     log = P40.format(free="22.21GiB") + "\n" + within
     assert "log_device_request_over_free" not in read_context(log)
     assert _causes(log, "cuda-out-of-memory")[0] == "other-process-holds-gpu"
+
+
+ASYNC = (
+    "E tensorflow/core/common_runtime/gpu/gpu_cudamallocasync_allocator.cc:380] gpu_async_0 cuMemAllocAsync failed "
+    "to allocate 2147483648 bytes: CUDA error: out of memory (CUDA_ERROR_OUT_OF_MEMORY)\n"
+    " Reported by CUDA: Free memory/Total memory: {free}/25434587136\n"
+    "E tensorflow/core/common_runtime/gpu/gpu_cudamallocasync_allocator.cc:385] Stats: Limit:                     23587045376\n"
+    "InUse:                 {in_use}\n"
+    "MaxInUse:              {in_use}"
+)
+
+
+def test_the_async_allocators_own_pool_ranks_its_failure():
+    mine = ASYNC.format(free="120586240", in_use="23400000000")
+    assert read_context(mine).get("log_gpu_held_here") == "yes"
+    assert _causes(mine, "cuda-out-of-memory")[0] == "batch-too-large"
+    theirs = ASYNC.format(free="120586240", in_use="3400000000")
+    facts = read_context(theirs)
+    assert facts.get("log_gpu_held_elsewhere") == "yes" and "log_gpu_held_here" not in facts
+    assert _causes(theirs, "cuda-out-of-memory")[0] == "other-process-holds-gpu"
+    # the GPU not full: neither
+    roomy = read_context(ASYNC.format(free="12058624000", in_use="3400000000"))
+    assert "log_gpu_held_here" not in roomy and "log_gpu_held_elsewhere" not in roomy
+
+
+def test_stats_on_the_line_of_their_heading_are_read():
+    facts = read_context(ASYNC.format(free="120586240", in_use="3400000000"))
+    assert facts.get("log_bfc_limit") == "23587045376" and facts.get("log_bfc_in_use") == "3400000000"
