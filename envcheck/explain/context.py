@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Optional
 
 from . import gpu_names
-from .derivers import cudnn_version_text
+from .derivers import cudnn_version_text, memory_size
 
 _VERSION = r"(\d{1,4}(?:\.\d{1,4}){1,3})"
 # (variable, regex whose group 1 is the value, the lower-case strings one of which every match
@@ -491,6 +491,7 @@ CONTEXT_NAMES = (
     "log_gpu_name", "log_nvvm_path",
     "log_numpy", "log_keras", "log_wrapt", "log_typing_extensions",
     "log_ptxas", "log_ptxas_state", "log_tf_nvidia_wheels",
+    "log_gpu_memory_total", "log_gpu_memory_free", "log_tf_gpu_memory", "log_gpu_held_elsewhere", "log_bfc_request", "log_bfc_limit", "log_bfc_in_use", "log_bfc_fragmented", "log_bfc_over_limit", "log_bfc_growth_refused", "log_bfc_full", "log_device_request_over_free", "log_gpu_held_here",
 )  # fmt: skip
 
 
@@ -682,6 +683,135 @@ def _read_tf_build(facts: dict[str, str], text: str) -> None:
     facts["log_tf_windows_gpu"] = "ended" if version >= (2, 11) else "built"
     if version[0] == 2:
         facts["log_tf_nvidia_wheels"] = "searched" if version >= (2, 14) else "not-searched"
+
+
+# What TensorFlow prints about a GPU's memory and about its allocator's pool, each with the source
+# that prints it:
+# - the device's memory when TensorFlow finds it: "Total memory: 8.92GiB" / "Free memory: 8.10GiB"
+#   (gpu_init.cc, TF 0.x-1.4), "totalMemory: 7.93GiB freeMemory: 7.30GiB" (gpu_device.cc,
+#   TF 1.5-2.0), "deviceMemorySize: 7.79GiB" (gpu_device.cc, TF 2.1-2.4, total only);
+# - the memory TensorFlow gave the device: "Created TensorFlow device (/job:.../device:GPU:0 with
+#   6198 MB memory)", "Created device ... with 3071 MB memory" (gpu_device.cc), which is what was
+#   free on the GPU when TensorFlow started, less a reserve, unless the program set a limit;
+# - the BFC allocator's dump after a failed request (bfc_allocator.cc, DumpMemoryLog and its
+#   "Stats:" block, AllocatorStats::DebugString): "Limit: N", "InUse: N", "LargestFreeBlock: N"
+#   (TF 2.x) and "total_region_allocated_bytes_: N memory_limit_: N" (TF 2.x), and the request
+#   itself, "ran out of memory trying to allocate 2.00GiB (rounded to ...)" (a retry notice, "The
+#   caller indicates that this is not a failure", is no failed request).
+_MEMORY_FACTS = tuple(
+    (name, re.compile(regex, re.I | re.M), hints)
+    for name, regex, hints in (
+        (
+            "total",
+            r"\b(?:totalMemory|Total memory|deviceMemorySize): {0,3}(\d{1,6}(?:\.\d{1,3})? ?[KMGT]i?B)",
+            ("totalmemory", "total memory:", "devicememorysize"),
+        ),
+        (
+            "free",
+            r"\b(?:freeMemory|Free memory): {0,3}(\d{1,6}(?:\.\d{1,3})? ?[KMGT]i?B)",
+            ("freememory", "free memory:"),
+        ),
+        ("tf_mb", r"device:GPU:\d{1,2} with (\d{1,7}) MB memory\b", ("mb memory",)),
+        (
+            "request",
+            r"ran out of memory trying to allocate (\d{1,6}(?:\.\d{1,3})? ?[KMGT]?i?B)(?!(?: with freed_by_count=\d{1,6})?\. The caller)",
+            ("ran out of memory trying to allocate",),
+        ),
+        (
+            "limit",
+            r"(?:^\s{0,8}Limit:|\bStats: {0,3}Limit:|\bmemory_limit_:)\s{1,40}(\d{1,20})\b",
+            ("limit:", "memory_limit_:"),
+        ),
+        ("in_use", r"^\s{0,8}InUse:\s{1,40}(\d{1,20})\b", ("inuse:",)),
+        ("region", r"\btotal_region_allocated_bytes_:\s{1,3}(\d{1,20})\b", ("total_region_allocated_bytes_",)),
+        ("largest_free", r"^\s{0,8}LargestFreeBlock:\s{1,40}(\d{1,20})\b", ("largestfreeblock:",)),
+        # the cuda_malloc_async allocator's failure (gpu_cudamallocasync_allocator.cc, AllocateRaw):
+        # "... cuMemAllocAsync failed to allocate N bytes: ...", then on the next line what
+        # cuMemGetInfo says, "Reported by CUDA: Free memory/Total memory: F/T", and its Stats
+        ("async_free_total", r"\bFree memory/Total memory: (\d{1,20}/\d{1,20})\b", ("free memory/total memory:",)),
+        # StreamExecutor's DeviceAllocate: "failed to allocate 3.90G (4185718784 bytes) from device"
+        (
+            "device_request",
+            r"failed to allocate [\d.]{1,10} ?[KMGT]?(?:i?B)? \((\d{1,20}) bytes\) from device",
+            ("bytes) from device",),
+        ),
+    )
+)
+_MEMORY_HINTS = ("memory", "limit:", "inuse:")
+# the program set the memory TensorFlow may use itself: the device's size is then its setting, not
+# what was free (tf.config's logical devices, the session's memory fraction)
+_MEMORY_SETTING = re.compile(
+    r"per_process_gpu_memory_fraction|memory_limit\s{0,3}=|set_(?:logical|virtual)_device_configuration|"
+    r"(?:Logical|Virtual)DeviceConfiguration",
+    re.I,
+)
+
+
+def _read_memory(facts: dict[str, str], text: str, lowered: str) -> None:
+    """The GPU's memory and the allocator's pool as the log prints them, and what they say together:
+    ``log_gpu_held_elsewhere`` when less than half of the GPU was free when TensorFlow started (its
+    own "Free memory", or the memory it gave the device, unless the program set a limit);
+    ``log_bfc_over_limit`` when the failed request is as large as all the pool may hold;
+    ``log_bfc_fragmented`` when the pool's free bytes are enough for the request but no free block
+    is (the allocator fails only when no free chunk fits); ``log_bfc_growth_refused`` when the pool
+    had not reached its limit and could not grow (the GPU refused it more memory); ``log_bfc_full``
+    when the pool is in use to its limit; ``log_device_request_over_free`` when a request for the
+    GPU's memory asked more than the log says was free (a memory fraction or limit the program set:
+    TensorFlow's own first request is what was free less a reserve). After the cuda_malloc_async
+    allocator's failure, its pool's InUse against what CUDA reported free and total gives
+    ``log_gpu_held_here`` (the pool holds four fifths of the GPU or more) or
+    ``log_gpu_held_elsewhere`` (the GPU all but full, the pool holding under half of it)."""
+    raw = {name: _last_value(regex, hints, text, lowered) for name, regex, hints in _MEMORY_FACTS}
+    total, free = memory_size(raw["total"]), memory_size(raw["free"])
+    tf_bytes = float(raw["tf_mb"]) * 2**20 if raw["tf_mb"] else None
+    if raw["total"]:
+        facts["log_gpu_memory_total"] = raw["total"].replace(" ", "")
+    if raw["free"]:
+        facts["log_gpu_memory_free"] = raw["free"].replace(" ", "")
+    if raw["tf_mb"]:
+        facts["log_tf_gpu_memory"] = f"{raw['tf_mb']} MB"
+    # TensorFlow's own first request is what was free less a reserve; more than was free is a
+    # memory fraction (or limit) the program set, applied to the GPU's total
+    device_request = float(raw["device_request"]) if raw["device_request"] else None
+    if free is not None and device_request is not None and device_request > free:
+        facts["log_device_request_over_free"] = "yes"
+    if total and (
+        (free is not None and free < 0.5 * total)
+        or (tf_bytes is not None and tf_bytes < 0.5 * total and not _MEMORY_SETTING.search(text))
+    ):
+        facts["log_gpu_held_elsewhere"] = "yes"
+    limit, in_use = (float(raw[n]) if raw[n] else None for n in ("limit", "in_use"))
+    if raw["async_free_total"] and in_use is not None:
+        # at the failure: this process's pool holding most of the GPU is its own tensors; the GPU
+        # all but full while the pool holds under half of it is memory held outside it
+        async_free, async_total = (float(n) for n in raw["async_free_total"].split("/"))
+        if async_total and in_use >= 0.8 * async_total:
+            facts["log_gpu_held_here"] = "yes"
+        elif async_total and async_free < 0.1 * async_total and in_use < 0.5 * async_total:
+            facts["log_gpu_held_elsewhere"] = "yes"
+    request = memory_size(raw["request"])
+    region = float(raw["region"]) if raw["region"] else None
+    largest = float(raw["largest_free"]) if raw["largest_free"] else None
+    if request is not None:
+        facts["log_bfc_request"] = raw["request"].replace(" ", "")
+    if limit:
+        facts["log_bfc_limit"] = raw["limit"]
+    if in_use is not None:
+        facts["log_bfc_in_use"] = raw["in_use"]
+    if not request or not limit:
+        return
+    if request >= limit:
+        facts["log_bfc_over_limit"] = "yes"
+        return
+    if in_use is None:
+        return
+    pool = region if region and region <= limit else limit
+    if pool - in_use >= request and (largest is None or largest < request):
+        facts["log_bfc_fragmented"] = "yes"
+    elif region is not None and region < 0.9 * limit:
+        facts["log_bfc_growth_refused"] = "yes"
+    elif in_use >= 0.9 * limit:
+        facts["log_bfc_full"] = "yes"
 
 
 def _release(text: str) -> Optional[tuple[int, int]]:

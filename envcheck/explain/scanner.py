@@ -398,7 +398,9 @@ class ScanResult:
 # name for it (CUresult and cudaError_t share most statuses). A fallback that reads such a status
 # hands the message to its owner, so "CUDA error: out of memory" gets the causes written for
 # CUDA_ERROR_OUT_OF_MEMORY, not only the table's sentence.
-_BARE_NAME = re.compile(r"[A-Za-z_]{4,80}(?:\\b)?")
+# The name may follow a negative lookbehind that keeps another message's spelling of it out (the
+# host's "bytes on host: CUDA_ERROR_OUT_OF_MEMORY" is pinned RAM, not the GPU's memory).
+_BARE_NAME = re.compile(r"(?:\(\?<![^()]{1,80}\))?([A-Za-z_]{4,80})(?:\\b)?")
 # Patterns that own their status's own name only, not its twin: TensorFlow's INVALID_HANDLE is a
 # kernel whose module failed to load, while the runtime's "invalid resource handle" is as often a
 # stream or event used on the wrong device.
@@ -417,8 +419,9 @@ def status_owners(patterns: tuple[Pattern, ...]) -> dict[str, Pattern]:
             continue  # an owner's templates must need nothing but what any spelling gives
         for regex in pattern.regexes:
             source = regex.compiled.pattern
-            if _BARE_NAME.fullmatch(source):
-                for status in tables.by_name(source.removesuffix("\\b")):
+            bare = _BARE_NAME.fullmatch(source)
+            if bare:
+                for status in tables.by_name(bare.group(1)):
                     for twin in (status,) if pattern.id in _NO_TWINS else tables.twins(status):
                         owners.setdefault(twin.name.upper(), pattern)
     return owners

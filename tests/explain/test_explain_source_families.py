@@ -236,7 +236,8 @@ MESSAGES = [
         "W tensorflow/core/common_runtime/gpu/gpu_host_allocator.h:44] could not allocate pinned host memory of size: 2147483648",
         "pinned-host-memory-failed",
         False,
-        "pinned-memory-limit",
+        # pinned memory is RAM: a cap below it (WSL 2, a container) goes first only where the log shows one
+        "host-memory-exhausted",
     ),
     (
         "memory",  # xla/stream_executor/integrations/tf_allocator_adapter.cc

@@ -297,7 +297,7 @@ SWEEP = [
         "failed to alloc {bytes} bytes on host: {status}",
         P1
         + f"E {SE}/cuda_driver.cc:1150] failed to alloc 2147483648 bytes on host: CUDA_ERROR_OUT_OF_MEMORY: out of memory",
-        "cuda-out-of-memory",
+        "pinned-host-memory-failed",  # HostAllocate pins RAM (cuMemHostAlloc): not the GPU's memory
     ),
     (
         f"{TF}/v2.8.0/{SE}/cuda_driver.cc",
