@@ -536,6 +536,8 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
             continue
         facts.setdefault(name, value)
     _read_gpu_architecture(facts, text, lowered)
+    if any(h in lowered for h in _MEMORY_HINTS):
+        _read_memory(facts, text, lowered)
     _read_tf_build(facts, text)
     _read_ptxas(facts, text, lowered)
     _read_where(facts, text, lowered)
