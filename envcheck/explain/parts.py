@@ -207,7 +207,13 @@ _FFMPEG_CONTEXT = re.compile(r"\[[A-Za-z][\w:/#.-]{0,80} @ (?:0x)?[0-9a-f]{6,16}
 #   2.90 "CUDA error: %s in %s, line %d"; and libstdc++'s verbose terminate handler (libsupc++/vterminate.cc)
 #   names the type of the exception that ended the program, whose namespace is the thrower's:
 #   "terminate called after throwing an instance of 'cv::dnn::cuda4dnn::csl::cudnn::cuDNNException'"
-#   is OpenCV's, "... of 'dxvk::DxvkError'" DXVK's.
+#   is OpenCV's, "... of 'dxvk::DxvkError'" DXVK's;
+#   and AMD's RCCL, NCCL's source turned into HIP (hipify) and built with NCCL's debug.cc, so its
+#   lines keep NCCL's format ("<host>:<pid>:<tid> [<dev>] <file>:<line> NCCL WARN ...", "NCCL INFO
+#   <file>:<line> -> <code>") and NCCL's words ("Cuda failure 'invalid argument'" is CUDACHECK
+#   turned into a HIP call's check), but <file> is RCCL's own source as its build compiled it, a
+#   path through its rccl or hipify folder ("/rccl/build/hipify/src/transport/p2p.cc:237",
+#   "/src/extlibs/rccl/build/src/init.cpp:126"): a ROCm GPU's message, not NVIDIA's NCCL's.
 # Such a line is that program's message about its own use of the GPU, not TensorFlow's.
 # (a call's name keeps its case; not a member or a field: "x.cuInit(): ", "cu->cuInit(): ")
 _CALL_RETURNED = re.compile(r"(?<![\w.>-])(?:cu|nvrtc|nvml|cl|hip)[A-Z]\w{1,60}\(\): \S")
@@ -220,7 +226,9 @@ _OWN_FORMATS = re.compile(
     r"\bOpenCV\(\d[\w.-]{0,20}\) [^\n]{0,400}: error: \(-?\d{1,5}:[^)\n]{1,60}\)|"
     r"\b(?:CUDNN|CUBLAS|CUFFT|CURAND|CUSOLVER|CUSPARSE)_STATUS_[A-Z_]{2,60} in function '|"
     r"\bterminate called after throwing an instance of '(?:cv|dxvk)::|"
-    r"\bin cu[A-Z]\w{1,60}\([^\n]{0,300}\)(?:, line \d{1,6}| \([^\n()]{0,400}\.cpp:\d{1,6}\))\s{0,4}$",
+    r"\bin cu[A-Z]\w{1,60}\([^\n]{0,300}\)(?:, line \d{1,6}| \([^\n()]{0,400}\.cpp:\d{1,6}\))\s{0,4}$|"
+    r"[\\/](?:rccl[\w.+-]{0,30}|hipify)[\\/][^\s:]{0,300}:\d{1,6} NCCL (?:WARN|INFO)\b|"
+    r"\bNCCL (?:WARN|INFO) [^\s:]{0,300}?[\\/](?:rccl[\w.+-]{0,30}|hipify)[\\/][^\s:]{0,300}:\d{1,6}\b",
     re.I,
 )
 

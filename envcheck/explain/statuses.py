@@ -60,6 +60,7 @@ class Status:
     meaning: str
     source: str  # "header, versions", and the page of this value where the table names one per value
     strings: tuple[str, ...] = ()
+    programs_own: bool = False  # the program's own code reporting on its data (cuda_status.yaml)
 
     @property
     def title(self) -> str:
@@ -111,7 +112,8 @@ def _camel_to_name(camel: str) -> str:
 
 
 def resolve(variables: dict[str, str], tables: Optional[StatusTables] = None) -> Optional[Status]:
-    """The status a message's captures name, or None when they name none (or only success).
+    """The status a message's captures name, or None when they name none (or only success, or
+    only a status of the program's own, ``programs_own``).
 
     Captures: ``status`` (a name), ``nvml_class`` (pynvml's NVMLError_X), ``<family>_number`` and
     ``<family>_text`` for a family of ``FAMILIES``, and a crash's (``exit_codes.CAPTURES``)."""
@@ -132,7 +134,9 @@ def resolve(variables: dict[str, str], tables: Optional[StatusTables] = None) ->
                 found = tables.by_string(family, text)
             if found:
                 break
-    found = tuple(s for s in found if s.value != 0)
+    # success is no error, and a status the program raises on its own data (a device-side
+    # assert) is no message of the setup: neither is named
+    found = tuple(s for s in found if s.value != 0 and not s.programs_own)
     return found[0] if found else None
 
 
@@ -197,6 +201,7 @@ def load_statuses(path: Optional[Path] = None) -> StatusTables:
                     meaning=value["meaning"],
                     source=f"{source}; {value['source']}" if value.get("source") else source,
                     strings=tuple(value.get("strings") or ()),
+                    programs_own=value.get("programs_own") is True,
                 )
             )
     return StatusTables(tuple(statuses))

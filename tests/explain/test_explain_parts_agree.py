@@ -26,7 +26,8 @@ def _cause_ids(text: str) -> set[str]:
 
 
 def _values(enum: str) -> list:
-    return [s for s in TABLES.statuses if s.enum == enum and s.value != 0]
+    # success and a status of the program's own (a device-side assert) are named by no explanation
+    return [s for s in TABLES.statuses if s.enum == enum and s.value != 0 and not s.programs_own]
 
 
 # --- cuInit's "UNKNOWN ERROR (N)": N is a CUresult ---------------------------------------------
