@@ -114,8 +114,9 @@ _PREFIXES = re.compile(
 MAX_PREFIXES = 4  # a prefix inside a prefix (time, then glog); more is a message, not a prefix
 
 
-def normalise_line(text: str) -> str:
-    """The normal form of one line (see the module's docstring)."""
+def normalise_line(text: str, keep_prefixes: bool = False) -> str:
+    """The normal form of one line (see the module's docstring); ``keep_prefixes`` keeps the log
+    prefixes (a record's severity letter and source file, for the patterns that read them)."""
     for _ in range(2):  # a page that escaped its text twice shows &amp;#39;
         if "&" not in text:
             break
@@ -137,7 +138,7 @@ def normalise_line(text: str) -> str:
         text = _SPACE_BEFORE_INDEX.sub("[", text)
     if "Could not " in text:
         text = _UNQUOTED_LIBRARY.sub(r"\1 '\2'", text)
-    return strip_prefixes(text)
+    return text if keep_prefixes else strip_prefixes(text)
 
 
 def strip_prefixes(text: str) -> str:

@@ -302,7 +302,7 @@ class Catalogue:
         indexes of the patterns that matched."""
         key = search_key(head)
         own_needles = self._needles  # type: ignore[attr-defined]
-        text = lowered = None
+        text = lowered = record = record_lowered = None
         hits: set[int] = set()
         fallbacks = self._fallbacks  # type: ignore[attr-defined]
         # Fallbacks (a status of the CUDA stack named anywhere) last, and only if nothing else matched.
@@ -317,12 +317,18 @@ class Catalogue:
                     return hits  # FFmpeg's own message about its encoder or decoder
                 lowered = text.encode("utf-8", "replace").lower()
             pattern = self.patterns[index]
+            read, read_lowered = text, lowered
+            if pattern.record:  # a log record: its prefixes (severity, source file) are read too
+                if record is None:
+                    record = normalise_line(head.decode("utf-8", "replace").rstrip("\r"), keep_prefixes=True)
+                    record_lowered = record.encode("utf-8", "replace").lower()
+                read, read_lowered = record, record_lowered
             for regex in pattern.regexes:
-                if not regex.may_match(lowered):
+                if not regex.may_match(read_lowered):
                     continue
                 # A deriver may refuse a capture (a success status): then the next one counts.
                 if any(
-                    found.add(pattern, hit, numbers, count, text) for hit in islice(regex.compiled.finditer(text), 4)
+                    found.add(pattern, hit, numbers, count, read) for hit in islice(regex.compiled.finditer(read), 4)
                 ):
                     hits.add(index)
                     break
