@@ -330,7 +330,9 @@ def may_continue(following: bytes) -> bool:
 # A line that starts a new record is never a continuation: a traceback, a shell prompt, a list.
 _NEW_RECORD = re.compile(
     rb"(?:Traceback|File \"|During handling|The above exception|>>> |\$ |PS [A-Z]:|"
-    rb"[\w.]{1,200}(?:Error|Exception|Warning|Exit): )"  # a Python exception starts its own record
+    # a Python exception starts its own record: its class is CamelCase (torch.cuda.OutOfMemoryError),
+    # a word cut before "cudnnException: " is not one
+    rb"(?:[\w.]{0,200}\.)?[A-Z]\w{0,120}(?:Error|Exception|Warning|Exit): )"
 )
 
 

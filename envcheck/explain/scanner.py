@@ -519,10 +519,15 @@ class _Accumulator:
         # Errors before harmless notices, each in the order they first appeared; a message that a
         # more specific one in the same input explains (``covered_by``) is left out, and so is a
         # loader's generic message seen only outside the stack's frame in an input that never
-        # shows the stack (``framed`` false).
+        # shows the stack (``framed`` false), and so is a log record read by its severity alone
+        # where another message is explained.
         found = [o for k, o in self._by_key.items() if framed or k not in self.unframed]
         present = {o.pattern.id for o in found}
         kept = [o for o in found if not present.intersection(o.pattern.covered_by)]
+        # A record read by its severity alone (``record``) is the background of a log: shown only
+        # when no other message of the input is explained.
+        if any(not o.pattern.record for o in kept):
+            kept = [o for o in kept if not o.pattern.record]
         return tuple(sorted(kept, key=lambda o: (o.pattern.harmless, o.first_line)))
 
 
