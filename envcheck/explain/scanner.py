@@ -207,16 +207,25 @@ class Catalogue:
         if len(block) > WRAPS_EVERYWHERE_BYTES and matched_lines == len(lines):
             return
         around = None if len(block) <= WRAPS_EVERYWHERE_BYTES else _around(candidates, groups, joined, len(lines))
+        fallbacks = self._fallbacks  # type: ignore[attr-defined]
+        fragments: set[int] = set()
         for where, text in wrapped_lines(lines, around):
             # A message cut over two lines: read them joined for what neither holds.
             pair = (lines[where[0]], lines[where[0] + 1])
             known = hits.get(pair[0], set()) | hits.get(pair[1], set())
             # A line one pattern explains is explained: a fallback is not tried on it joined either.
-            skip = known | self._fallbacks if known else known  # type: ignore[attr-defined]
+            skip = known | fallbacks if known else known
             wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in skip)
             if wanted:
                 numbers = [lines_before + index + 1 for index in where[:MAX_LINE_NUMBERS]]
-                self._match_line(text[:max_line], numbers, len(where), wanted, found)
+                if self._match_line(text[:max_line], numbers, len(where), wanted, found) - fallbacks:
+                    # the message read joined: what a fallback read in one of its halves alone (a
+                    # status the cut message names) is part of it
+                    for offset, half in enumerate(pair):
+                        if hits.get(half) and hits[half] <= fallbacks:
+                            fragments.update(n + offset for n in numbers)
+        if fragments:
+            found.forget_fallbacks_on(fragments)
         if statements:
             # A statement at Python's prompt and the value printed under it, read together.
             for where, text in prompt_answers(lines, statements):
@@ -384,6 +393,7 @@ class Occurrence:
     excerpt: str
     count: int = 0
     line_numbers: list[int] = field(default_factory=list)
+    from_fallback: bool = False  # read by a fallback pattern (a status named anywhere)
 
 
 @dataclass(frozen=True)
@@ -457,6 +467,7 @@ class _Accumulator:
             if variables is None:
                 return False
             subject = pattern.subject_elsewhere
+            from_fallback = pattern.fallback
             if pattern.fallback and variables.get("status_name"):
                 pattern = self._owner_of(variables["status_name"]) or pattern
             for name, value in read_parts(text, variables.get("library", "")).items():
@@ -468,7 +479,9 @@ class _Accumulator:
                 if len(self._by_key) >= MAX_GROUPS:
                     self.dropped += 1
                     return True
-                occurrence = Occurrence(pattern, variables, title, line_number, excerpt(text, hit))
+                occurrence = Occurrence(
+                    pattern, variables, title, line_number, excerpt(text, hit), from_fallback=from_fallback
+                )
                 self._by_key[key] = occurrence
                 if pattern.stack_only and not in_stack_frame(text):
                     self.unframed.add(key)  # another program's loader error, unless the input shows the stack
@@ -489,6 +502,19 @@ class _Accumulator:
                 :MAX_LINE_NUMBERS
             ]
         return True
+
+    def forget_fallbacks_on(self, numbers: set[int]) -> None:
+        """Drop what fallbacks read only on these lines (the halves of a cut message that another
+        pattern explains joined)."""
+        gone = {
+            key
+            for key, o in self._by_key.items()
+            if o.from_fallback and o.line_numbers and set(o.line_numbers) <= numbers
+        }
+        for key in gone:
+            occurrence = self._by_key.pop(key)
+            self._by_groups = {k: v for k, v in self._by_groups.items() if v is not occurrence}
+            self.unframed.discard(key)
 
     def subjects_elsewhere(self, *texts: str) -> None:
         """A generic message of a tool that serves many programs (``subject_elsewhere``), seen on

@@ -171,3 +171,24 @@ def test_a_skipped_cudnn_plan_before_the_convolution_fails_is_not_all_is_well():
 )
 def test_an_empty_process_table_is_a_notice(text, wanted):
     assert (("nvidia-smi-no-processes", True) in _found(text)) is wanted
+
+
+def test_a_status_in_the_half_of_a_cut_warning_is_part_of_the_warning():
+    # a terminal cut the warning after "cudnnException: ": the status on the next line is its own
+    text = (
+        "UserWarning: Plan failed with a cudnnException: \n"
+        "CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: cudnnFinalize Descriptor Failed cudnn_status: "
+        "CUDNN_STATUS_NOT_SUPPORTED (Triggered internally at \n"
+        "../aten/src/ATen/native/cudnn/Conv_v8.cpp:919.)\n"
+    )
+    assert _found(text) == [("torch-cudnn-plan-skipped", True)]
+
+
+def test_a_status_on_a_line_of_its_own_after_the_warning_stays_explained():
+    text = (
+        "UserWarning: Plan failed with a cudnnException: CUDNN_BACKEND_OPERATION: cudnnFinalize Failed\n"
+        "RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED\n"
+    )
+    found = _found(text)
+    assert ("torch-cudnn-plan-skipped", True) in found
+    assert any(not harmless for _, harmless in found)
