@@ -125,6 +125,9 @@ class Pattern:
     harmful_with_gpu: bool = False  # a notice that TensorFlow runs on the CPU: a failure where the log shows a GPU
     harmful_if_seen: tuple[str, ...] = ()  # a harmless notice is not, next to one of these
     fallback: bool = False  # tried on a line only when no other pattern explains it
+    # a logging system's record (its severity letter and source file decide): the regexes read the
+    # line with its log prefixes kept, and only when no other pattern explains it (a fallback)
+    record: bool = False
     stack_only: bool = False  # a loader's generic message: explained only in the CUDA stack's frame
     at_end: bool = False  # a report printed once the program ended: also read on the input's last lines
     covered_by: tuple[str, ...] = ()  # not shown when one of these explains the same input

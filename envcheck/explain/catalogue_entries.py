@@ -32,7 +32,7 @@ from envcheck.explain.statuses import STATUS_NAMES
 _PATTERN_KEYS = {
     "id", "title", "regex", "needles", "harmless", "meaning", "cause", "causes", "fix", "rule_ids",
     "sources", "examples", "near_misses", "os", "derive", "specialize", "shows",
-    "harmless_without_gpu", "harmful_with_gpu", "harmful_if_seen", "fallback", "covered_by", "stack_only", "at_end",
+    "harmless_without_gpu", "harmful_with_gpu", "harmful_if_seen", "fallback", "record", "covered_by", "stack_only", "at_end",
     "subject_elsewhere",
 }  # fmt: skip
 _FIX_KEYS = {"text", "commands", "link", "when"}
@@ -129,7 +129,8 @@ def parse_pattern(node: Any, path: Path, eager: bool = True) -> Pattern:
         harmless_without_gpu=entry.flag("harmless_without_gpu"),
         harmful_with_gpu=entry.flag("harmful_with_gpu"),
         harmful_if_seen=entry.texts("harmful_if_seen", required=False),
-        fallback=entry.flag("fallback"),
+        fallback=entry.flag("fallback") or entry.flag("record"),
+        record=entry.flag("record"),
         stack_only=entry.flag("stack_only"),
         at_end=entry.flag("at_end"),
         covered_by=entry.texts("covered_by", required=False),

@@ -460,7 +460,10 @@ _WHERE: tuple[tuple[str, str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
 )
 _CRASH = re.compile(
     r"(Segmentation fault|core dumped|\bAborted\b|Fatal Python error|\bSIGSEGV\b|\bSIGABRT\b|\bSIGILL\b|"
-    r"Illegal instruction|illegal hardware instruction|exit code 13[2-9]|\bKilled\b|Check failed:)"
+    r"Illegal instruction|illegal hardware instruction|exit code 13[2-9]|\bKilled\b|Check failed:|"
+    # a FATAL record of TensorFlow's and XLA's C++ logging (glog's, absl's prefix): LOG(FATAL) aborts
+    r"(?<![\w.-])(?-i:F)(?: (?:[A-Za-z]:)?[\w./\\+-]{0,200}|\d{4} [\d:.]{8,24} {1,12}\d{1,10} [\w./+-]{0,200})"
+    r"\.(?:cc|cpp|h):\d{1,6}\] [^\n]{1,120})"
 )
 _GPU_SEEN = re.compile(
     r"Found device \d{1,2} with properties|Created (?:TensorFlow )?device [^\n]{0,200}?name: (?!METAL)|"
@@ -479,6 +482,8 @@ _CRASH_HINTS = (
     "exit code",
     "killed",
     "check failed",
+    ".cc:",  # a FATAL record's source file
+    ".h:",
 )
 CONTEXT_NAMES = (
     "log_tf", "log_cuda", "log_driver_cuda", "log_cudnn", "log_driver", "log_kernel_driver", "log_python",

@@ -114,8 +114,9 @@ _PREFIXES = re.compile(
 MAX_PREFIXES = 4  # a prefix inside a prefix (time, then glog); more is a message, not a prefix
 
 
-def normalise_line(text: str) -> str:
-    """The normal form of one line (see the module's docstring)."""
+def normalise_line(text: str, keep_prefixes: bool = False) -> str:
+    """The normal form of one line (see the module's docstring); ``keep_prefixes`` keeps the log
+    prefixes (a record's severity letter and source file, for the patterns that read them)."""
     for _ in range(2):  # a page that escaped its text twice shows &amp;#39;
         if "&" not in text:
             break
@@ -137,7 +138,7 @@ def normalise_line(text: str) -> str:
         text = _SPACE_BEFORE_INDEX.sub("[", text)
     if "Could not " in text:
         text = _UNQUOTED_LIBRARY.sub(r"\1 '\2'", text)
-    return strip_prefixes(text)
+    return text if keep_prefixes else strip_prefixes(text)
 
 
 def strip_prefixes(text: str) -> str:
@@ -329,7 +330,9 @@ def may_continue(following: bytes) -> bool:
 # A line that starts a new record is never a continuation: a traceback, a shell prompt, a list.
 _NEW_RECORD = re.compile(
     rb"(?:Traceback|File \"|During handling|The above exception|>>> |\$ |PS [A-Z]:|"
-    rb"[\w.]{1,200}(?:Error|Exception|Warning|Exit): )"  # a Python exception starts its own record
+    # a Python exception starts its own record: its class is CamelCase (torch.cuda.OutOfMemoryError),
+    # a word cut before "cudnnException: " is not one
+    rb"(?:[\w.]{0,200}\.)?[A-Z]\w{0,120}(?:Error|Exception|Warning|Exit): )"
 )
 
 

@@ -207,16 +207,25 @@ class Catalogue:
         if len(block) > WRAPS_EVERYWHERE_BYTES and matched_lines == len(lines):
             return
         around = None if len(block) <= WRAPS_EVERYWHERE_BYTES else _around(candidates, groups, joined, len(lines))
+        fallbacks = self._fallbacks  # type: ignore[attr-defined]
+        fragments: set[int] = set()
         for where, text in wrapped_lines(lines, around):
             # A message cut over two lines: read them joined for what neither holds.
             pair = (lines[where[0]], lines[where[0] + 1])
             known = hits.get(pair[0], set()) | hits.get(pair[1], set())
             # A line one pattern explains is explained: a fallback is not tried on it joined either.
-            skip = known | self._fallbacks if known else known  # type: ignore[attr-defined]
+            skip = known | fallbacks if known else known
             wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in skip)
             if wanted:
                 numbers = [lines_before + index + 1 for index in where[:MAX_LINE_NUMBERS]]
-                self._match_line(text[:max_line], numbers, len(where), wanted, found)
+                if self._match_line(text[:max_line], numbers, len(where), wanted, found) - fallbacks:
+                    # the message read joined: what a fallback read in one of its halves alone (a
+                    # status the cut message names) is part of it
+                    for offset, half in enumerate(pair):
+                        if hits.get(half) and hits[half] <= fallbacks:
+                            fragments.update(n + offset for n in numbers)
+        if fragments:
+            found.forget_fallbacks_on(fragments)
         if statements:
             # A statement at Python's prompt and the value printed under it, read together.
             for where, text in prompt_answers(lines, statements):
@@ -302,7 +311,7 @@ class Catalogue:
         indexes of the patterns that matched."""
         key = search_key(head)
         own_needles = self._needles  # type: ignore[attr-defined]
-        text = lowered = None
+        text = lowered = record = record_lowered = None
         hits: set[int] = set()
         fallbacks = self._fallbacks  # type: ignore[attr-defined]
         # Fallbacks (a status of the CUDA stack named anywhere) last, and only if nothing else matched.
@@ -317,12 +326,18 @@ class Catalogue:
                     return hits  # FFmpeg's own message about its encoder or decoder
                 lowered = text.encode("utf-8", "replace").lower()
             pattern = self.patterns[index]
+            read, read_lowered = text, lowered
+            if pattern.record:  # a log record: its prefixes (severity, source file) are read too
+                if record is None:
+                    record = normalise_line(head.decode("utf-8", "replace").rstrip("\r"), keep_prefixes=True)
+                    record_lowered = record.encode("utf-8", "replace").lower()
+                read, read_lowered = record, record_lowered
             for regex in pattern.regexes:
-                if not regex.may_match(lowered):
+                if not regex.may_match(read_lowered):
                     continue
                 # A deriver may refuse a capture (a success status): then the next one counts.
                 if any(
-                    found.add(pattern, hit, numbers, count, text) for hit in islice(regex.compiled.finditer(text), 4)
+                    found.add(pattern, hit, numbers, count, read) for hit in islice(regex.compiled.finditer(read), 4)
                 ):
                     hits.add(index)
                     break
@@ -378,6 +393,7 @@ class Occurrence:
     excerpt: str
     count: int = 0
     line_numbers: list[int] = field(default_factory=list)
+    from_fallback: bool = False  # read by a fallback pattern (a status named anywhere)
 
 
 @dataclass(frozen=True)
@@ -451,6 +467,7 @@ class _Accumulator:
             if variables is None:
                 return False
             subject = pattern.subject_elsewhere
+            from_fallback = pattern.fallback
             if pattern.fallback and variables.get("status_name"):
                 pattern = self._owner_of(variables["status_name"]) or pattern
             for name, value in read_parts(text, variables.get("library", "")).items():
@@ -462,7 +479,9 @@ class _Accumulator:
                 if len(self._by_key) >= MAX_GROUPS:
                     self.dropped += 1
                     return True
-                occurrence = Occurrence(pattern, variables, title, line_number, excerpt(text, hit))
+                occurrence = Occurrence(
+                    pattern, variables, title, line_number, excerpt(text, hit), from_fallback=from_fallback
+                )
                 self._by_key[key] = occurrence
                 if pattern.stack_only and not in_stack_frame(text):
                     self.unframed.add(key)  # another program's loader error, unless the input shows the stack
@@ -483,6 +502,19 @@ class _Accumulator:
                 :MAX_LINE_NUMBERS
             ]
         return True
+
+    def forget_fallbacks_on(self, numbers: set[int]) -> None:
+        """Drop what fallbacks read only on these lines (the halves of a cut message that another
+        pattern explains joined)."""
+        gone = {
+            key
+            for key, o in self._by_key.items()
+            if o.from_fallback and o.line_numbers and set(o.line_numbers) <= numbers
+        }
+        for key in gone:
+            occurrence = self._by_key.pop(key)
+            self._by_groups = {k: v for k, v in self._by_groups.items() if v is not occurrence}
+            self.unframed.discard(key)
 
     def subjects_elsewhere(self, *texts: str) -> None:
         """A generic message of a tool that serves many programs (``subject_elsewhere``), seen on
@@ -513,10 +545,15 @@ class _Accumulator:
         # Errors before harmless notices, each in the order they first appeared; a message that a
         # more specific one in the same input explains (``covered_by``) is left out, and so is a
         # loader's generic message seen only outside the stack's frame in an input that never
-        # shows the stack (``framed`` false).
+        # shows the stack (``framed`` false), and so is a log record read by its severity alone
+        # where another message is explained.
         found = [o for k, o in self._by_key.items() if framed or k not in self.unframed]
         present = {o.pattern.id for o in found}
         kept = [o for o in found if not present.intersection(o.pattern.covered_by)]
+        # A record read by its severity alone (``record``) is the background of a log: shown only
+        # when no other message of the input is explained.
+        if any(not o.pattern.record for o in kept):
+            kept = [o for o in kept if not o.pattern.record]
         return tuple(sorted(kept, key=lambda o: (o.pattern.harmless, o.first_line)))
 
 
