@@ -458,6 +458,13 @@ _WHERE: tuple[tuple[str, str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
         ),
     )
 )
+# An ERROR record of TensorFlow's and XLA's C++ logging: "E tensorflow/...cc:N] ..." (TF 1.x and 2.x
+# up to 2.15, after a timestamp) or glog's and absl's "E0000 00:00:1700000000.123456   123 file.cc:N]".
+_ERROR_RECORD = re.compile(
+    r"(?:^|: )E (?:tensorflow|external|xla|tsl|third_party)/[\w./+-]{1,200}\.(?:cc|h):\d{1,6}\]|"
+    r"^E\d{4} [\d:.]{8,24} {1,12}\d{1,10} [\w./+-]{1,200}\.(?:cc|h):\d{1,6}\]",
+    re.M,
+)
 _CRASH = re.compile(
     r"(Segmentation fault|core dumped|\bAborted\b|Fatal Python error|\bSIGSEGV\b|\bSIGABRT\b|\bSIGILL\b|"
     r"Illegal instruction|illegal hardware instruction|exit code 13[2-9]|\bKilled\b|Check failed:|"
@@ -491,7 +498,7 @@ CONTEXT_NAMES = (
     "log_container", "log_container_start", "log_hosted", "log_conda", "log_venv", "log_ide", "log_pip_cuda",
     "log_crash_after", "log_library_files", "log_cvd", "log_python_store", "log_tf_imports_cuda",
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
-    "log_exception", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
+    "log_exception", "log_error_record", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
     "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_framework",
     "log_gpu_name", "log_nvvm_path",
     "log_numpy", "log_keras", "log_wrapt", "log_typing_extensions",
@@ -565,6 +572,10 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     exception = uncaught_exception(end)
     if exception:
         facts["log_exception"] = exception
+    if any(h in lowered for h in ("e tensorflow/", "e external/", "e0", "e1", "e2", "e3")) and _ERROR_RECORD.search(
+        text
+    ):
+        facts["log_error_record"] = "yes"
     if any(h in lowered for h in ("found device", "created", "nvidia", "tesla", "gpu:")) and _GPU_SEEN.search(text):
         facts["log_gpu"] = "yes"
     if template.get("gpu_present") or ("nvidia-smi" in lowered and _SMI_GPU_ROW.search(text)):

@@ -122,15 +122,26 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
     contract) becomes a machine note without hiding the explanation."""
     log = _Log(result)
     matrix = _MatrixSource(ctx)
+    occurrences = result.occurrences
+    if _failed_unexplained(result.context):
+        # records read by their severity alone are a log's background, never its verdict: where the
+        # log shows an ERROR record, an uncaught exception or a crash that nothing else explains,
+        # "all harmless" would hide that failure
+        occurrences = tuple(o for o in occurrences if not o.pattern.record)
     explanations = [
         _explain_one(occurrence, log, ctx, assess, matrix)
-        for occurrence in result.occurrences
+        for occurrence in occurrences
         if not log.seen.intersection(occurrence.pattern.covered_by)  # a more specific message explains it
     ]
     links = {o.pattern.id: causal_link(o.pattern.rule_ids) for o in result.occurrences}
     # Errors first, the first broken link of the causal chain before what follows from it, then by line.
     explanations.sort(key=lambda e: (e.harmless, links[e.id], e.first_line))
     return _after_a_crash(tuple(explanations), result.context.get("log_crash", ""))
+
+
+def _failed_unexplained(context: dict[str, str]) -> bool:
+    """The log shows a failure (an ERROR record, an uncaught exception, a crash)."""
+    return bool(context.get("log_error_record") or context.get("log_exception") or context.get("log_crash"))
 
 
 # The doctor's causal chain (DESIGN.md), by its rules' families: Python, the GPU on the bus, the

@@ -87,11 +87,45 @@ def test_an_info_record_cut_over_two_lines_is_one_notice():
         "F0000 00:00:1712345678.2 12345 some_file.cc:99] Something fatal",
     ],
 )
-def test_info_records_before_a_fatal_record_are_leads_not_all_is_well(fatal):
+def test_info_records_before_a_fatal_record_are_not_all_is_well(fatal):
+    # the records are the log's background: before a FATAL record nothing explains, they are not
+    # listed at all (neither "harmless" nor a lead), and the input has no known message
     info = "I0000 00:00:1712345678.1 12345 profiler_session.cc:104] Profiler session initializing.\n"
     scan = CATALOGUE.scan_text(info + fatal + "\n")
     assert scan.context.get("log_crash", "").startswith("F")
-    assert [(e.id, e.harmless) for e in explain(scan)] == [("tf-info-record", False)]
+    assert explain(scan) == ()
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "2023-05-01 10:00:02.000000: E tensorflow/core/framework/some_op.cc:12] Something went wrong in my op",
+        "E tensorflow/core/kernels/data/iterator_ops.cc:40] an error nobody pasted yet",
+        "2024-05-01 10:00:00.1: E external/local_xla/xla/service/some_pass.cc:12] a pass failed",
+        "E0000 00:00:1733200000.123456   4242 some_file.cc:94] Something failed",
+    ],
+)
+def test_info_records_beside_an_error_record_nothing_explains_are_not_all_is_well(error):
+    info = "2023-05-01 10:00:00.1: I tensorflow/core/common_runtime/process_util.cc:146] Creating new thread pool\n"
+    scan = CATALOGUE.scan_text(info + error + "\n")
+    assert scan.context.get("log_error_record") == "yes"
+    assert explain(scan) == ()
+    # the same records with a warning, or alone, are the harmless background they are
+    for other in ("W tensorflow/core/framework/op.cc:1] a warning nobody pasted", ""):
+        scan = CATALOGUE.scan_text(info + other + "\n")
+        assert "log_error_record" not in scan.context
+        assert _found(info + other) == [("tf-info-record", True)]
+
+
+def test_an_error_record_a_pattern_explains_is_explained_and_the_records_stay_out():
+    text = (
+        "2023-05-01 10:00:00.1: I tensorflow/core/common_runtime/process_util.cc:146] Creating new thread pool\n"
+        "2023-05-01 10:00:01.1: E tensorflow/stream_executor/cuda/cuda_dnn.cc:329] Could not create cudnn handle: "
+        "CUDNN_STATUS_INTERNAL_ERROR\n"
+    )
+    found = _found(text)
+    assert found and all(not harmless for _, harmless in found)
+    assert "tf-info-record" not in [i for i, _ in found]
 
 
 def test_info_records_before_a_python_traceback_leave_the_error_unexplained():
