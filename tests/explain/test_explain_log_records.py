@@ -226,3 +226,29 @@ def test_a_status_on_a_line_of_its_own_after_the_warning_stays_explained():
     found = _found(text)
     assert ("torch-cudnn-plan-skipped", True) in found
     assert any(not harmless for _, harmless in found)
+
+
+SMI_TABLE = (
+    "+-----------------------------------------------------------------------------+\n"
+    "| NVIDIA-SMI 470.57.02    Driver Version: 470.57.02    CUDA Version: 11.4     |\n"
+    "|-------------------------------+----------------------+----------------------+\n"
+    "|   0  NVIDIA GeForce ...  Off  | 00000000:01:00.0 Off |                  N/A |\n"
+    "+-----------------------------------------------------------------------------+\n"
+    "| Processes:                                                                  |\n"
+    "|  No running processes found                                                 |\n"
+    "+-----------------------------------------------------------------------------+\n"
+)
+
+
+def test_an_empty_process_table_beside_a_gpu_tensorflow_did_not_find_is_the_failure():
+    # nvidia-smi lists the GPU, TensorFlow lists none: the program that should run on it does not
+    text = SMI_TABLE + ">>> tf.config.list_physical_devices('GPU')\n[]\n"
+    found = dict(_found(text))
+    assert found.get("nvidia-smi-no-processes") is False
+    # the same table where TensorFlow created its GPU device (a container hides the host's PIDs)
+    created = (
+        "2023-01-01 10:00:00.1: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1613] Created device "
+        "/job:localhost/replica:0/task:0/device:GPU:0 with 9601 MB memory:  -> device: 0, name: NVIDIA GeForce "
+        "RTX 3080, pci bus id: 0000:01:00.0, compute capability: 8.6\n"
+    )
+    assert dict(_found(created + SMI_TABLE)).get("nvidia-smi-no-processes") is True
