@@ -7,7 +7,10 @@ Two corpora, reported separately and side by side (the default):
 - the first held-out set (tests/fixtures/held_out/), now RETIRED: measured five times, it is read
   by whoever writes patterns (its README.md), so its figures are reported as "held-out v1
   (retired)" and are no longer held-out figures;
-- the second held-out set (tests/fixtures/held_out_v2/), the third (tests/fixtures/held_out_v3/),
+- the second held-out set (tests/fixtures/held_out_v2/), RETIRED after round 10 (measured ten
+  times): read by whoever writes patterns like the first, reported as "held-out v2 (retired)" in
+  the default run and with ``--live``;
+- the third (tests/fixtures/held_out_v3/),
   the fourth (tests/fixtures/held_out_v4/), the fifth (tests/fixtures/held_out_v5/), the sixth
   (tests/fixtures/held_out_v6/), the seventh (tests/fixtures/held_out_v7/) and the eighth
   (tests/fixtures/held_out_v8/, frozen last, measured on the catalogue of its freezing before the
@@ -96,8 +99,9 @@ DEFAULT_HELD_OUT_V6 = ROOT / "tests" / "fixtures" / "held_out_v6"
 DEFAULT_HELD_OUT_V7 = ROOT / "tests" / "fixtures" / "held_out_v7"
 DEFAULT_HELD_OUT_V8 = ROOT / "tests" / "fixtures" / "held_out_v8"
 # The first set is retired (its README.md): its figures are reported under this label, never as
-# held-out figures.
+# held-out figures; so is the second, retired after round 10 (measured ten times).
 RETIRED_LABEL = "held-out v1 (retired)"
+RETIRED_V2_LABEL = "held-out v2 (retired)"
 ORDINARY_FILE = "ordinary.yaml"
 ALIASES_FILE = "aliases.yaml"
 KINDS = ("error", "harmless", "near_miss")
@@ -458,6 +462,7 @@ def measure_held_out(folder: Path, patterns: Optional[Path] = None) -> dict[str,
         "catalogue_size": len(catalogue.patterns),
         "aliases": len(aliases),
         "retired": is_retired(folder),
+        "retired_label": retired_label(folder),
         **report,
     }
 
@@ -479,14 +484,24 @@ def _ratio(f: dict[str, Any], part: str, whole: str) -> str:
 
 
 def is_retired(folder: Path) -> bool:
-    """Whether this folder is the retired first set."""
-    return Path(folder).resolve() == DEFAULT_HELD_OUT.resolve()
+    """Whether this folder is a retired set (the first, or the second)."""
+    return bool(retired_label(folder))
+
+
+def retired_label(folder: Path) -> str:
+    """The label of a retired set's figures ("" for a live one)."""
+    where = Path(folder).resolve()
+    if where == DEFAULT_HELD_OUT.resolve():
+        return RETIRED_LABEL
+    if where == DEFAULT_HELD_OUT_V2.resolve():
+        return RETIRED_V2_LABEL
+    return ""
 
 
 def render_held_out(report: dict[str, Any]) -> str:
     if report.get("retired"):
         title = (
-            f"envcheck explain on {RETIRED_LABEL}, {report['held_out']}: read by whoever writes patterns, "
+            f"envcheck explain on {report.get('retired_label') or RETIRED_LABEL}, {report['held_out']}: read by whoever writes patterns, "
             "so these are not held-out figures"
         )
     else:
@@ -549,8 +564,8 @@ NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five"}
 
 
 def held_out_label(report: dict[str, Any], default: str) -> str:
-    """The column label of a held-out report: the retired first set is never called held out."""
-    return RETIRED_LABEL if report.get("retired") else default
+    """The column label of a held-out report: a retired set is never called held out."""
+    return (report.get("retired_label") or RETIRED_LABEL) if report.get("retired") else default
 
 
 def render_side_by_side(training: dict[str, Any], columns: list[tuple[str, dict[str, Any]]]) -> str:
@@ -711,7 +726,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         "--live",
         action="store_true",
         help=(
-            "also measure the live held-out sets (v2 to v8) in their own columns; a measurement, "
+            "also measure the live held-out sets (v3 to v8) in their own columns; a measurement, "
             "taken once before and once after a change, never while writing patterns"
         ),
     )
@@ -742,7 +757,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         ("held_out_v7", args.held_out_v7, DEFAULT_HELD_OUT_V7),
         ("held_out_v8", args.held_out_v8, DEFAULT_HELD_OUT_V8),
     ):
-        folder = given if given is not None else (default if defaults and default.is_dir() else None)
+        # the retired second set is read by whoever writes patterns: in the default run too
+        retired_default = key == "held_out_v2" and args.corpus is None and args.held_out is None
+        folder = (
+            given if given is not None else (default if (defaults or retired_default) and default.is_dir() else None)
+        )
         if folder is not None:
             live.append((key, folder))
     corpus = args.corpus or DEFAULT_CORPUS
