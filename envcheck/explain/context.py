@@ -458,19 +458,28 @@ _WHERE: tuple[tuple[str, str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
         ),
     )
 )
-# An ERROR record of TensorFlow's and XLA's C++ logging: "E tensorflow/...cc:N] ..." (TF 1.x and 2.x
-# up to 2.15, after a timestamp) or glog's and absl's "E0000 00:00:1700000000.123456   123 file.cc:N]".
-_ERROR_RECORD = re.compile(
-    r"(?:^|: )E (?:tensorflow|external|xla|tsl|third_party)/[\w./+-]{1,200}\.(?:cc|h):\d{1,6}\]|"
-    r"^E\d{4} [\d:.]{8,24} {1,12}\d{1,10} [\w./+-]{1,200}\.(?:cc|h):\d{1,6}\]",
-    re.M,
-)
+
+
+def _log_record(letter: str) -> str:
+    """A record of TensorFlow's and XLA's C++ logging at one severity (I, W, E, F), up to its source
+    file's "file.cc:N]": the letter, then the source path (TensorFlow's own prefix, "E
+    tensorflow/core/...cc:N]", after a time stamp or any other prefix; a Windows build names its
+    build tree, "E C:\\tf_jenkins\\...\\x.cc:N]") or glog's and absl's month and day, time and thread
+    ("E0000 00:00:1700000000.123456   123 file.cc:N]")."""
+    return (
+        rf"(?<![\w.-])(?-i:{letter})(?: (?:[A-Za-z]:)?[\w./\\+-]{{0,200}}|\d{{4}} [\d:.]{{8,24}} {{1,12}}\d{{1,10}} [\w./+-]{{0,200}})"
+        r"\.(?:cc|cpp|h):\d{1,6}\]"
+    )
+
+
+# An ERROR record: a failure the program reported (it may go on, or stop after it)
+_ERROR_RECORD = re.compile(_log_record("E"))
 _CRASH = re.compile(
     r"(Segmentation fault|core dumped|\bAborted\b|Fatal Python error|\bSIGSEGV\b|\bSIGABRT\b|\bSIGILL\b|"
     r"Illegal instruction|illegal hardware instruction|exit code 13[2-9]|\bKilled\b|Check failed:|"
     # a FATAL record of TensorFlow's and XLA's C++ logging (glog's, absl's prefix): LOG(FATAL) aborts
-    r"(?<![\w.-])(?-i:F)(?: (?:[A-Za-z]:)?[\w./\\+-]{0,200}|\d{4} [\d:.]{8,24} {1,12}\d{1,10} [\w./+-]{0,200})"
-    r"\.(?:cc|cpp|h):\d{1,6}\] [^\n]{1,120})"
+    + _log_record("F")
+    + r" [^\n]{1,120})"
 )
 _GPU_SEEN = re.compile(
     r"Found device \d{1,2} with properties|Created (?:TensorFlow )?device [^\n]{0,200}?name: (?!METAL)|"
@@ -572,9 +581,7 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     exception = uncaught_exception(end)
     if exception:
         facts["log_exception"] = exception
-    if any(h in lowered for h in ("e tensorflow/", "e external/", "e0", "e1", "e2", "e3")) and _ERROR_RECORD.search(
-        text
-    ):
+    if any(h in lowered for h in (".cc:", ".cpp:", ".h:")) and _ERROR_RECORD.search(text):
         facts["log_error_record"] = "yes"
     if any(h in lowered for h in ("found device", "created", "nvidia", "tesla", "gpu:")) and _GPU_SEEN.search(text):
         facts["log_gpu"] = "yes"

@@ -103,6 +103,11 @@ def test_info_records_before_a_fatal_record_are_not_all_is_well(fatal):
         "E tensorflow/core/kernels/data/iterator_ops.cc:40] an error nobody pasted yet",
         "2024-05-01 10:00:00.1: E external/local_xla/xla/service/some_pass.cc:12] a pass failed",
         "E0000 00:00:1733200000.123456   4242 some_file.cc:94] Something failed",
+        # the prefixes a FATAL record is read with: a Windows build's tree, another logger's prefix, C++ files
+        r"2018-03-14 12:19:37.605256: E C:\tf_jenkins\workspace\rel-win\M\windows-gpu\PY\36\tensorflow\core"
+        r"\kernels\some_op.cc:99] an error nobody pasted yet",
+        "[pod/trainer-0] 2024-05-01T10:00:00Z E tensorflow/core/kernels/some_op.cc:5] an error nobody pasted yet",
+        "E external/local_xla/xla/pjrt/some_client.cpp:12] an error nobody pasted yet",
     ],
 )
 def test_info_records_beside_an_error_record_nothing_explains_are_not_all_is_well(error):
