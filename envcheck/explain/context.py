@@ -12,11 +12,11 @@ for the platform the log comes from.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Optional
 
 from . import gpu_names
 from .derivers import cudnn_version_text, memory_size
+from .lines import lines_with
 
 _VERSION = r"(\d{1,4}(?:\.\d{1,4}){1,3})"
 # (variable, regex whose group 1 is the value, the lower-case strings one of which every match
@@ -669,7 +669,7 @@ _LOAD_FAILURE = (
 def _library_files(text: str, lowered: str) -> str:
     """The CUDA and cuDNN file names the log shows on disk, comma-separated, lower case (at most 40)."""
     names: list[str] = []
-    for start, end in _lines_with(("/lib", "\\bin\\", "\\lib", "64_"), text, lowered):
+    for start, end in lines_with(("/lib", "\\bin\\", "\\lib", "64_"), text, lowered):
         line = lowered[start:end]
         if any(word in line for word in _LOAD_FAILURE):
             continue
@@ -850,7 +850,7 @@ def _read_where(facts: dict[str, str], text: str, lowered: str) -> None:
     for name, value, regex, hints in _WHERE:
         if name in facts:
             continue
-        if any(regex.search(text, start, end) for start, end in _lines_with(hints, text, lowered)):
+        if any(regex.search(text, start, end) for start, end in lines_with(hints, text, lowered)):
             facts[name] = value
     # Colab runs scripts from /content with its system Python's packages in dist-packages
     if "log_hosted" not in facts and _COLAB_PACKAGES.search(text) and _COLAB_FOLDER.search(text):
@@ -979,30 +979,10 @@ def _last_value(regex: re.Pattern[str], hints: tuple[str, ...], text: str, lower
     """Group 1 of the last match of ``regex`` in ``text``, looked for only in the lines that hold
     one of ``hints`` (every match holds one); "" when there is none."""
     value = ""
-    for start, end in _lines_with(hints, text, lowered):
+    for start, end in lines_with(hints, text, lowered):
         for found in regex.finditer(text, start, end):
             value = found.group(1)
     return value
-
-
-def _lines_with(hints: tuple[str, ...], text: str, lowered: str) -> list[tuple[int, int]]:
-    """(start, end) of each line of ``text`` that holds one of ``hints`` (``lowered`` is the text
-    in lower case), in order; the whole text when a lower-case character has another length."""
-    if len(lowered) != len(text):
-        return [(0, len(text))]
-    starts = sorted({text.rfind("\n", 0, at) + 1 for hint in hints for at in _positions(lowered, hint)})
-    spans = []
-    for start in starts:
-        end = text.find("\n", start)
-        spans.append((start, len(text) if end < 0 else end))
-    return spans
-
-
-def _positions(lowered: str, hint: str) -> Iterator[int]:
-    at = lowered.find(hint)
-    while at >= 0:
-        yield at
-        at = lowered.find(hint, at + len(hint))
 
 
 def platform_of(text: str) -> Optional[str]:
@@ -1011,7 +991,7 @@ def platform_of(text: str) -> Optional[str]:
     runs only on the lines that hold one of its platform's words."""
     lowered = text.lower()
     for name, regex in _PLATFORMS:
-        if any(regex.search(text, start, end) for start, end in _lines_with(_PLATFORM_HINTS[name], text, lowered)):
+        if any(regex.search(text, start, end) for start, end in lines_with(_PLATFORM_HINTS[name], text, lowered)):
             return name
     return None
 

@@ -16,6 +16,8 @@ import re
 from functools import lru_cache
 from typing import Optional
 
+from envcheck.explain.lines import lines_with
+
 # A product name as programs print it: letters, digits, spaces and the joiners NVIDIA's names use
 # ("A100-SXM4-40GB", "Quadro RTX 5000", "GeForce GTX 1060 6GB"), with the word in brackets some
 # carry ("TITAN X (Pascal)")
@@ -121,7 +123,7 @@ def read_device(text: str, lowered: str) -> Optional[tuple[str, str]]:
     device context that the matrix knows; None when there is none."""
     found: list[tuple[int, str, bool]] = []  # (where, what, is a PCI id)
     for hints, regex in _DEVICE_LINES:
-        for start, end in _lines(hints, text, lowered, 1 if regex.pattern.startswith("get_device_name") else 0):
+        for start, end in lines_with(hints, text, lowered, 1 if regex.pattern.startswith("get_device_name") else 0):
             for match in regex.finditer(text, start, end):
                 found.append((match.start("name"), match.group("name"), False))
     if "[10de:" in lowered:
@@ -131,32 +133,6 @@ def read_device(text: str, lowered: str) -> Optional[tuple[str, str]]:
         if product is not None:
             return product
     return None
-
-
-def _lines(hints: tuple[str, ...], text: str, lowered: str, more: int) -> list[tuple[int, int]]:
-    """(start, end) of each line holding one of ``hints`` (and of ``more`` lines after it), in order;
-    the whole text where lower-casing changed its length."""
-    if len(lowered) != len(text):
-        return [(0, len(text))] if any(hint in lowered for hint in hints) else []
-    starts: set[int] = set()
-    for hint in hints:
-        at = lowered.find(hint)
-        while at >= 0:
-            starts.add(text.rfind("\n", 0, at) + 1)
-            line_end = text.find("\n", at)
-            if line_end < 0:
-                break
-            at = lowered.find(hint, line_end + 1)  # the next line that holds it
-    spans = []
-    for start in sorted(starts):
-        end = start - 1
-        for _ in range(more + 1):
-            end = text.find("\n", end + 1)
-            if end < 0:
-                end = len(text)
-                break
-        spans.append((start, end))
-    return spans
 
 
 def product_of(name: str) -> Optional[tuple[str, str]]:
