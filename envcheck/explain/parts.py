@@ -42,6 +42,8 @@ _REASONS = (
         "undefined-symbol",
         re.compile(
             r"undefined symbol: (?P<symbol>[\w@.$]{1,200})|Symbol not found: (?P<macos_symbol>[\w@.$]{1,200})|"
+            # dyld 4 (macOS 12+), a symbol no loaded image exports: "symbol not found in flat namespace '_X'"
+            r"symbol not found in flat namespace '?(?P<flat_symbol>[\w@.$]{1,200})|"
             # glibc elf/dl-lookup.c: a versioned symbol the file that was loaded does not define
             r"symbol (?P<versioned_symbol>[\w@.$]{1,300}),? version [\w.+-]{1,60} not defined in file",
             re.I,
@@ -139,7 +141,7 @@ _WINDOWS_LOADER_LINE = re.compile(r"\.dll\b|DLL load failed|\[WinError|LoadLibra
 # The package a DLL belongs to when it is one of an installed Python package's own files
 # (site-packages\torch\lib\cudnn64_8.dll is PyTorch's copy of cuDNN, not a system-wide one).
 _PACKAGE_LIBRARY = re.compile(
-    r"[\\/](?:site|dist)-packages[\\/](?P<owner>[\w.-]{1,80})[\\/](?:[\w.-]{1,80}[\\/]){0,4}[\w.-]{1,80}\.(?:dll|so|pyd)\b",
+    r"[\\/](?:site|dist)-packages[\\/](?P<owner>[\w.-]{1,80})[\\/](?:[\w.-]{1,80}[\\/]){0,4}[\w.-]{1,80}\.(?:dll|so|pyd|dylib)\b",
     re.I,
 )
 # The frame of the stack envcheck explains: a file or module of the CUDA stack (the driver, the
@@ -336,7 +338,13 @@ def _loader_reason(text: str, library: str) -> dict[str, str]:
             continue
         parts = {"dlerror_reason": reason}
         groups = hit.groupdict()
-        parts["symbol"] = groups.get("symbol") or groups.get("macos_symbol") or groups.get("versioned_symbol") or ""
+        parts["symbol"] = (
+            groups.get("symbol")
+            or groups.get("macos_symbol")
+            or groups.get("flat_symbol")
+            or groups.get("versioned_symbol")
+            or ""
+        )
         parts["symbol_namespace"] = cxx_namespace(parts["symbol"])
         parts["needed_version"] = groups.get("needed_version") or ""
         named = _DLERROR_FILE.search(said)
@@ -350,8 +358,9 @@ def _loader_reason(text: str, library: str) -> dict[str, str]:
 
 # Itanium C++ ABI mangling: _ZN, then cv-qualifiers of a member function (K, V, r), then the first
 # name as <length><identifier> ("_ZN10tensorflow12OpDefBuilder..." -> "tensorflow"). glibc prints the
-# mangled name, so the namespace says whose C++ API a library was compiled against.
-_MANGLED_NAMESPACE = re.compile(r"^_ZN[KVr]{0,3}(\d{1,3})([A-Za-z_]\w{0,200})")
+# mangled name, so the namespace says whose C++ API a library was compiled against; Mach-O puts one
+# more underscore before every C symbol name, so dyld prints "__ZN10tensorflow...".
+_MANGLED_NAMESPACE = re.compile(r"^_?_ZN[KVr]{0,3}(\d{1,3})([A-Za-z_]\w{0,200})")
 
 
 def cxx_namespace(symbol: str) -> str:

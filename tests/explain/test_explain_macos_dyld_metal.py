@@ -362,3 +362,56 @@ def test_other_wheels_are_first_another_python_or_system(wheel):
 )
 def test_what_is_no_refused_wheel(line):
     assert "pip-unsupported-wheel" not in _explained(line)
+
+
+# --- a symbol no loaded image exports: dyld's own "undefined symbol" ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # dyld 4 (macOS 12+): quoted, after "in flat namespace"
+        f"ImportError: dlopen({SITE}/tensorflow_text/python/ops/_regex_split_ops.so, 0x0002): symbol not found "
+        "in flat namespace '__ZN10tensorflow15OpKernelContext5inputEN4absl12lts_2023080211string_viewEPPKNS_6TensorE'",
+        # dyld 2/3: "Symbol not found: " (Referenced from / Expected in follow on later lines)
+        f"ImportError: dlopen({SITE}/tensorflow_addons/custom_ops/image/_image_ops.dylib, 6): Symbol not found: "
+        "__ZN10tensorflow8internal21CheckOpMessageBuilder9NewStringEv",
+    ],
+)
+def test_an_op_library_built_for_another_tensorflow_on_macos(text):
+    found = _explained(text)
+    assert list(found) == ["loader-undefined-symbol"]
+    # the mangled name's namespace is TensorFlow's (Mach-O adds one underscore before _ZN)
+    assert found["loader-undefined-symbol"][0] == "custom-op-other-tensorflow"
+    assert "conflicting-tensorflow-installs" not in found["loader-undefined-symbol"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"ImportError: dlopen({SITE}/tensorflow/python/_pywrap_tensorflow_internal.so, 0x0002): symbol not found in "
+        "flat namespace '__ZN3tsl8internal15LogMessageFatalD1Ev'",
+        # the same on Linux: glibc's wording, TensorFlow's own module
+        "ImportError: /usr/local/lib/python3.8/dist-packages/tensorflow/python/_pywrap_tensorflow_internal.so: "
+        "undefined symbol: _ZN10tensorflow8OpKernel11TraceStringEPNS_15OpKernelContextEb",
+    ],
+)
+def test_tensorflows_own_module_missing_its_own_symbol_is_two_releases_mixed(text):
+    causes = _explained(text)["loader-undefined-symbol"]
+    assert causes[0] == "conflicting-tensorflow-installs"
+    assert causes[-1] == "custom-op-other-tensorflow"  # TensorFlow's own module is no op library
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # no package of the stack: another program's library
+        "OSError: dlopen(/Users/ana/lib/libjlinkarm.dylib, 0x0006): symbol not found in flat namespace '_JLINK_Open'",
+        # the symbol is the system's: the macOS is too old, not two releases mixed
+        f"ImportError: dlopen({SITE}/tensorflow/python/_pywrap_tensorflow_internal.so, 2): Symbol not found: "
+        "_aligned_alloc\n  Referenced from: /Users/ana/tf/libtensorflow_framework.2.dylib (which was built for Mac OS X 10.15)\n"
+        "  Expected in: /usr/lib/libSystem.B.dylib",
+    ],
+)
+def test_what_is_not_an_undefined_package_symbol_on_macos(text):
+    assert "loader-undefined-symbol" not in _explained(text)
