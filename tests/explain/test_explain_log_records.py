@@ -33,6 +33,9 @@ def _found(text: str) -> list[tuple[str, bool]]:
         "I external/xla/xla/pjrt/pjrt_client.cc:400] Created a client",
         # absl's prefix (month and day 0000 before absl::InitializeLog), more than one blank before the thread id
         "I0000 00:00:1733200000.123456   4242 cpu_utils.cc:94] CPU Frequency: 2200000000 Hz",
+        # absl's record names the file alone: a header's or a .cpp file's as well as a .cc file's
+        "I0000 00:00:1733200000.123456   4242 rendezvous_cache.h:88] Rendezvous cache created for a step",
+        "I1204 10:00:00.123456 4242 plugin_loader.cpp:31] Loaded a plugin nobody pasted yet",
         # a Windows build names its build tree
         r"2018-03-14 12:19:37.605256: I C:\tf_jenkins\workspace\rel-win\M\windows-gpu\PY\36\tensorflow\core"
         r"\common_runtime\direct_session.cc:299] Device mapping:",
@@ -55,6 +58,9 @@ def test_an_info_record_of_tensorflow_or_xla_is_a_notice(line):
         "Saw I tensorflow/core/foo.cc:1] in a sentence? no: it reads Xi tensorflow/core/foo.cc:1] here",
         "I0622 08:41:09.212588 139998758545216 trt_convert.py:264] Linked TensorRT version: (6, 0, 1)",
         "I tensorflow/ said hello",
+        # a header named after something that is no record's prefix
+        "see util.h:12] for the definition",
+        "W0000 00:00:1733200000.123456 4242 rendezvous_cache.h:88] A warning from a header",
     ],
 )
 def test_warning_error_and_other_lines_are_not_read_as_info_records(line):
