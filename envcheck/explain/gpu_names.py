@@ -165,37 +165,18 @@ def _by_pci_id(device_id: str) -> Optional[tuple[str, str]]:
 def _truncated(start: str) -> Optional[tuple[str, str]]:
     """The product whose name nvidia-smi cut to ``start``: every product whose name begins with it
     (or, when none does, with it less its last word, which the cut may have split: "A100-PCI")."""
-    # lazy for speed: the matrix loads only when a log names a GPU and prints no capability
-    from envcheck.matrix import gpu_name_key
-
-    for text in (start, re.sub(r"[\s-]*[^\s-]*$", "", start)):
-        key, _laptop = gpu_name_key(text)
-        if len(key) < 3:
-            return None
-        names = [(cc, n) for k, cc, n in _keys() if k.startswith(key)]
-        if names:
-            capabilities = {cc for cc, _n in names}
-            if len(capabilities) != 1:
-                return None
-            products = {n for _cc, n in names}
-            product = products.pop() if len(products) == 1 else f"{start}..."
-            return _lookup(text) or (product, capabilities.pop())
-    return None
-
-
-@lru_cache(maxsize=1)
-def _keys() -> tuple[tuple[str, str, str], ...]:
-    # lazy for speed: the matrix loads only when a log names a GPU and prints no capability
-    from envcheck.matrix import gpu_name_key
-
     matrix = _matrix()
     if matrix is None:
-        return ()
-    return tuple(
-        (gpu_name_key(name)[0], str(gpu.compute_capability), gpu.name)
-        for gpu in matrix.gpus()
-        for name in (gpu.name, *gpu.aliases)
-    )
+        return None
+    for text in (start, re.sub(r"[\s-]*[^\s-]*$", "", start)):
+        products = matrix.gpus_beginning(text)
+        if products:
+            capabilities = {str(gpu.compute_capability) for gpu in products}
+            if len(capabilities) != 1:
+                return None
+            product = products[0].name if len(products) == 1 else f"{start}..."
+            return _lookup(text) or (product, capabilities.pop())
+    return None
 
 
 def _matrix():  # the matrix, or None where it cannot load

@@ -606,6 +606,18 @@ class Matrix:
             found = self._model_index.get((key, laptop)) or self._model_index.get((key, not laptop))
         return found
 
+    def gpus_beginning(self, start: str) -> list[GpuProduct]:
+        """The products whose name (or one of its aliases) begins with ``start``, compared the way
+        ``gpu`` compares names, in the matrix's order: what a name a tool cut short (nvidia-smi's
+        table keeps 18 characters) may have been. Empty for a start too short to tell (under
+        three characters of name)."""
+        key, _laptop = gpu_name_key(start)
+        if len(key) < 3:
+            return []
+        return [
+            gpu for gpu in self._gpus if any(gpu_name_key(name)[0].startswith(key) for name in (gpu.name, *gpu.aliases))
+        ]
+
     def gpu_by_pci_id(self, device_id: str) -> GpuProduct | None:
         """The product with this PCI device id ("0x1C03", "1c03", "10de:1c03"); None when the
         matrix does not know the id or it is not an NVIDIA device id."""

@@ -3,6 +3,8 @@ near misses that must not resolve to the wrong product."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from envcheck.matrix import gpu_name_key, load_matrix, normalize_gpu_name
@@ -261,6 +263,36 @@ def test_every_product_name_and_alias_resolves_to_its_own_product(m):
         for name in (gpu.name, *gpu.aliases):
             assert m.gpu(name) is gpu, (name, m.gpu(name))
             assert m.gpu(f"NVIDIA {name}") is gpu, name
+
+
+def test_every_product_name_cut_short_still_names_its_product(m):
+    # what nvidia-smi's 18-character column leaves of a name, less a word the cut split
+    for gpu in m.gpus():
+        for name in (gpu.name, *gpu.aliases):
+            cut = name[:18]
+            if len(name) > 18 and name[18] not in " -":
+                cut = re.sub(r"[\s-]*[^\s-]*$", "", cut)
+            if len(gpu_name_key(cut)[0]) >= 3:
+                assert gpu in m.gpus_beginning(cut), (cut, gpu.name)
+
+
+@pytest.mark.parametrize(
+    "start, some, none_of",
+    [
+        ("Tesla V100-SXM2", ["Tesla V100"], ["Tesla T4"]),
+        ("NVIDIA GeForce RTX 30", ["GeForce RTX 3080", "GeForce RTX 3090"], ["GeForce RTX 4090", "GeForce RTX 2080"]),
+        ("NVIDIA A100", ["A100"], ["H100"]),
+    ],
+)
+def test_products_beginning_with_a_cut_name(m, start, some, none_of):
+    names = {gpu.name for gpu in m.gpus_beginning(start)}
+    assert all(any(n == s or n.endswith(s) for n in names) for s in some), names
+    assert not any(n == x or n.endswith(x) for x in none_of for n in names), names
+
+
+@pytest.mark.parametrize("start", ["", "GT", "NVIDIA", "Quadro K6000 Xtreme", "Radeon RX"])
+def test_a_start_too_short_or_of_no_product_begins_nothing(m, start):
+    assert m.gpus_beginning(start) == []
 
 
 def test_coverage_reaches_every_generation_and_line(m):
