@@ -1059,12 +1059,16 @@ _EXCEPTION_LINE = re.compile(
 
 def uncaught_exception(end: str) -> str:
     """The exception line (name and message, cut to 300 characters) of the last Python traceback in
-    ``end``; "" when there is none."""
+    ``end``, or the exception line ``end`` ends with (a traceback pasted without its frames: the
+    line CPython prints last before the program stops); "" when there is none."""
     start = None
     for start in _TRACEBACK.finditer(end):  # noqa: B007 - the last one is wanted
         pass
     if start is None:
-        return ""
+        last = end.rstrip()[-400:].rsplit("\n", 1)[-1].strip()
+        found = _EXCEPTION_LINE.match(last)
+        # a warning's line is no stop (warnings.warn prints it and the program goes on)
+        return found.group(0).strip() if found and "Warning" not in last.split(":", 1)[0] else ""
     found = _EXCEPTION_LINE.search(end, start.end())
     return found.group(0).strip() if found else ""
 

@@ -63,13 +63,32 @@ def test_a_harmless_notice_before_an_unknown_python_error_is_not_the_whole_story
     "text",
     [
         NOTICE,  # notices alone: harmless it is
-        NOTICE + "ValueError: printed by a script, no traceback\n",
+        # an exception line in the middle, the program going on after it (a script printing one)
+        NOTICE + "ValueError: printed by a script, no traceback\nEpoch 2/10\n",
+        NOTICE + "UserWarning: a warning's line is no stop\n",
         NOTICE + TRACEBACK + "KeyboardInterrupt\n",  # the user pressed Ctrl-C
         NOTICE + TRACEBACK + "    raise ValueError: indented, a frame's source line\n",
     ],
 )
 def test_no_unexplained_error_without_an_uncaught_exception(text):
     assert _report(text).unexplained_error == ""
+
+
+@pytest.mark.parametrize(
+    "end, line",
+    [
+        ("ValueError: Shapes (None, 10) and (None, 1) are incompatible\n\n", "ValueError: Shapes"),
+        (
+            "tensorflow.python.framework.errors_impl.InternalError: Failed copying input tensor to GPU\n",
+            "tensorflow.python.framework.errors_impl.InternalError: Failed copying",
+        ),
+        ("RuntimeError\n", "RuntimeError"),
+    ],
+)
+def test_a_pasted_end_without_its_traceback_is_still_an_uncaught_exception(end, line):
+    # people paste the last line of a traceback: the line CPython prints just before the program stops
+    report = _report(NOTICE + end)
+    assert report.unexplained_error.startswith(line)
 
 
 def test_an_explained_error_is_not_also_called_unexplained():
