@@ -110,7 +110,9 @@ def written_order_decides(pattern: Any, explanation: Any, seen: frozenset[str]) 
     own = {c.id for c in pattern.causes}
     if any(c.id not in own for c in (*part_causes(variables), *log_causes(pattern, variables))):
         return False
-    given = [c.id for c in explanation.causes]
+    # the status's other causes that follow the pattern's own (explanations.status_causes_beside)
+    # are not the pattern's written order
+    given = [c.id for c in explanation.causes if c.id in own]
     written = [c.id for c in applicable]
     return given == written
 

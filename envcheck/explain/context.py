@@ -51,6 +51,15 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
         # pooling and NMS kernels, many custom ops) calls cudaGetLastError() after the project's
         # own launch, so the kernel that failed was compiled by the project's build
         ("log_kernel_check", r"\b(cudaCheckError)\(\)(?: with sync)? failed\b", ("checkerror()",)),
+        # compute-sanitizer's memcheck names the kernel that made the invalid access ("=========     at
+        # void cudnn::cnn::reduce_wgrad_nchw_helper<float, float>(...)+0x8d0", its report format in
+        # NVIDIA's Compute Sanitizer guide): the outermost namespace of a kernel of a library the
+        # framework calls (cuDNN, cuBLAS, CUTLASS, PyTorch's ATen, XLA, TensorFlow's own)
+        (
+            "log_fault_kernel",
+            r"^=+ {1,8}at (?:0x[0-9a-f]{1,16} in )?(?:void )?(cudnn|cublasLt|cublas|cutlass|at|xla|tensorflow)::",
+            ("========= ",),
+        ),
         # the framework itself says the GPU is older than the oldest architecture it was built for:
         # PyTorch's capability check (torch/cuda/__init__.py, "PyTorch no longer supports this GPU
         # because it is too old") and TensorFlow's device filter (gpu_device.cc, "Ignoring visible
@@ -148,6 +157,13 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
         # the GPU's compute capability as TensorFlow's device lines print it
         ("log_gpu_cc", r"\bcompute ?capability[: ]{1,3}(\d{1,2}\.\d)\b", ("capability",)),
         ("log_gpu_cc", r"\bmajor: (\d{1,2}) minor: (?:\d)\b", ("major: ",)),
+        # NVIDIA's deviceQuery sample (cuda-samples, deviceQuery.cpp: "CUDA Capability Major/Minor
+        # version number:    %d.%d"), which people post to show their GPU
+        (
+            "log_gpu_cc",
+            r"\bCUDA Capability Major/Minor version number: {0,8}(\d{1,2}\.\d)\b",
+            ("major/minor version number",),
+        ),
         # a GeForce RTX of a series the log names (nvidia-smi, TensorFlow's "name: ..."): its series digit
         ("log_gpu_rtx", r"\bRTX (\d)0[5-9]0\b", ("rtx ",)),
         # a PyTorch wheel's CUDA tag ("1.6.0+cu101")
@@ -509,7 +525,7 @@ CONTEXT_NAMES = (
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
     "log_exception", "log_error_record", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
     "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_framework",
-    "log_gpu_name", "log_nvvm_path",
+    "log_gpu_name", "log_nvvm_path", "log_fault_kernel",
     "log_numpy", "log_keras", "log_wrapt", "log_typing_extensions",
     "log_ptxas", "log_ptxas_state", "log_tf_nvidia_wheels",
     "log_gpu_memory_total", "log_gpu_memory_free", "log_tf_gpu_memory", "log_gpu_held_elsewhere", "log_bfc_request", "log_bfc_limit", "log_bfc_in_use", "log_bfc_fragmented", "log_bfc_over_limit", "log_bfc_growth_refused", "log_bfc_full", "log_device_request_over_free", "log_gpu_held_here",

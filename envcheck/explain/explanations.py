@@ -197,7 +197,7 @@ def _explain_one(
     notes = _machine_notes(occurrence, ctx)
     own, by_versions = status_causes(pattern, variables, log.seen)
     ranked = with_part_causes(
-        own or rank_causes(pattern, variables, log.seen),
+        own or (*rank_causes(pattern, variables, log.seen), *status_causes_beside(pattern, variables, log.seen)),
         variables,
         pointed_first(pattern, variables, log.seen),
         refined=frozenset(r for c in pattern.causes for r in c.refines),
@@ -340,6 +340,36 @@ def status_causes(
         return (), ()
     templates, dropped = ranked_status_causes(variables["status_name"], variables, seen)
     return tuple(_fill_cause(t, variables) for t in templates), dropped if templates else ()
+
+
+# the status tables of the CUDA stack's libraries (cuda_status.yaml), whose statuses mean the same
+# wherever they are printed
+_STACK_STATUS_ENUMS = frozenset(
+    {"CUresult", "cudaError_t", "cudnnStatus_t", "cublasStatus_t", "cufftResult", "cusolverStatus_t",
+     "cusparseStatus_t", "ncclResult_t", "nvmlReturn_t", "nvJitLinkResult"}
+)  # fmt: skip
+
+
+def status_causes_beside(
+    pattern: Pattern, variables: dict[str, str], seen: frozenset[str] = frozenset()
+) -> tuple[Cause, ...]:
+    """The causes NVIDIA's documents give for the status a pattern's line names (cuda_status.yaml's
+    ``status_causes``) that the pattern's own causes leave out, ranked, after the pattern's: a
+    status has the same causes wherever it is printed, so a message the catalogue names is never
+    answered with fewer of them than the bare status would be. A pattern of one cause (its id is
+    the pattern's) is a deliberate single answer and stands alone; so does a cause the log's
+    versions rule out. Only the statuses of the CUDA stack's own libraries count: a signal's, a
+    Windows code's or an Xid's causes are those of any crashing program, which a pattern of such a
+    report narrows on purpose."""
+    if pattern.fallback or not pattern.causes or not variables.get("status_name"):
+        return ()
+    if variables.get("status_enum", "").split(" ")[0] not in _STACK_STATUS_ENUMS:
+        return ()
+    if len(pattern.causes) == 1 and pattern.causes[0].id == pattern.id:
+        return ()
+    templates, _ = ranked_status_causes(variables["status_name"], variables, seen)
+    own = {c.id for c in pattern.causes}
+    return tuple(_fill_cause(t, variables) for t in templates if t.id not in own)
 
 
 def pointed_first(pattern: Pattern, variables: dict[str, str], seen: frozenset[str] = frozenset()) -> bool:

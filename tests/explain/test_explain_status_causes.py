@@ -271,13 +271,13 @@ def test_the_catalogue_s_log_rules_apply_to_status_causes_too():
     assert "no-nvidia-gpu" in _ids(_one("mylib: CUDA_ERROR_STUB_LIBRARY"))
 
 
-# --- a pattern that explains the message keeps its own causes --------------------------------------
+# --- a pattern that explains the message: its own causes first, then the status's others ----------
 
 
 @pytest.mark.parametrize(
     "text, pattern_id",
     [
-        # (INTERNAL_ERROR: the status's causes include two the pattern does not name)
+        # (INTERNAL_ERROR: the status's causes include some the pattern does not name)
         ("could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR", "cudnn-handle-failed"),
         (
             "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.",
@@ -287,18 +287,42 @@ def test_the_catalogue_s_log_rules_apply_to_status_causes_too():
             "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed call to cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: system has unsupported display driver / cuda driver combination",
             "cuda-driver-mismatch",
         ),
+        # another wording (TensorFlow 1.x's cuda_driver.cc) and another status (CUDA_ERROR_UNKNOWN)
+        (
+            "E tensorflow/stream_executor/cuda/cuda_driver.cc:406] failed call to cuInit: CUDA_ERROR_UNKNOWN",
+            "cuinit-unknown-error",
+        ),
     ],
 )
-def test_a_pattern_explained_line_keeps_its_pattern_s_causes(text, pattern_id):
+def test_a_pattern_explained_line_gives_its_own_causes_then_the_status_s_others(text, pattern_id):
     explanation = _one(text)
     assert explanation.id == pattern_id
     pattern = next(p for p in CATALOGUE.patterns if p.id == pattern_id)
-    assert set(_ids(explanation)) <= {c.id for c in pattern.causes}
-    # the status's own causes that the pattern does not name are not added
-    status_only = {c.template.id for c in causes_of(explanation.variables["status_name"])} - {
-        c.id for c in pattern.causes
-    }
-    assert status_only and not status_only & set(_ids(explanation))
+    own = {c.id for c in pattern.causes}
+    given = _ids(explanation)
+    status = {c.template.id for c in causes_of(explanation.variables["status_name"])}
+    # every cause given is the pattern's or the status's, and the pattern's come first
+    assert set(given) <= own | status
+    firsts = [cause_id in own for cause_id in given]
+    assert firsts == sorted(firsts, reverse=True), given
+    # the status's causes the pattern does not name are all there, after the pattern's
+    assert status - own and (status - own) <= set(given)
+
+
+def test_a_pattern_of_one_cause_stays_a_single_answer():
+    # a pattern whose one cause is its own answer (its cause id is the pattern's id) is not given
+    # the status's causes, even where its line names a status that has them
+    checked = 0
+    for pattern in CATALOGUE.patterns:
+        if pattern.fallback or len(pattern.causes) != 1 or pattern.causes[0].id != pattern.id:
+            continue
+        for example in pattern.examples:
+            explanation = next((e for e in _explained(example) if e.id == pattern.id), None)
+            if explanation is None or not causes_of(explanation.variables.get("status_name", "")):
+                continue
+            checked += 1
+            assert _ids(explanation) == [pattern.id], (pattern.id, example)
+    assert checked
 
 
 # --- the loader refuses a malformed section --------------------------------------------------------
