@@ -334,3 +334,61 @@ def test_a_host_compilers_flag_ranks_the_missing_xcompiler_first(option):
 )
 def test_close_lines_are_not_nvccs_unknown_option(text):
     assert "nvcc-unknown-option" not in [e.id for e in _explained(text)]
+
+
+# --- PyTorch's extension builder: its notes, and ninja --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/home/u/env/lib/python3.10/site-packages/torch/utils/cpp_extension.py:398: UserWarning: Your compiler (/usr/bin/c++) is not compatible with the compiler Pytorch was built with for this platform, which is g++ on linux. Please use g++ to to compile your extension.",
+        "UserWarning: Your compiler (clang++) is not compatible with the compiler Pytorch was built with for this platform, which is clang++ on darwin.",
+        "  UserWarning: Attempted to use ninja as the BuildExtension backend but we could not find ninja.. Falling back to using the slow distutils backend.",
+        "UserWarning: The detected CUDA version (11.5) has a minor version mismatch with the version that was used to compile PyTorch (11.8). Most likely this shouldn't be a problem.",
+    ],
+)
+def test_the_extension_builders_notes_are_harmless(text):
+    assert _only(text, "torch-extension-builder-notices").harmless
+
+
+def test_a_note_beside_a_failure_leaves_the_failure_to_act_on():
+    text = (
+        "UserWarning: Your compiler (c++) is not compatible with the compiler Pytorch was built with for this platform, which is g++ on linux.\n"
+        "nvcc fatal   : Unknown option '-generate-dependencies-with-compile'"
+    )
+    explanations = _explained(text)
+    assert explanations[0].id == "nvcc-unknown-option" and not explanations[0].harmless
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the major version mismatch is an error of its own
+        "RuntimeError: The detected CUDA version (11.8) mismatches the version that was used to compile PyTorch (12.1). Please make sure to use the same CUDA versions.",
+        "Your compiler is compatible with the compiler PyTorch was built with",
+        "-- Could not find ninja, using make",
+    ],
+)
+def test_close_lines_are_not_the_builders_notes(text):
+    assert "torch-extension-builder-notices" not in [e.id for e in _explained(text)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "RuntimeError: Ninja is required to load C++ extensions",
+        '    raise RuntimeError("Ninja is required to load C++ extensions (pip install ninja to get it)")\nRuntimeError: Ninja is required to load C++ extensions (pip install ninja to get it)',
+    ],
+)
+def test_ninja_missing_ranks_the_missing_package_first(text):
+    assert _causes(text, "torch-extension-ninja-missing") == ["ninja-not-installed", "ninja-not-on-path"]
+
+
+def test_close_lines_are_not_ninja_missing():
+    for text in (
+        "ninja: build stopped: subcommand failed.",
+        "Ninja is required for this generator",
+        "ninja: error: loading 'build.ninja'",
+    ):
+        assert "torch-extension-ninja-missing" not in [e.id for e in _explained(text)]
