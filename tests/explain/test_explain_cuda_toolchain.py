@@ -392,3 +392,33 @@ def test_close_lines_are_not_ninja_missing():
         "ninja: error: loading 'build.ninja'",
     ):
         assert "torch-extension-ninja-missing" not in [e.id for e in _explained(text)]
+
+
+# --- nvcc's -arch value the release does not list --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, arch",
+    [
+        ("nvcc fatal   : Value 'sm_90a' is not defined for option 'gpu-architecture'", "sm_90a"),
+        (
+            "nvcc fatal : Value 'sm_120' is not defined for option 'gpu-architecture'\nninja: build stopped: subcommand failed.",
+            "sm_120",
+        ),
+        ("nvcc fatal   : Unsupported gpu architecture 'compute_100'", "compute_100"),
+    ],
+)
+def test_an_architecture_nvcc_does_not_list_is_recognised_in_both_wordings(text, arch):
+    assert _only(text, "nvcc-unsupported-arch").variables["arch"] == arch
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "nvcc fatal   : Value 'c++20' is not defined for option 'std'",
+        "ptxas fatal   : Value 'sm_90a' is not defined for option 'gpu-name'",
+        "nvlink fatal   : Value 'sm_80' is not defined for option 'arch'",
+    ],
+)
+def test_other_options_are_not_nvccs_architecture(text):
+    assert "nvcc-unsupported-arch" not in [e.id for e in _explained(text)]
