@@ -525,7 +525,7 @@ CONTEXT_NAMES = (
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
     "log_exception", "log_error_record", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
     "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_framework",
-    "log_gpu_name", "log_nvvm_path", "log_fault_kernel",
+    "log_gpu_name", "log_nvvm_path", "log_fault_kernel", "log_cuda_toolkits",
     "log_numpy", "log_keras", "log_wrapt", "log_typing_extensions",
     "log_ptxas", "log_ptxas_state", "log_tf_nvidia_wheels",
     "log_gpu_memory_total", "log_gpu_memory_free", "log_tf_gpu_memory", "log_gpu_held_elsewhere", "log_bfc_request", "log_bfc_limit", "log_bfc_in_use", "log_bfc_fragmented", "log_bfc_over_limit", "log_bfc_growth_refused", "log_bfc_full", "log_device_request_over_free", "log_gpu_held_here",
@@ -578,6 +578,8 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     _read_tf_build(facts, text)
     _read_ptxas(facts, text, lowered)
     _read_where(facts, text, lowered)
+    if any(h in lowered for h in _TOOLKIT_HINTS):
+        _read_toolkits(facts, text, lowered)
     framework = _framework(text, lowered)
     if framework:
         facts["log_framework"] = framework
@@ -858,6 +860,31 @@ def _read_memory(facts: dict[str, str], text: str, lowered: str) -> None:
 def _release(text: str) -> Optional[tuple[int, int]]:
     found = re.match(r"(\d{1,2})\.(\d{1,3})", text)
     return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+# The CUDA toolkits a log names by release: the folders the installers make (/usr/local/cuda-11.8,
+# /opt/cuda-12.1/bin, C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.1) and nvcc --version's
+# "Cuda compilation tools, release 11.8", and the release PyTorch's extension builder read from
+# CUDA_HOME's nvcc for its host compiler check ("... the maximum required version by CUDA 11.8").
+# Two releases mean two toolkits on the machine, the condition for a build to take another one
+# than meant (an old one first on PATH or in CUDA_HOME).
+_TOOLKIT_RELEASE = re.compile(
+    r"[/\\]cuda-(\d{1,2}\.\d{1,2})(?=[/\\\s'\":;)]|$)|[/\\]CUDA[/\\]v(\d{1,2}\.\d{1,2})(?=[/\\\s'\":;)]|$)|"
+    r"\bCuda compilation tools, release (\d{1,2}\.\d{1,2})\b|\brequired version by CUDA (\d{1,2}\.\d{1,2})\b",
+    re.I | re.M,
+)
+_TOOLKIT_HINTS = ("/cuda-", "\\cuda-", "cuda\\v", "cuda/v", "cuda compilation tools", "required version by cuda")
+
+
+def _read_toolkits(facts: dict[str, str], text: str, lowered: str) -> None:
+    """``log_cuda_toolkits`` is "several" when the log names CUDA toolkits of two releases or more."""
+    releases = {
+        next(g for g in found.groups() if g)
+        for start, end in lines_with(_TOOLKIT_HINTS, text, lowered)
+        for found in _TOOLKIT_RELEASE.finditer(text, start, end)
+    }
+    if len(releases) > 1:
+        facts["log_cuda_toolkits"] = "several"
 
 
 def _read_where(facts: dict[str, str], text: str, lowered: str) -> None:
