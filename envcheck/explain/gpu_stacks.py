@@ -36,7 +36,8 @@ from .lines import lines_with
 # "HIP out of memory", PyTorch's AMD_SERIALIZE_KERNEL and TORCH_USE_HIP_DSA hints), the HIP and
 # HSA runtimes' source files and statuses (hip_code_object.cpp, rocdevice.cpp, AMD_LOG_LEVEL's
 # ":3:hip_module.cpp", hsa_status_t's HSA_STATUS_*), MIOpen's and rocBLAS's messages, ggml's
-# "found 1 ROCm devices", RCCL's hipified source paths, TensorFlow's ROCm sources.
+# "found 1 ROCm devices", TensorFlow's ROCm sources. (RCCL's own lines, NCCL's format with its
+# hipified source paths, are another program's line by line: parts.another_programs_line.)
 _ROCM = re.compile(
     r"\b(?:libamdhip64|libhip_hcc|libhsa-runtime64|libMIOpen|librocblas|librccl|libhipblas[\w-]{0,8}|"
     r"libhipfft[\w-]{0,8}|libhiprand|libhiprng|librocm_smi64|libamd_comgr)\.so|\bamdhip64(?:_\d{1,2})?\.dll\b|"
@@ -47,14 +48,12 @@ _ROCM = re.compile(
     r"\bhip_code_object\.cpp\b|\brocdevice\.cpp\b|^:\d:hip_\w{1,40}\.cpp\b|(?-i:\bHSA_STATUS_ERROR\w{0,60})|"
     r"\bMIOpen(?:\(HIP\))?: (?:Error|Warning)\b|(?-i:\bmiopenStatus[A-Z]\w{1,40})|\brocBLAS error\b|"
     r"\bfound \d{1,2} ROCm devices?\b|\bfailed to initialize ROCm\b|"
-    r"[\\/](?:rccl[\w.+-]{0,30}|hipify)[\\/][^\s:]{0,300}\.(?:cc|cpp|h):\d{1,6}\b|"
     r"\bstream_executor/rocm/|\b(?:rocm_(?:driver|dnn|blas|fft|gpu_executor|platform)|miopen_dnn)\.cc\b|"
     r"\btensorflow[-_]rocm\b",
     re.I | re.M,
 )
 _ROCM_HINTS = (
-    ".so", "amdhip64", "rocm", "hip", "amd_serialize_kernel", "torch_use_hip_dsa", "hsa_", "miopen",
-    "rocblas", "rccl", "hipify",
+    ".so", "amdhip64", "rocm", "hip", "amd_serialize_kernel", "torch_use_hip_dsa", "hsa_", "miopen", "rocblas",
 )  # fmt: skip
 
 # Intel's oneAPI stack: Level Zero's statuses (ze_api.h: ZE_RESULT_*) and loader, the unified

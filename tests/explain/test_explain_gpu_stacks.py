@@ -1,6 +1,6 @@
 """Another vendor's GPU stack in the log (``gpu_stacks``): AMD's ROCm and Intel's oneAPI, read from
 their own marks (HIP's hipError_t names and library files, the HSA runtime's statuses, MIOpen and
-rocBLAS, RCCL's hipified paths, a "+rocm" or "+xpu" wheel, Level Zero's ze_result_t and the
+rocBLAS, RCCL's library, a "+rocm" or "+xpu" wheel, Level Zero's ze_result_t and the
 unified runtime's ur_result_t). There, NVIDIA's words on a line are the port's (PyTorch's ROCm
 build keeps torch.cuda's messages, ggml-cuda.cu compiled by hipcc keeps "CUDA error", TensorFlow's
 ROCm build its CUDA loader lines): the CUDA stack's explanations do not apply. The same lines in
@@ -36,7 +36,7 @@ ROCM_LOGS = [
     ":3:hip_module.cpp           :669 : 14629861952 us: [pid:31113 tid:0x7fa5a37fe700] hipLaunchKernel: Returned hipErrorInvalidDeviceFunction :",
     "MIOpen(HIP): Error [Compile] 'hiprtcCompileProgram(prog)' naive_conv.cpp: HIPRTC_ERROR_COMPILATION (6)",
     "ggml_cuda_init: found 2 ROCm devices:",
-    "node7:88:99 [3] /opt/src/rccl-rocm-6.3.0/src/transport/net.cc:1021 NCCL WARN Call to ibv_modify_qp failed",
+    "OSError: librccl.so.1: cannot open shared object file: No such file or directory",
     "2.13.0: E tensorflow/compiler/xla/stream_executor/rocm/rocm_driver.cc:302] failed call to hipInit: HIP_ERROR_NoDevice",
     "pip install tensorflow-rocm==2.14.0.600",
 ]
