@@ -83,12 +83,13 @@ _CUDA_BUILD = re.compile(
 )
 _CUDA_BUILD_HINTS = ("+cu", "cuda used", "cudart")
 
-# Another vendor's GPU named as a device (not a CPU with integrated graphics, "AMD Ryzen 7 5800H
-# with Radeon Graphics", nor an Intel laptop's UHD or Iris, which sit beside NVIDIA GPUs): AMD's
-# Radeon and Instinct products and their gfx targets (rocminfo's "Name: gfx1031", an ISA
+# Another vendor's GPU named as a device (not a CPU's integrated graphics, "AMD Ryzen 7 5800H
+# with Radeon Graphics" and its "AMD Radeon(TM) Graphics", nor an Intel laptop's UHD or Iris, which
+# sit beside NVIDIA GPUs): AMD's Radeon and Instinct products and their gfx targets (rocminfo's "Name: gfx1031", an ISA
 # "amdgcn-amd-amdhsa--gfx90a"), lspci's "[AMD/ATI]"; Intel's Arc and Data Center GPUs.
 _AMD_GPU = re.compile(
     r"(?<!with )\bRadeon(?:\(TM\))? (?:RX|Pro|VII|R[579]|HD|Vega)\b|\bRadeon(?:\(TM\))? \d{3,4}(?: ?XTX?)?\b|"
+    r"\bAMD Radeon\b(?!(?:\(TM\))? (?:Graphics|Vega \d{1,2} Graphics|Vega Mobile))|"
     r"(?-i:\bRX ?[4-9]\d{2,3}(?: ?XTX?)?\b)|\bAMD Instinct\b|\bInstinct MI\d{2,3}|\bAMD GPUs?\b|"
     r"(?<![\w-])gfx(?:90[0-9a]|94[0-2]|95\d|80[0-3]|10[1-3]\d|11[05]\d|120\d)\b|\[AMD/ATI\]",
     re.I,

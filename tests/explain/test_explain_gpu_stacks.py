@@ -69,6 +69,7 @@ NVIDIA_LOGS = [
     "Model name: AMD Ryzen 9 5950X 16-Core Processor\nGPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-5c2d)",
     "AMD Ryzen 7 5800H with Radeon Graphics\nCould not load dynamic library 'libcudart.so.11.0'",
     "AMD Ryzen 5 3550H with Radeon Vega Mobile Gfx\nRuntimeError: CUDA error: out of memory",
+    "DirectML adapter: AMD Radeon(TM) Graphics\nRuntimeError: CUDA error: out of memory",
     "Intel(R) Core(TM) i7-10750H CPU @ 2.60GHz, Intel(R) UHD Graphics\nRuntimeError: CUDA error: no kernel image is available for execution on the device",
     "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file: No such file or directory",
     "oneAPI Deep Neural Network Library (oneDNN) to use the following CPU instructions",
@@ -160,6 +161,8 @@ def test_no_nvidia_driver_on_an_amd_gpu_puts_no_nvidia_gpu_first():
         "GPU: AMD Radeon RX 7900 XTX",
         "Agent 2: Name: gfx1100",
         "GPU: Radeon 6800XT",
+        "Marketing Name: AMD Radeon VII",
+        "the card is an AMD Radeon 7600",
         "Intel(R) Arc(TM) A770 Graphics",
     ):
         found = explain(CATALOGUE.scan_text(f"{gpu}\n{message}"))
