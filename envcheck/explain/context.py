@@ -16,6 +16,7 @@ from typing import Optional
 
 from . import gpu_names
 from .derivers import cudnn_version_text, memory_size
+from .gpu_stacks import read_gpu_stack
 from .lines import lines_with
 
 _VERSION = r"(\d{1,4}(?:\.\d{1,4}){1,3})"
@@ -525,7 +526,7 @@ CONTEXT_NAMES = (
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
     "log_exception", "log_error_record", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
     "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_framework",
-    "log_gpu_name", "log_nvvm_path", "log_fault_kernel", "log_cuda_toolkits",
+    "log_gpu_name", "log_nvvm_path", "log_fault_kernel", "log_cuda_toolkits", "log_gpu_stack", "log_gpu_vendor",
     "log_numpy", "log_keras", "log_wrapt", "log_typing_extensions",
     "log_ptxas", "log_ptxas_state", "log_tf_nvidia_wheels",
     "log_gpu_memory_total", "log_gpu_memory_free", "log_tf_gpu_memory", "log_gpu_held_elsewhere", "log_bfc_request", "log_bfc_limit", "log_bfc_in_use", "log_bfc_fragmented", "log_bfc_over_limit", "log_bfc_growth_refused", "log_bfc_full", "log_device_request_over_free", "log_gpu_held_here",
@@ -580,6 +581,7 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     _read_where(facts, text, lowered)
     if any(h in lowered for h in _TOOLKIT_HINTS):
         _read_toolkits(facts, text, lowered)
+    facts.update(read_gpu_stack(text, lowered))
     framework = _framework(text, lowered)
     if framework:
         facts["log_framework"] = framework

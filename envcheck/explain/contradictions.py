@@ -423,6 +423,9 @@ POINTED_AT_BY_LOG: dict[str, Callable[[dict[str, str]], bool]] = {
     "release-lacks-arch": lambda v: v.get("log_gpu_unsupported") == "yes",
     # TensorFlow after 2.10 on native Windows: there is no GPU build to find the GPU with
     "tf-windows-gpu-ended": lambda v: v.get("log_tf_no_gpu_build") == "windows",
+    # the log shows another vendor's GPU (an AMD Radeon or Instinct, an Intel Arc) and no NVIDIA one
+    # (``gpu_stacks``): the CUDA build has no NVIDIA GPU to find
+    "no-nvidia-gpu": lambda v: v.get("log_gpu_vendor") in ("amd", "intel"),
     # the value of CUDA_VISIBLE_DEVICES the log shows
     "cvd-hides-all": _cvd_hides_all,
     "cvd-out-of-range": _cvd_names_missing_gpu,

@@ -18,6 +18,7 @@ from envcheck.errors import EnvcheckError
 from envcheck.explain.build_facts import build_facts, python_facts
 from envcheck.explain.catalogue import DERIVERS, CauseTemplate, Pattern, fill, fill_fix
 from envcheck.explain.contradictions import weigh
+from envcheck.explain.gpu_stacks import applies_on_another_stack
 from envcheck.explain.machine import MachineNote, notes_for
 from envcheck.explain.parts import REASON_CAUSES, WINDOWS_CAUSES
 from envcheck.explain.scanner import Occurrence, ScanResult
@@ -128,6 +129,10 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
         # log shows an ERROR record, an uncaught exception or a crash that nothing else explains,
         # "all harmless" would hide that failure
         occurrences = tuple(o for o in occurrences if not o.pattern.record)
+    if result.context.get("log_gpu_stack"):
+        # the program runs on another vendor's GPU stack (ROCm, oneAPI): its lines in NVIDIA's words
+        # (hipified "CUDA error", RCCL's "NCCL") are that stack's, and so are its crash and records
+        occurrences = tuple(o for o in occurrences if applies_on_another_stack(o.pattern))
     explanations = [
         _explain_one(occurrence, log, ctx, assess, matrix)
         for occurrence in occurrences
@@ -136,7 +141,9 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
     links = {o.pattern.id: causal_link(o.pattern.rule_ids) for o in result.occurrences}
     # Errors first, the first broken link of the causal chain before what follows from it, then by line.
     explanations.sort(key=lambda e: (e.harmless, links[e.id], e.first_line))
-    return _after_a_crash(tuple(explanations), result.context.get("log_crash", ""))
+    # a crash on another vendor's stack is that runtime's: the notices before it are no leads to it
+    crash = "" if result.context.get("log_gpu_stack") else result.context.get("log_crash", "")
+    return _after_a_crash(tuple(explanations), crash)
 
 
 def _failed_unexplained(context: dict[str, str]) -> bool:
