@@ -278,3 +278,32 @@ def test_the_facts_are_read_from_the_log(text, facts):
 )
 def test_look_alikes_are_not_facts(text, name):
     assert name not in read_context(text)
+
+
+@pytest.mark.parametrize(
+    "line, xid",
+    [
+        (
+            "Jun 3 02:11:09 node4 kernel: XID 48 An uncorrectable double bit error (DBE) has been detected on GPU (0000:3b:00.0)",
+            "48",
+        ),
+        ("XID 63 Dynamic Page Retirement: New retired page, reload the driver to activate. (0x00000000004f2a00)", "63"),
+        ("XID 64 Dynamic Page Retirement: Fatal error, unable to retire page (0x0000000000a1b000)", "64"),
+    ],
+)
+def test_the_page_retirement_guides_xid_forms_are_read_by_number(line, xid):
+    explanation = _only(line, "nvrm-xid")
+    assert explanation.variables["xid"] == xid
+    assert explanation.causes[0].id == "gpu-hardware-or-power"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Dynamic Page Retirement: Enabled",
+        "Retired Pages: Double Bit ECC: 0, Pending Page Blacklist: No",
+        "XID 48 events are counted by DCGM",
+    ],
+)
+def test_page_retirement_status_lines_are_not_xids(line):
+    assert "nvrm-xid" not in CATALOGUE.scan_text(line).ids
