@@ -307,3 +307,45 @@ def test_the_page_retirement_guides_xid_forms_are_read_by_number(line, xid):
 )
 def test_page_retirement_status_lines_are_not_xids(line):
     assert "nvrm-xid" not in CATALOGUE.scan_text(line).ids
+
+
+@pytest.mark.parametrize(
+    "log, first",
+    [
+        # nvmlErrorString() of the status nvidia-smi got for the device, in any wording of a reset
+        ("Unable to determine the device handle for GPU 0000:3B:00.0: GPU requires reset", "gpu-needs-reset"),
+        ("Unable to determine the device handle for GPU0000:17:00.0: The GPU requires a reset", "gpu-needs-reset"),
+        (
+            "Unable to determine the device handle for GPU 0000:01:00.0: Insufficient Permissions",
+            "device-files-not-accessible",
+        ),
+        (
+            "Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost.  Reboot the system to recover this GPU",
+            "gpu-fallen-off-bus",
+        ),
+        ("Unable to determine the device handle for GPU0000:4F:00.0: Unknown Error", "gpu-fallen-off-bus"),
+        (
+            "$ docker exec -it trainer nvidia-smi\nUnable to determine the device handle for GPU0000:65:00.0: Unknown Error",
+            "container-cgroup-reloaded",
+        ),
+    ],
+)
+def test_the_device_handle_failure_ranks_by_nvmls_status(log, first):
+    assert _first(log, "nvidia-smi-device-handle-failed") == first
+
+
+def test_the_status_causes_are_offered_only_for_their_status():
+    causes = [
+        c.id
+        for c in _only(
+            "Unable to determine the device handle for GPU0000:4F:00.0: Unknown Error",
+            "nvidia-smi-device-handle-failed",
+        ).causes
+    ]
+    assert "gpu-needs-reset" not in causes
+    assert "device-files-not-accessible" not in causes
+    assert "container-cgroup-reloaded" not in causes
+    in_container = (
+        "$ docker exec -it t nvidia-smi\nUnable to determine the device handle for GPU0000:4F:00.0: GPU is lost"
+    )
+    assert _first(in_container, "nvidia-smi-device-handle-failed") == "gpu-fallen-off-bus"
