@@ -349,3 +349,13 @@ def test_the_status_causes_are_offered_only_for_their_status():
         "$ docker exec -it t nvidia-smi\nUnable to determine the device handle for GPU0000:4F:00.0: GPU is lost"
     )
     assert _first(in_container, "nvidia-smi-device-handle-failed") == "gpu-fallen-off-bus"
+
+
+def test_a_module_the_installer_built_in_a_container_is_the_containers_first():
+    line = "ERROR: Unable to load the kernel module 'nvidia.ko'."
+    assert (
+        _first("root@4c1d2e3f5a6b:/apollo# ls /.dockerenv\n" + line, "nvidia-kernel-module-load-failed")
+        == "installer-in-container"
+    )
+    causes = [c.id for c in _only(line, "nvidia-kernel-module-load-failed").causes]
+    assert causes[0] != "installer-in-container" and causes[-1] == "installer-in-container"
