@@ -359,3 +359,30 @@ def test_a_module_the_installer_built_in_a_container_is_the_containers_first():
     )
     causes = [c.id for c in _only(line, "nvidia-kernel-module-load-failed").causes]
     assert causes[0] != "installer-in-container" and causes[-1] == "installer-in-container"
+
+
+@pytest.mark.parametrize(
+    "log, first",
+    [
+        (
+            "error starting plugins: error visiting device: error getting device memory info: Insufficient Permissions",
+            "device-files-not-accessible",
+        ),
+        (
+            "$ nvidia-smi -L\nGPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-1)\n  MIG 3g.40gb Device 0: (UUID: MIG-5d2c3b4a-0000-1111-2222-333344445555)\n"
+            "E0407 94 main.go:188] error building MIG device map: error getting parent memory info: Insufficient Permissions",
+            "mig-nvml-restricted",
+        ),
+        (
+            "pynvml.NVMLError_NoPermission: Insufficient Permissions\nthe container runs on a MIG slice",
+            "mig-nvml-restricted",
+        ),
+    ],
+)
+def test_nvmls_permission_status_names_mig_monitoring_where_the_log_shows_mig(log, first):
+    assert _first(log, "nvml-status") == first
+
+
+def test_a_go_errors_wrapping_is_read_only_around_an_nvml_string():
+    assert "nvml-status" not in CATALOGUE.scan_text("error getting device token: Not Found").ids
+    assert "nvml-status" not in CATALOGUE.scan_text("error getting device list: permission denied").ids
