@@ -211,6 +211,25 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             r"^(?![^\n]{0,400}?(?:is not a supported wheel|pip3? install))[^\n]{0,400}?\bcp3(\d{1,2})-cp3\d{1,2}",
             ("cp3",),
         ),
+        # nvidia-persistenced's reason for a failed start, from its syslog lines (nvidia-persistenced.c,
+        # nvidia-numa.c): the NUMA onlining of coherent GPU memory, the driver's libnvidia-cfg, the
+        # device files, no device at all
+        ("log_persistenced", r"\b(NUMA): Failed to ", ("numa: failed",)),
+        ("log_persistenced", r"\bFailed to open (libnvidia-cfg)\.so", ("libnvidia-cfg",)),
+        (
+            "log_persistenced",
+            r"\bFailed to query NVIDIA devices\. Please ensure that the NVIDIA (device files)",
+            ("failed to query nvidia devices",),
+        ),
+        ("log_persistenced", r"\bUnable to find (any NVIDIA devices)\b", ("unable to find any nvidia devices",)),
+        # a MIG device the log names: its UUID ("MIG-5d2c3b4a-..."), a profile ("MIG 1g.10gb"), the
+        # poster's words ("a MIG slice", "MIG instance")
+        ("log_mig", r"(?<![\w-])(MIG)-(?:GPU-)?[0-9a-f]{8}-[0-9a-f]{4}-", ("mig-",)),
+        ("log_mig", r"\b(MIG) \dg\.\d{1,3}gb\b", ("mig ",)),
+        ("log_mig", r"\b(MIG)(?: |-)(?:slices?|instances?|partitions?|devices?|enabled)\b", ("mig ", "mig-")),
+        # a Jetson (Tegra) board: NVIDIA's L4T release file, the SoC's name, the board's
+        ("log_tegra", r"\b(nv_tegra_release)\b", ("nv_tegra_release",)),
+        ("log_tegra", r"\b(Jetson|Tegra)\b", ("jetson", "tegra")),
         # Secure Boot's state: mokutil --sb-state prints "SecureBoot enabled" / "SecureBoot disabled",
         # the kernel logs "secureboot: Secure boot enabled" / "... disabled" at boot (the last one
         # the log shows counts); with it on, an unsigned NVIDIA module is refused
@@ -527,6 +546,7 @@ CONTEXT_NAMES = (
     "log_exception", "log_error_record", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
     "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_framework",
     "log_gpu_name", "log_nvvm_path", "log_fault_kernel", "log_cuda_toolkits", "log_gpu_stack", "log_gpu_vendor",
+    "log_persistenced", "log_mig", "log_tegra",
     "log_numpy", "log_keras", "log_wrapt", "log_typing_extensions",
     "log_ptxas", "log_ptxas_state", "log_tf_nvidia_wheels",
     "log_gpu_memory_total", "log_gpu_memory_free", "log_tf_gpu_memory", "log_gpu_held_elsewhere", "log_bfc_request", "log_bfc_limit", "log_bfc_in_use", "log_bfc_fragmented", "log_bfc_over_limit", "log_bfc_growth_refused", "log_bfc_full", "log_device_request_over_free", "log_gpu_held_here",
