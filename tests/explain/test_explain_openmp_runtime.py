@@ -2,7 +2,8 @@
 process where another copy of it has started already, with the DuplicateLibrary message of
 openmp/runtime/src/i18n/en_US.txt ("OMP: Error #15: Initializing X, but found Y already
 initialized."). The names are the two copies' files on whatever system printed it, and the
-commands follow the system those names belong to."""
+commands follow the system those names belong to. XGBoost's "library could not be loaded" is most
+often the OpenMP runtime it links that is missing, named by the system of the library's file."""
 
 from __future__ import annotations
 
@@ -114,3 +115,41 @@ def test_a_conda_environment_gets_nomkl():
 )
 def test_close_lines_are_not_this_message(text):
     assert PATTERN not in [e.id for e in _explain(text)]
+
+
+# XGBoost's _load_lib (python-package/xgboost/core.py): its library could not be loaded, most often
+# for want of the OpenMP runtime it links, whose file and fix depend on the system the library's
+# name belongs to.
+@pytest.mark.parametrize(
+    "text, shell, fix_word",
+    [
+        (
+            "xgboost.core.XGBoostError: XGBoost Library (libxgboost.dylib) could not be loaded.",
+            "bash",
+            "brew install libomp",
+        ),
+        ("XGBoostError: XGBoost Library (xgboost.dll) could not be loaded.", "powershell", "vcomp140.dll"),
+        ("xgboost.core.XGBoostError: XGBoost Library (libxgboost.so) could not be loaded.", "bash", "libgomp"),
+        ("    XGBoost Library (libxgboost.dylib) could not be loaded.", "bash", "brew install libomp"),
+    ],
+)
+def test_xgboosts_library_not_loaded_names_the_openmp_runtime(text, shell, fix_word):
+    explanations = _explain(text)
+    assert [e.id for e in explanations] == ["xgboost-library-not-loaded"]
+    (explanation,) = explanations
+    assert [c.id for c in explanation.causes][0] == "openmp-runtime-not-installed"
+    commands = explanation.fix.commands
+    assert commands and all(c.shell == shell for c in commands)
+    assert fix_word in explanation.fix.text + " ".join(c.line for c in commands)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "XGBoost Library (libxgboost.dylib) loaded",
+        "ModuleNotFoundError: No module named 'xgboost'",
+        "LightGBM Library (lib_lightgbm.so) could not be loaded",
+    ],
+)
+def test_close_lines_are_not_xgboosts_message(text):
+    assert "xgboost-library-not-loaded" not in [e.id for e in _explain(text)]
