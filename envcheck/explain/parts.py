@@ -173,7 +173,9 @@ _STACK_FRAME = re.compile(
 #   "_core.cpython-312-darwin.so", "_ext.cp311-win_amd64.pyd", "_lib.abi3.so"): a loader's message
 #   often quotes the file without its folder
 _PACKAGES = r"[\\/](?:site|dist)-packages[\\/]"
-_EXTENSION_MODULE = r"\b[\w-]{1,200}\.(?:cpython-3\d{1,2}[a-z]{0,3}-[\w-]{1,60}|cp3\d{1,2}-win[\w]{1,20}|abi3)\.(?:so|pyd)\b"
+_EXTENSION_MODULE = (
+    r"\b[\w-]{1,200}\.(?:cpython-3\d{1,2}[a-z]{0,3}-[\w-]{1,60}|cp3\d{1,2}-win[\w]{1,20}|abi3)\.(?:so|pyd)\b"
+)
 _PACKAGE_FRAME = re.compile(
     r'\bFile "[^"\n]{0,400}?' + _PACKAGES + r'[^"\n]{1,400}", line \d{1,7}|'
     r"\bFile [^\s\"]{0,400}?"
