@@ -153,3 +153,17 @@ def test_xgboosts_library_not_loaded_names_the_openmp_runtime(text, shell, fix_w
 )
 def test_close_lines_are_not_xgboosts_message(text):
     assert "xgboost-library-not-loaded" not in [e.id for e in _explain(text)]
+
+
+def test_dylds_line_that_names_the_missing_file_explains_xgboosts_error():
+    log = (
+        "xgboost.core.XGBoostError: XGBoost Library (libxgboost.dylib) could not be loaded.\n"
+        "Error message(s): ['dlopen(/Users/u/venv/lib/python3.11/site-packages/xgboost/lib/libxgboost.dylib, 0x0006): "
+        "Library not loaded: @rpath/libomp.dylib\\n  Referenced from: <7A2F> /Users/u/venv/lib/python3.11/site-packages/xgboost/lib/libxgboost.dylib\\n  Reason: tried: ...']\n"
+    )
+    explanations = _explain(log)
+    assert [e.id for e in explanations] == ["macos-library-not-loaded"]
+    assert explanations[0].causes[0].id == "dylib-not-installed"
+    # the Linux loader's line names no CUDA library: XGBoost's own explanation stays
+    linux = "xgboost.core.XGBoostError: XGBoost Library (libxgboost.so) could not be loaded.\nError message(s): ['libgomp.so.1: cannot open shared object file: No such file or directory']"
+    assert [e.id for e in _explain(linux)] == ["xgboost-library-not-loaded"]
