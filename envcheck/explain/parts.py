@@ -170,7 +170,14 @@ _STACK_FRAME = re.compile(
 #   newer) and "<path> in <name>(<args>)" (IPython 7 and older)
 #   a library file of the package (an extension module, a shared library it ships), which the
 #   loader's messages and a C++ stack dump (glibc's backtrace_symbols, gdb's "from <file>") name
+#   an extension module by the file name CPython gives it wherever it lies (PEP 3149's ABI tag and
+#   importlib.machinery.EXTENSION_SUFFIXES: "_engine.cpython-311-x86_64-linux-gnu.so",
+#   "_core.cpython-312-darwin.so", "_ext.cp311-win_amd64.pyd", "_lib.abi3.so"): a loader's message
+#   often quotes the file without its folder
 _PACKAGES = r"[\\/](?:site|dist)-packages[\\/]"
+_EXTENSION_MODULE = (
+    r"\b[\w-]{1,200}\.(?:cpython-3\d{1,2}[a-z]{0,3}-[\w-]{1,60}|cp3\d{1,2}-win[\w]{1,20}|abi3)\.(?:so|pyd)\b"
+)
 _PACKAGE_FRAME = re.compile(
     r'\bFile "[^"\n]{0,400}?' + _PACKAGES + r'[^"\n]{1,400}", line \d{1,7}|'
     r"\bFile [^\s\"]{0,400}?"
@@ -179,7 +186,8 @@ _PACKAGE_FRAME = re.compile(
     + _PACKAGES
     + r"\S{1,400}\.py in [\w<>.]{1,200}\(|"
     + _PACKAGES
-    + r"[^\s\"':]{0,400}?\.(?:so|pyd|dll|dylib)\b",
+    + r"[^\s\"':]{0,400}?\.(?:so|pyd|dll|dylib)\b|"
+    + _EXTENSION_MODULE,
     re.I,
 )
 
