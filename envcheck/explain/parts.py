@@ -431,6 +431,16 @@ _STATUS_NUMBER = re.compile(
     re.I,
 )
 
+# NCCL's result as ncclGetErrorString prints it (src/init.cc), after the line names NCCL: PyTorch's
+# "NCCL error in: ProcessGroupNCCL.cpp:825, unhandled system error", nccl-tests' "Test NCCL failure
+# common.cu:777 'unhandled cuda error'", Horovod's and TensorFlow's "NCCL ... : internal error". The
+# texts are cuda_status.yaml's `strings` of ncclResult_t; the table decides which status a text is.
+_NCCL_TEXT = re.compile(
+    r"\bNCCL\b[^\n]{0,300}?[,:'\]] ?'?(?P<text>unhandled (?:cuda|system) error|internal error|invalid argument|"
+    r"invalid usage|remote process exited or there was a network error)",
+    re.I,
+)
+
 
 def _status(text: str) -> dict[str, str]:
     for found in _STATUS_NAME.finditer(text):
@@ -440,6 +450,11 @@ def _status(text: str) -> dict[str, str]:
     for found in _STATUS_NUMBER.finditer(text):
         family = next(f for f in ("cudart", "cudnn", "cublas", "nccl") if found.group(f))
         named = status_variables({f"{family}_number": found.group("number")})
+        if named is not None:
+            return named
+    if "nccl" in text.lower():
+        found = _NCCL_TEXT.search(text)
+        named = status_variables({"nccl_text": found.group("text")}) if found else None
         if named is not None:
             return named
     # how a crashed process was reported (an NTSTATUS, a signal, an exit status of 128+N)

@@ -367,3 +367,45 @@ def test_the_version_checks_are_the_ones_the_data_names():
         for key in ("unless", "first_when")
     } - {None}
     assert named == set(VERSION_CHECKS)
+
+
+# NCCL's result printed as ncclGetErrorString's text (not its name) is that status all the same
+@pytest.mark.parametrize(
+    "line, status",
+    [
+        (
+            "RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, "
+            "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1",
+            "ncclSystemError",
+        ),
+        ("Test NCCL failure all_reduce.cu:91 'unhandled cuda error'", "ncclUnhandledCudaError"),
+        (
+            "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1331, remote process exited "
+            "or there was a network error, NCCL version 2.19.3",
+            "ncclRemoteError",
+        ),
+        ("NCCL error in: ProcessGroupNCCL.cpp:47, invalid usage, NCCL version 2.10.3", "ncclInvalidUsage"),
+    ],
+)
+def test_nccls_printed_result_is_its_status(line, status):
+    (explanation,) = _explained(line)
+    assert explanation.variables.get("status_name") == status
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: internal error",  # no NCCL on the line: whose internal error is not said
+        "NCCL version 2.18.1+cuda12.1",
+        "ValueError: invalid argument passed to torch.distributed.init_process_group (backend='nccl')",
+    ],
+)
+def test_a_line_without_nccls_result_gets_no_nccl_status(line):
+    assert all(not (e.variables.get("status_name") or "").startswith("nccl") for e in _explained(line))
+
+
+def test_ncclsystemerror_printed_as_text_gets_the_statuss_documented_causes():
+    line = "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:825, unhandled system error, NCCL version 2.7.8"
+    (explanation,) = _explained(line)
+    by_name = {c.id for e in _explained("ncclSystemError") for c in e.causes}
+    assert by_name and by_name <= {c.id for c in explanation.causes}
