@@ -307,3 +307,35 @@ def test_ollamas_exclusive_mode_cause_needs_its_code():
 )
 def test_an_image_build_is_told_from_a_running_container(log, where):
     assert read_context(log).get("log_container") == where
+
+
+def test_vllms_free_memory_check_names_the_other_processes_first():
+    message = (
+        "ValueError: Free memory on device cuda:1 (7.34/15.49 GiB) on startup is less than desired GPU memory "
+        "utilization (0.8, 12.39 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."
+    )
+    explanation = _one(message, "vllm-free-memory-below-utilization")
+    assert explanation.causes[0].id == "other-process-holds-gpu"
+    assert (explanation.variables["free"], explanation.variables["utilization"]) == ("7.34", "0.8")
+
+
+def test_vllms_memory_profile_lines_and_its_kv_cache_sizing_are_not_explained():
+    # the model's context against its KV cache is the model's configuration, not the GPU's setup
+    for line in (
+        "ValueError: The model's max seq len (40960) is larger than the maximum number of tokens that can be stored in KV cache (9008).",
+        "INFO 10-01 12:00:00 gpu_executor.py:122] # GPU blocks: 1675, # CPU blocks: 2048",
+        "INFO 10-01 12:00:00 worker.py:232] the current vLLM instance can use total_gpu_memory (23.64GiB) x gpu_memory_utilization (0.90) = 21.28GiB",
+    ):
+        assert not CATALOGUE.scan_text(line).ids
+
+
+@pytest.mark.parametrize(
+    "before, first",
+    [("", "model-larger-than-gpu-memory"), ("torch==2.3.0+cpu\n", "torch-cpu-wheel")],
+)
+def test_a_quantized_model_sent_to_the_cpu_is_the_gpus_memory_or_a_torch_without_one(before, first):
+    log = before + (
+        "ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM to fit "
+        "the quantized model."
+    )
+    assert _one(log, "transformers-quantized-modules-on-cpu").causes[0].id == first
