@@ -339,3 +339,46 @@ def test_a_quantized_model_sent_to_the_cpu_is_the_gpus_memory_or_a_torch_without
         "the quantized model."
     )
     assert _one(log, "transformers-quantized-modules-on-cpu").causes[0].id == first
+
+
+def test_bitsandbytes_missing_binary_is_explained_for_any_cuda_and_system_and_covers_its_follow_up():
+    for line in (
+        "Could not find the bitsandbytes CUDA binary at PosixPath('/opt/venv/lib/python3.12/site-packages/bitsandbytes/libbitsandbytes_cuda129.so')",
+        "Could not find the bitsandbytes CUDA binary at WindowsPath('D:/ai/venv/Lib/site-packages/bitsandbytes/libbitsandbytes_cuda118.dll')",
+    ):
+        assert_explained(line, "bitsandbytes-cuda-binary-missing", False, "bnb-release-lacks-cuda")
+    log = (
+        "Could not find the bitsandbytes CUDA binary at PosixPath('/x/bitsandbytes/libbitsandbytes_cuda128.so')\n"
+        "The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit "
+        "multiplication, and GPU quantization are unavailable."
+    )
+    assert [e.id for e in _explain(log)] == ["bitsandbytes-cuda-binary-missing"]
+
+
+@pytest.mark.parametrize("name, cc", [("Tesla P40", "6.1"), ("Quadro M4000", "5.2")])
+def test_tritons_device_check_names_the_capabilities(name, cc):
+    message = (
+        f"torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\nRuntimeError: Found {name} which is too "
+        "old to be supported by the triton GPU compiler, which is used as the backend. Triton only supports devices of "
+        f"CUDA Capability >= 7.0, but your device is of CUDA capability {cc}"
+    )
+    explanation = _one(message, "triton-gpu-too-old")
+    assert (explanation.variables["min_cc"], explanation.variables["cc"]) == ("7.0", cc)
+
+
+@pytest.mark.parametrize(
+    "before, first",
+    [("", "no-nvidia-gpu"), ("$ docker compose logs ollama\n", "container-without-gpu")],
+)
+def test_ollamas_discovery_summary_is_ranked_by_where_it_ran(before, first):
+    log = before + 'time=2025-04-29T20:11:09.132Z level=INFO source=gpu.go:377 msg="no compatible GPUs were discovered"'
+    assert _one(log, "ollama-no-compatible-gpu").causes[0].id == first
+
+
+def test_ollamas_summary_is_left_out_beside_the_init_failure_that_explains_it():
+    log = (
+        'level=DEBUG source=gpu.go:517 msg="Unable to load nvcuda" library=/usr/lib/x86_64-linux-gnu/libcuda.so.550.90.07 error="nvcuda init failure: 999"\n'
+        'level=INFO source=gpu.go:377 msg="no compatible GPUs were discovered"'
+    )
+    assert [e.id for e in _explain(log)] == ["ollama-gpu-init-failure"]
+    assert not CATALOGUE.scan_text('level=INFO source=gpu.go:217 msg="looking for compatible GPUs"').ids
