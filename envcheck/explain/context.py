@@ -317,6 +317,16 @@ _WHERE: tuple[tuple[str, str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             r"^\s{0,8}NVIDIA Release \d{2}\.\d{2}\b|^Container image Copyright \(c\)",
             ("nvidia release", "container image copyright"),
         ),
+        # an image being built (docker build, BuildKit): its error ("failed to solve: process
+        # \"/bin/sh -c ...\"", "ERROR: failed to build") and its progress lines ("#7 12.34 ...",
+        # "=> ERROR [3/7] RUN ..."); a build step gets no GPU (docker run's --gpus is a run option)
+        (
+            "log_container",
+            "docker-build",
+            r"\bfailed to solve: |\bERROR: failed to build\b|^\s{0,4}=> ERROR \[|"
+            r"(?:^|[\s$#>:;(`'\"])(?:sudo {1,3})?docker(?:-compose| {1,3}compose| {1,3}buildx)? {1,3}build\b",
+            ("failed to solve", "failed to build", "=> error [", "build"),
+        ),
         # the Docker CLI's own words: its commands and its daemon's errors, the file it puts in
         # every container's root, the NVIDIA Container Toolkit's programs
         (

@@ -250,6 +250,22 @@ def _derive_typing_extensions_name(variables: dict[str, str]) -> dict[str, str]:
     }
 
 
+# The architecture FlashAttention's GPU check names, as the compute capability it starts at
+# (flash-attention's csrc: FlashAttention 1 checked sm75, 2 checks sm80 and newer, 3 sm90)
+_FLASH_ATTN_ARCH = {"turing": "7.5", "ampere": "8.0", "hopper": "9.0"}
+
+
+def _derive_flash_attn_arch(variables: dict[str, str]) -> dict[str, str]:
+    arch = variables.get("arch", "")
+    return {"arch": arch.capitalize(), "min_capability": _FLASH_ATTN_ARCH.get(arch.lower(), "")}
+
+
+def _derive_cxx11_abi(variables: dict[str, str]) -> dict[str, str]:
+    """``cxx11`` is "yes" when a mangled symbol names libstdc++'s new-ABI types (std::__cxx11::
+    basic_string, list): only a library compiled with _GLIBCXX_USE_CXX11_ABI=1 asks for those."""
+    return {"cxx11": "yes" if "__cxx11" in variables.get("symbol", "") else ""}
+
+
 Deriver = Callable[[dict[str, str]], Optional[dict[str, str]]]
 # name -> (scan-time function, names it provides, names the explanation fills from the matrix)
 DERIVERS: dict[str, tuple[Deriver, tuple[str, ...], tuple[str, ...]]] = {
@@ -280,6 +296,10 @@ DERIVERS: dict[str, tuple[Deriver, tuple[str, ...], tuple[str, ...]]] = {
     "wheel_tags": (_derive_wheel_tags, ("wheel_python", "wheel_os", "wheel_arch", "wheel_bits", "wheel_manylinux"), ()),
     # a name typing_extensions lacks: the release that added it
     "typing_extensions_name": (_derive_typing_extensions_name, ("te_added_in", "te_after_4_6", "te_added_note"), ()),
+    # a mangled C++ symbol of libstdc++'s new ABI (the _GLIBCXX_USE_CXX11_ABI flag it was built with)
+    "cxx11_abi": (_derive_cxx11_abi, ("cxx11",), ()),
+    # FlashAttention's architecture check: the compute capability its architecture starts at
+    "flash_attn_arch": (_derive_flash_attn_arch, ("min_capability",), ()),
     # the TensorFlow Probability release for the TensorFlow found
     "tfp_pair": (_derive_tfp_pair, ("tfp_for_detected",), ()),
     # A status of the CUDA stack, by name, number or printed text: its meaning from cuda_status.yaml.
