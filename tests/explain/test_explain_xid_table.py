@@ -72,8 +72,7 @@ def test_every_class_the_pattern_ranks_by_is_one_the_table_uses():
             ranked |= {
                 v for name, values in (condition.variables if condition else ()) for v in values if name == "xid_class"
             }
-    assert ranked and ranked <= CLASSES
-    assert CLASSES - ranked <= {"driver"}  # the driver's own errors rank no cause first
+    assert ranked == CLASSES  # every class ranks or admits a cause
 
 
 @pytest.mark.parametrize(
@@ -119,6 +118,17 @@ def test_the_xids_class_ranks_the_causes(xid, first):
 def test_the_gsp_firmware_cause_is_only_for_the_gsp_xids(xid):
     found = _xid(f"NVRM: Xid (PCI:0000:41:00): {xid}, pid=5120, name=python")
     assert "gsp-firmware" not in [c.id for c in found.causes]
+
+
+@pytest.mark.parametrize("xid, given", [("31", True), ("13", True), ("38", True), ("48", False), ("79", False)])
+def test_the_driver_release_cause_is_for_the_classes_the_table_says_a_driver_error_causes(xid, given):
+    found = _xid(f"NVRM: Xid (PCI:0000:41:00): {xid}, pid=5120, name=python")
+    causes = [c.id for c in found.causes]
+    assert ("driver-release" in causes) is given
+    if xid == "38":
+        assert causes[0] == "driver-release"
+    elif given:
+        assert causes[0] == "application-fault"
 
 
 def test_a_header_only_number_says_it_has_its_name_only_and_no_meaning():
