@@ -92,14 +92,21 @@ def _derive_status(variables: dict[str, str]) -> Optional[dict[str, str]]:
 
 
 def _derive_xid(variables: dict[str, str]) -> Optional[dict[str, str]]:
+    """An Xid's meaning and class from the table (cuda_status.yaml's NVIDIA Xid: every number of
+    nverror.h): ``xid_class`` ranks the pattern's causes, ``xid_name`` is the header's name."""
+    from envcheck.explain.statuses import load_statuses
+
     number = "79" if variables.get("xid_text") else variables.get("xid_number", "")
     named = _derive_status({"xid_number": number})
-    if named is None:  # an Xid the catalogue does not list: still the driver's fault record
-        named = {"status_name": f"Xid {number}", "status_meaning": "an Xid NVIDIA's catalogue does not list here",
+    if named is None:  # a number newer than the table: still the driver's fault record
+        named = {"status_name": f"Xid {number}", "status_meaning": "an Xid newer than the header envcheck's table was read from",
                  "status_value": number, "status_library": "the NVIDIA kernel driver", "status_source": "", "status_enum": "NVIDIA Xid"}  # fmt: skip
+    found = load_statuses().by_value("xid", int(number)) if number.isdigit() else ()
+    mnemonic = found[0].mnemonic if found and found[0].mnemonic else "not named"
+    kind = {"xid_class": found[0].kind if found else "", "xid_name": mnemonic}
     # the driver's three-line "fallen off the bus" names the GPU's address on its first line only
     where = {} if variables.get("pci") else {"pci": "the address an earlier line names"}
-    return {"xid": number, **named, **where}
+    return {"xid": number, **named, **kind, **where}
 
 
 def _derive_needed_version(variables: dict[str, str]) -> dict[str, str]:
@@ -278,7 +285,17 @@ DERIVERS: dict[str, tuple[Deriver, tuple[str, ...], tuple[str, ...]]] = {
     # an Xid of the kernel driver (NVRM), by number or by its text: its meaning from cuda_status.yaml
     "xid": (
         _derive_xid,
-        ("xid", "status_name", "status_meaning", "status_value", "status_library", "status_source", "status_enum"),
+        (
+            "xid",
+            "xid_class",
+            "xid_name",
+            "status_name",
+            "status_meaning",
+            "status_value",
+            "status_library",
+            "status_source",
+            "status_enum",
+        ),
         (),
     ),
     "needed_version": (_derive_needed_version, ("needed_version_family", "library_file", "in_conda"), ()),

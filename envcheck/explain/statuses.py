@@ -61,6 +61,8 @@ class Status:
     source: str  # "header, versions", and the page of this value where the table names one per value
     strings: tuple[str, ...] = ()
     programs_own: bool = False  # the program's own code reporting on its data (cuda_status.yaml)
+    mnemonic: str = ""  # the header's name of the number, where the table gives one (nverror.h's for an Xid)
+    kind: str = ""  # the kind of fault the documents put it in (an Xid's class in cuda_status.yaml)
 
     @property
     def title(self) -> str:
@@ -202,6 +204,8 @@ def load_statuses(path: Optional[Path] = None) -> StatusTables:
                     source=f"{source}; {value['source']}" if value.get("source") else source,
                     strings=tuple(value.get("strings") or ()),
                     programs_own=value.get("programs_own") is True,
+                    mnemonic=str(value.get("mnemonic") or ""),
+                    kind=str(value.get("class") or ""),
                 )
             )
     return StatusTables(tuple(statuses))
