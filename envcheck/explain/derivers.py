@@ -94,6 +94,7 @@ def _derive_status(variables: dict[str, str]) -> Optional[dict[str, str]]:
 def _derive_xid(variables: dict[str, str]) -> Optional[dict[str, str]]:
     """An Xid's meaning and class from the table (cuda_status.yaml's NVIDIA Xid: every number of
     nverror.h): ``xid_class`` ranks the pattern's causes, ``xid_name`` is the header's name."""
+    # Imported here: the status tables are read only when a message names an Xid.
     from envcheck.explain.statuses import load_statuses
 
     number = "79" if variables.get("xid_text") else variables.get("xid_number", "")
