@@ -26,6 +26,7 @@ from __future__ import annotations
 import codecs
 import io
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
@@ -96,10 +97,16 @@ class Catalogue:
         stripped = [tuple(search_key(n.encode("ascii")) for n in p.needles) for p in self.patterns]
         needles = {n for ns in stripped for n in ns} | {search_key(a.encode("ascii")) for a in self.anchors}
         needles.discard(b"")
-        anchors = sorted(n for n in needles if not any(o != n and o in n for o in needles))
+        distinct = sorted(needles)
+        contains_another = set()
+        for shorter, holders in _holders(distinct, distinct).items():
+            contains_another.update(i for i in holders if distinct[i] != shorter)
+        anchors = [n for i, n in enumerate(distinct) if i not in contains_another]
+        flat = [n for ns in stripped for n in ns if n]
+        owner = [i for i, ns in enumerate(stripped) for n in ns if n]
         by_anchor = []
-        for anchor in anchors:
-            indexes = tuple(i for i, ns in enumerate(stripped) if any(anchor in n for n in ns))
+        for anchor, holders in _holders(flat, anchors).items():
+            indexes = tuple(sorted({owner[h] for h in holders}))
             if indexes:
                 by_anchor.append((anchor, gate_word(anchor), indexes))
         object.__setattr__(self, "_anchors", tuple(by_anchor))
@@ -365,6 +372,28 @@ def _around(
     if sum(len(indexes) for indexes in where) * 2 > count:
         return None
     return [i for indexes in where for i in indexes]
+
+
+def _holders(strings: list[bytes], subs: list[bytes]) -> dict[bytes, list[int]]:
+    """For each of ``subs`` (in order), the indexes of ``strings`` that contain it. One joined
+    buffer and ``bytes.find`` instead of a test of every pair: a catalogue of a few thousand needles
+    is read at every start, and the pairwise test was most of the start-up time."""
+    joined = b"\n".join(strings)  # a needle is a part of one line: it holds no newline
+    starts = []
+    offset = 0
+    for text in strings:
+        starts.append(offset)
+        offset += len(text) + 1
+    found: dict[bytes, list[int]] = {}
+    for sub in subs:
+        holders: list[int] = []
+        at = joined.find(sub)
+        while at != -1:
+            index = bisect_right(starts, at) - 1
+            holders.append(index)
+            at = joined.find(sub, starts[index + 1] if index + 1 < len(starts) else len(joined))
+        found[sub] = holders
+    return found
 
 
 def gate_word(needle: bytes) -> bytes:

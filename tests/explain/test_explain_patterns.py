@@ -200,6 +200,20 @@ def test_every_bundled_regex_compiles():
             assert regex.compiled.flags & re.IGNORECASE, (pattern.id, regex.pattern)
 
 
+def test_the_bundled_catalogue_holds_every_rule_a_users_file_is_held_to():
+    # at start-up the bundled file's regexes are neither parsed nor checked (only their group
+    # names are read); here the same file is read the way a --patterns file is, every rule
+    # applied, and what the lazy reading gives must be what the parse gives
+    from envcheck.explain.catalogue_file import read_catalogue
+
+    checked = {p.id: p for p in read_catalogue(CATALOGUE.path, eager=True)[0]}
+    for pattern in PATTERNS:
+        assert len(pattern.regexes) == len(checked[pattern.id].regexes)
+        for lazy, parsed in zip(pattern.regexes, checked[pattern.id].regexes):
+            assert set(lazy.groupindex) == set(parsed.groupindex), (pattern.id, lazy.pattern)
+            assert lazy.clauses == parsed.clauses, (pattern.id, lazy.pattern)
+
+
 def test_other_catalogues_compile_when_they_load(tmp_path):
     # a look-behind of varying width parses but does not compile: a --patterns file says so at once
     text = CATALOGUE.path.read_text(encoding="utf-8")
