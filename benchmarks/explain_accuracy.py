@@ -13,8 +13,8 @@ Two corpora, reported separately and side by side (the default):
 - the third (tests/fixtures/held_out_v3/),
   the fourth (tests/fixtures/held_out_v4/), the fifth (tests/fixtures/held_out_v5/), the sixth
   (tests/fixtures/held_out_v6/), the seventh (tests/fixtures/held_out_v7/), the eighth
-  (tests/fixtures/held_out_v8/) and the ninth (tests/fixtures/held_out_v9/, frozen last, measured
-  on the catalogue of its freezing before the
+  (tests/fixtures/held_out_v8/), the ninth (tests/fixtures/held_out_v9/) and the tenth
+  (tests/fixtures/held_out_v10/, frozen last, measured on the catalogue of its freezing before the
   round it is the "before" of):
   real messages from threads no file of the project cites, never tuned on (their README.md files),
   so their figures are what a user pasting a message nobody wrote a pattern for can expect. They
@@ -61,7 +61,7 @@ cause ids.
 ``--json`` prints the same as JSON; ``--corpus DIR`` measures another corpus in the training
 format alone, ``--held-out [DIR]`` a folder in the held-out format alone (the retired first set
 when no folder is named; tests/fixtures/held_out_v2 or held_out_v3 for the live sets);
-``--held-out-v2 DIR`` to ``--held-out-v9 DIR`` the folders of the live sets' columns;
+``--held-out-v2 DIR`` to ``--held-out-v10 DIR`` the folders of the live sets' columns;
 ``--misses`` also lists the held-out messages missed, by id (left out otherwise: whoever tunes
 the catalogue reads the figures, not which messages failed); ``--patterns FILE`` another
 catalogue (for example the one of an older release, to compare). A catalogue without ranked causes counts a cause as right when the explanation's id is the
@@ -100,6 +100,7 @@ DEFAULT_HELD_OUT_V6 = ROOT / "tests" / "fixtures" / "held_out_v6"
 DEFAULT_HELD_OUT_V7 = ROOT / "tests" / "fixtures" / "held_out_v7"
 DEFAULT_HELD_OUT_V8 = ROOT / "tests" / "fixtures" / "held_out_v8"
 DEFAULT_HELD_OUT_V9 = ROOT / "tests" / "fixtures" / "held_out_v9"
+DEFAULT_HELD_OUT_V10 = ROOT / "tests" / "fixtures" / "held_out_v10"
 # The first set is retired (its README.md): its figures are reported under this label, never as
 # held-out figures; so is the second, retired after round 10 (measured ten times).
 RETIRED_LABEL = "held-out v1 (retired)"
@@ -732,13 +733,23 @@ def main(argv: Optional[list[str]] = None) -> int:
         ),
     )
     parser.add_argument(
+        "--held-out-v10",
+        type=Path,
+        default=None,
+        help=(
+            "the tenth held-out set, reported in its own column in the side-by-side "
+            f"report (default there with --live: {DEFAULT_HELD_OUT_V10}, when neither --corpus nor --held-out "
+            "is given); measure it alone with --held-out DIR"
+        ),
+    )
+    parser.add_argument(
         "--patterns", type=Path, default=None, help="catalogue to measure (default: the bundled explain_patterns.yaml)"
     )
     parser.add_argument(
         "--live",
         action="store_true",
         help=(
-            "also measure the live held-out sets (v3 to v9) in their own columns; a measurement, "
+            "also measure the live held-out sets (v3 to v10) in their own columns; a measurement, "
             "taken once before and once after a change, never while writing patterns"
         ),
     )
@@ -769,6 +780,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         ("held_out_v7", args.held_out_v7, DEFAULT_HELD_OUT_V7),
         ("held_out_v8", args.held_out_v8, DEFAULT_HELD_OUT_V8),
         ("held_out_v9", args.held_out_v9, DEFAULT_HELD_OUT_V9),
+        ("held_out_v10", args.held_out_v10, DEFAULT_HELD_OUT_V10),
     ):
         # the retired second set is read by whoever writes patterns: in the default run too
         retired_default = key == "held_out_v2" and args.corpus is None and args.held_out is None

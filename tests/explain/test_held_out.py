@@ -1,4 +1,4 @@
-"""The held-out sets (tests/fixtures/held_out_v3/ to held_out_v9/) are well formed and
+"""The held-out sets (tests/fixtures/held_out_v3/ to held_out_v10/) are well formed and
 still held out: every entry has its fields, and no file of the project outside a set's folder cites
 one of its threads. The first set (tests/fixtures/held_out/) is retired: measured five times, it is
 now read by whoever writes patterns, and its entries move to the training corpus as patterns are
@@ -28,6 +28,7 @@ HELD_OUT_V6 = ROOT / "tests" / "fixtures" / "held_out_v6"
 HELD_OUT_V7 = ROOT / "tests" / "fixtures" / "held_out_v7"
 HELD_OUT_V8 = ROOT / "tests" / "fixtures" / "held_out_v8"
 HELD_OUT_V9 = ROOT / "tests" / "fixtures" / "held_out_v9"
+HELD_OUT_V10 = ROOT / "tests" / "fixtures" / "held_out_v10"
 ALIASES_NAME = "aliases.yaml"
 # Each live set and the fewest messages it may have (its README says why).
 SETS = {
@@ -38,6 +39,7 @@ SETS = {
     HELD_OUT_V7: 100,
     HELD_OUT_V8: 100,
     HELD_OUT_V9: 100,
+    HELD_OUT_V10: 100,
 }
 SET_IDS = [folder.name for folder in SETS]
 # Retired sets: format only, however few entries are left in them.
@@ -138,6 +140,7 @@ HARMLESS_SHARE = {
     HELD_OUT_V7: (0.08, 0.2),
     HELD_OUT_V8: (0.08, 0.2),
     HELD_OUT_V9: (0.08, 0.2),
+    HELD_OUT_V10: (0.08, 0.2),
 }
 
 
