@@ -48,6 +48,14 @@ KEPT_ORDERS = {
     # that shows CUDA_VISIBLE_DEVICES=0 cannot mean an index out of range, and no rule rules it out
     # there (test_explain_build_ranking: ..._visible_devices_the_log_sets_ranks_its_cause).
     ("cuinit-no-device", "cvd-hides-all", "cvd-out-of-range"): "CUDA_VISIBLE_DEVICES=0 names an existing GPU",
+    # Both causes rise to the front on their own signs (custom-build-arch when the project's own
+    # cudaCheckError() printed it, compute-capability-too-low when the log names an old GPU); where
+    # both show, the failing kernel is the project's own build, compiled by its own nvcc -arch list
+    # (nvcc guide, GPU feature list), so the written order breaks the tie for it
+    # (test_explain_documented_causes: ..._own_kernel_on_an_old_gpu_is_its_own_build_first).
+    ("no-kernel-image-for-device", "custom-build-arch", "compute-capability-too-low"): (
+        "a project's own kernel on an old GPU is its own build first"
+    ),
 }
 
 

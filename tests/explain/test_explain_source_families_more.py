@@ -332,7 +332,7 @@ MESSAGES = [
         "nvcc fatal   : Unsupported gpu architecture 'compute_120'",
         "nvcc-unsupported-arch",
         False,
-        "nvcc-unsupported-arch",
+        "nvcc-too-old",
     ),
     (
         "linux_libraries",  # torch/utils/cpp_extension.py
