@@ -52,6 +52,17 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
         # pooling and NMS kernels, many custom ops) calls cudaGetLastError() after the project's
         # own launch, so the kernel that failed was compiled by the project's build
         ("log_kernel_check", r"\b(cudaCheckError)\(\)(?: with sync)? failed\b", ("checkerror()",)),
+        # a kernel's own assert() failed on the device: CUDA prints "<file>:<line>: <function>:
+        # block: [x,y,z], thread: [x,y,z] Assertion `<expression>` failed." for each thread that
+        # failed it (the CUDA C++ Programming Guide, "Assertion"; PyTorch's Windows builds leave the
+        # function out), and the status it leaves is cudaErrorAssert (710, "device-side assert
+        # triggered"): the program's own check of its data (an index or a label out of range)
+        (
+            "log_device_assert",
+            r"(\bblock: \[\d{1,6}, ?\d{1,6}, ?\d{1,6}\], thread: \[\d{1,6}, ?\d{1,6}, ?\d{1,6}\] Assertion `|"
+            r"\bdevice-side assert triggered\b|(?-i:\bcudaErrorAssert\b|\bCUDA_ERROR_ASSERT\b))",
+            ("] assertion `", "device-side assert triggered", "cudaerrorassert", "cuda_error_assert"),
+        ),
         # compute-sanitizer's memcheck names the kernel that made the invalid access ("=========     at
         # void cudnn::cnn::reduce_wgrad_nchw_helper<float, float>(...)+0x8d0", its report format in
         # NVIDIA's Compute Sanitizer guide): the outermost namespace of a kernel of a library the
@@ -556,6 +567,7 @@ CONTEXT_NAMES = (
     "log_exception", "log_error_record", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
     "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_framework",
     "log_gpu_name", "log_nvvm_path", "log_fault_kernel", "log_cuda_toolkits", "log_gpu_stack", "log_gpu_vendor",
+    "log_device_assert",
     "log_persistenced", "log_mig", "log_tegra",
     "log_numpy", "log_keras", "log_wrapt", "log_typing_extensions",
     "log_ptxas", "log_ptxas_state", "log_tf_nvidia_wheels",
