@@ -133,6 +133,10 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
         # the program runs on another vendor's GPU stack (ROCm, oneAPI): its lines in NVIDIA's words
         # (hipified "CUDA error", RCCL's "NCCL") are that stack's, and so are its crash and records
         occurrences = tuple(o for o in occurrences if applies_on_another_stack(o.pattern))
+    if result.context.get("log_miner"):
+        # a miner builds the epoch's DAG in the GPU's memory: out of memory there is a DAG larger
+        # than the card, none of a framework's reasons (another process, its reservation, a batch)
+        occurrences = tuple(o for o in occurrences if o.variables.get("status_name", "") not in _OUT_OF_MEMORY)
     if result.context.get("log_device_assert"):
         # a kernel's own assert failed on the device (an index or a label out of range): what the
         # CUDA stack reports after it in that process is that assert, not the setup
