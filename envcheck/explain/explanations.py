@@ -141,6 +141,10 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
         # a kernel's own assert failed on the device (an index or a label out of range): what the
         # CUDA stack reports after it in that process is that assert, not the setup
         occurrences = tuple(o for o in occurrences if not left_by_device_assert(o.variables))
+    if result.context.get("log_zluda"):
+        # ZLUDA's stand-ins for the CUDA libraries report HIP's and ROCm's failures in NVIDIA's
+        # status names: NVIDIA's meanings (drivers, architectures, CUDA releases) are not theirs
+        occurrences = tuple(o for o in occurrences if not cuda_library_status(o.variables))
     explanations = [
         _explain_one(occurrence, log, ctx, assess, matrix)
         for occurrence in occurrences
