@@ -52,6 +52,45 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
         # pooling and NMS kernels, many custom ops) calls cudaGetLastError() after the project's
         # own launch, so the kernel that failed was compiled by the project's build
         ("log_kernel_check", r"\b(cudaCheckError)\(\)(?: with sync)? failed\b", ("checkerror()",)),
+        # a kernel's own assert() failed on the device: CUDA prints "<file>:<line>: <function>:
+        # block: [x,y,z], thread: [x,y,z] Assertion `<expression>` failed." for each thread that
+        # failed it (the CUDA C++ Programming Guide, "Assertion"; PyTorch's Windows builds leave the
+        # function out), and the status it leaves is cudaErrorAssert (710, "device-side assert
+        # triggered"): the program's own check of its data (an index or a label out of range)
+        (
+            "log_device_assert",
+            r"(\bblock: \[\d{1,6}, ?\d{1,6}, ?\d{1,6}\], thread: \[\d{1,6}, ?\d{1,6}, ?\d{1,6}\] Assertion `|"
+            r"\bdevice-side assert triggered\b|(?-i:\bcudaErrorAssert\b|\bCUDA_ERROR_ASSERT\b))",
+            ("] assertion `", "device-side assert triggered", "cudaerrorassert", "cuda_error_assert"),
+        ),
+        # a cryptocurrency miner's log (ethminer, Phoenix Miner, T-Rex, NBMiner, lolMiner, NiceHash's
+        # excavator): the proof-of-work algorithm it mines, its pool's stratum address, the DAG it
+        # builds in the GPU's memory for the epoch, its hash rate, T-Rex's "TREX: " prefix. Its
+        # CUDA lines are the miner's own (a DAG that outgrew the card), not a framework's.
+        (
+            "log_miner",
+            r"(\b(?:ethash|etchash|daggerhashimoto|kawpow|autolykos2?|equihash|cuckatoo\d{0,2})\b|"
+            r"\bstratum(?:\+(?:tcp|ssl|tls))?://|\b(?:Generating|Allocating|Building) DAG\b|\bDAG - Building\b|"
+            r"\bbuffer for DAG\b|\bDAG \+ Light\b|\binitMiner\b|\bCUDAMiner\b|\bcuda_miner\b|\bMining program\b|"
+            r"\b\d{1,6}(?:\.\d{1,3})? ?[MGK]H/s\b|(?-i:^(?:\d{8} \d\d:\d\d:\d\d )?TREX: ))",
+            (
+                "ethash",
+                "etchash",
+                "daggerhashimoto",
+                "kawpow",
+                "autolykos",
+                "equihash",
+                "cuckatoo",
+                "stratum",
+                " dag",
+                "initminer",
+                "cudaminer",
+                "cuda_miner",
+                "mining program",
+                "h/s",
+                "trex: ",
+            ),
+        ),
         # compute-sanitizer's memcheck names the kernel that made the invalid access ("=========     at
         # void cudnn::cnn::reduce_wgrad_nchw_helper<float, float>(...)+0x8d0", its report format in
         # NVIDIA's Compute Sanitizer guide): the outermost namespace of a kernel of a library the
@@ -556,6 +595,7 @@ CONTEXT_NAMES = (
     "log_exception", "log_error_record", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
     "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_framework",
     "log_gpu_name", "log_nvvm_path", "log_fault_kernel", "log_cuda_toolkits", "log_gpu_stack", "log_gpu_vendor",
+    "log_device_assert", "log_miner", "log_zluda",
     "log_persistenced", "log_mig", "log_tegra",
     "log_numpy", "log_keras", "log_wrapt", "log_typing_extensions",
     "log_ptxas", "log_ptxas_state", "log_tf_nvidia_wheels",

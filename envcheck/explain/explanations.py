@@ -133,6 +133,18 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
         # the program runs on another vendor's GPU stack (ROCm, oneAPI): its lines in NVIDIA's words
         # (hipified "CUDA error", RCCL's "NCCL") are that stack's, and so are its crash and records
         occurrences = tuple(o for o in occurrences if applies_on_another_stack(o.pattern))
+    if result.context.get("log_miner"):
+        # a miner builds the epoch's DAG in the GPU's memory: out of memory there is a DAG larger
+        # than the card, none of a framework's reasons (another process, its reservation, a batch)
+        occurrences = tuple(o for o in occurrences if o.variables.get("status_name", "") not in _OUT_OF_MEMORY)
+    if result.context.get("log_device_assert"):
+        # a kernel's own assert failed on the device (an index or a label out of range): what the
+        # CUDA stack reports after it in that process is that assert, not the setup
+        occurrences = tuple(o for o in occurrences if not left_by_device_assert(o.variables))
+    if result.context.get("log_zluda"):
+        # ZLUDA's stand-ins for the CUDA libraries report HIP's and ROCm's failures in NVIDIA's
+        # status names: NVIDIA's meanings (drivers, architectures, CUDA releases) are not theirs
+        occurrences = tuple(o for o in occurrences if not cuda_library_status(o.variables))
     explanations = [
         _explain_one(occurrence, log, ctx, assess, matrix)
         for occurrence in occurrences
@@ -144,6 +156,45 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
     # a crash on another vendor's stack is that runtime's: the notices before it are no leads to it
     crash = "" if result.context.get("log_gpu_stack") else result.context.get("log_crash", "")
     return _after_a_crash(tuple(explanations), crash)
+
+
+# The status tables of the CUDA runtime, the driver and the libraries on them (cuda_status.yaml's
+# enums). A failed device-side assert leaves the process's CUDA context unusable: NVIDIA's
+# reference for cudaErrorAssert (and CUDA_ERROR_ASSERT) says the context "cannot be used anymore,
+# and must be destroyed", so every later call of the runtime, the driver or a library on them
+# (cuBLAS creating its handle or running a GEMM, cuDNN, cuFFT, cuSOLVER, cuSPARSE) fails with that
+# error or its own word for it ("CUBLAS_STATUS_EXECUTION_FAILED", "an illegal memory access",
+# "unspecified launch failure"). Running out of memory is not among them: an allocation the
+# sticky error refuses fails with the assert, never with out-of-memory.
+_CUDA_LIBRARY_ENUMS = frozenset(
+    {
+        "CUresult",
+        "cudaError_t",
+        "cudnnStatus_t",
+        "cudnnStatus_t (cuDNN 7 and 8)",
+        "cublasStatus_t",
+        "cufftResult",
+        "cusolverStatus_t",
+        "cusparseStatus_t",
+    }
+)
+_OUT_OF_MEMORY = frozenset({"CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation"})
+
+
+def cuda_library_status(variables: dict[str, str]) -> bool:
+    """Whether a message is a status of the CUDA runtime, the driver or a library on them
+    (``_CUDA_LIBRARY_ENUMS``) other than running out of memory."""
+    return (
+        variables.get("status_enum", "") in _CUDA_LIBRARY_ENUMS
+        and variables.get("status_name", "") not in _OUT_OF_MEMORY
+    )
+
+
+def left_by_device_assert(variables: dict[str, str]) -> bool:
+    """Whether a message is a status of the CUDA stack that a failed device-side assert earlier in
+    the process would leave (``cuda_library_status``): in a log that shows the assert
+    (``log_device_assert``), it is the program's own data, not the GPU setup."""
+    return cuda_library_status(variables)
 
 
 def _failed_unexplained(context: dict[str, str]) -> bool:

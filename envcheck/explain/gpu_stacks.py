@@ -67,6 +67,19 @@ _ONEAPI = re.compile(
 )
 _ONEAPI_HINTS = ("ze_", "ur_result", "pi_error", "level", "native api", "xpu", "intel")
 
+# ZLUDA runs programs built for CUDA, unmodified, on AMD GPUs: its own CUDA driver (nvcuda.dll,
+# libcuda.so) and its stand-ins for cuBLAS, cuDNN, cuFFT, cuSPARSE and NVRTC hand each call to HIP
+# and ROCm's libraries (rocBLAS, MIOpen), so the program is PyTorch's CUDA build ("+cu118") and
+# says "CUDA error: CUBLAS_STATUS_NOT_SUPPORTED" for a call rocBLAS could not do. ZLUDA names
+# itself: the device name it reports ends in " [ZLUDA]", its launcher is zluda.exe, its releases
+# ZLUDA-windows-rocm6-amd64.zip, and the projects that ship it carry its name (ComfyUI-Zluda's
+# "ZLUDA" banner). A log that names it (``log_zluda``) runs on AMD's stack although it shows
+# CUDA's build: the statuses in NVIDIA's names are what ZLUDA's stand-ins made of HIP's and ROCm's
+# failures, while the program's own setup (Windows' loader finding the HIP SDK's DLLs, the
+# Python packages) is the machine's as on any other.
+_ZLUDA = re.compile(r"\bZLUDA\b", re.I | re.M)
+_ZLUDA_HINTS = ("zluda",)
+
 # NVIDIA's stack: its GPUs named (a device line, nvidia-smi and its "Driver Version", the kernel
 # module's NVRM) and its software in use (a CUDA build's local version and collect_env's CUDA
 # line, the CUDA runtime's file names). A machine with both vendors' GPUs runs either: a log that
@@ -106,7 +119,8 @@ def _shows(regex: re.Pattern[str], hints: tuple[str, ...], text: str, lowered: s
 
 def read_gpu_stack(text: str, lowered: str) -> dict[str, str]:
     """``log_gpu_stack``: "rocm" or "oneapi" where the log shows the program on AMD's or Intel's
-    GPU stack and nothing of NVIDIA's in use; ``log_gpu_vendor``: "amd" or "intel" where it shows
+    GPU stack and nothing of NVIDIA's in use; ``log_zluda``: "yes" where it shows ZLUDA and no
+    NVIDIA GPU; ``log_gpu_vendor``: "amd" or "intel" where it shows
     that vendor's GPU (or its stack) and no NVIDIA GPU. An AMD or Intel CPU says nothing."""
     facts: dict[str, str] = {}
     nvidia_gpu = _shows(_NVIDIA_GPU, _NVIDIA_GPU_HINTS, text, lowered)
@@ -114,6 +128,11 @@ def read_gpu_stack(text: str, lowered: str) -> dict[str, str]:
     oneapi = _shows(_ONEAPI, _ONEAPI_HINTS, text, lowered)
     if rocm != oneapi and not nvidia_gpu and not _shows(_CUDA_BUILD, _CUDA_BUILD_HINTS, text, lowered):
         facts["log_gpu_stack"] = "rocm" if rocm else "oneapi"
+    # ZLUDA runs CUDA's build on ROCm: the build's marks do not make the log NVIDIA's
+    zluda = not oneapi and not nvidia_gpu and _shows(_ZLUDA, _ZLUDA_HINTS, text, lowered)
+    if zluda:
+        facts["log_zluda"] = "yes"
+    rocm = rocm or zluda
     if nvidia_gpu:
         return facts
     amd = rocm or _shows(_AMD_GPU, _GPU_HINTS, text, lowered)

@@ -223,7 +223,12 @@ _FFMPEG_CONTEXT = re.compile(r"\[[A-Za-z][\w:/#.-]{0,80} @ (?:0x)?[0-9a-f]{6,16}
 #   <file>:<line> -> <code>") and NCCL's words ("Cuda failure 'invalid argument'" is CUDACHECK
 #   turned into a HIP call's check), but <file> is RCCL's own source as its build compiled it, a
 #   path through its rccl or hipify folder ("/rccl/build/hipify/src/transport/p2p.cc:237",
-#   "/src/extlibs/rccl/build/src/init.cpp:126"): a ROCm GPU's message, not NVIDIA's NCCL's.
+#   "/src/extlibs/rccl/build/src/init.cpp:126"): a ROCm GPU's message, not NVIDIA's NCCL's;
+#   and the video programs built on NVIDIA's Video Codec SDK (NVEncC, LAV Filters, StaxRip, VPF,
+#   OBS), whose line names a call of the SDK's decoder (nvcuvid.h: cuvidCreateDecoder,
+#   cuvidParseVideoData, cuvidCtxLockCreate) or encoder (nvEncodeAPI.h: NvEncOpenEncodeSessionEx,
+#   nvEncInitializeEncoder), which no framework calls: "cuvid: Failed cuvidCreateDecoder 2
+#   (CUDA_ERROR_OUT_OF_MEMORY)" is NVDEC's decoder refused by the driver, not a CUDA setup's fault.
 # Such a line is that program's message about its own use of the GPU, not TensorFlow's.
 # (a call's name keeps its case; not a member or a field: "x.cuInit(): ", "cu->cuInit(): ")
 _CALL_RETURNED = re.compile(r"(?<![\w.>-])(?:cu|nvrtc|nvml|cl|hip)[A-Z]\w{1,60}\(\): \S")
@@ -238,14 +243,15 @@ _OWN_FORMATS = re.compile(
     r"\bterminate called after throwing an instance of '(?:cv|dxvk)::|"
     r"\bin cu[A-Z]\w{1,60}\([^\n]{0,300}\)(?:, line \d{1,6}| \([^\n()]{0,400}\.cpp:\d{1,6}\))\s{0,4}$|"
     r"[\\/](?:rccl[\w.+-]{0,30}|hipify)[\\/][^\s:]{0,300}:\d{1,6} NCCL (?:WARN|INFO)\b|"
-    r"\bNCCL (?:WARN|INFO) [^\s:]{0,300}?[\\/](?:rccl[\w.+-]{0,30}|hipify)[\\/][^\s:]{0,300}:\d{1,6}\b",
+    r"\bNCCL (?:WARN|INFO) [^\s:]{0,300}?[\\/](?:rccl[\w.+-]{0,30}|hipify)[\\/][^\s:]{0,300}:\d{1,6}\b|"
+    r"(?-i:\b(?:cuvid|NvEnc|nvEnc)[A-Z]\w{1,60})",
     re.I,
 )
 
 
 def another_programs_line(text: str) -> bool:
     """Whether a line is, by its own log prefix or format, another program's message (FFmpeg's,
-    hashcat's, OBS Studio's, darknet's, OpenCV's, Blender's)."""
+    hashcat's, OBS Studio's, darknet's, OpenCV's, Blender's, RCCL's, a Video Codec SDK program's)."""
     return any(own.search(text) is not None for own in (_FFMPEG_CONTEXT, _CALL_RETURNED, _OWN_FORMATS))
 
 

@@ -184,3 +184,45 @@ def test_which_patterns_speak_of_the_cuda_stack():
     assert not applies_on_another_stack(by_id["process-crash-status"]) and not applies_on_another_stack(
         by_id["tf-info-record"]
     )
+
+
+# ZLUDA runs PyTorch's CUDA build on AMD GPUs through HIP and ROCm's libraries: the build's marks
+# ("+cu121", cublas64_12.dll) are in its logs, its own name makes the log AMD's (``log_zluda``).
+# The statuses in NVIDIA's names are ZLUDA's; Windows' loader errors are the machine's, explained.
+ZLUDA_LOGS = [
+    "Using device: cuda:0 AMD Radeon RX 7800 XT [ZLUDA]\ntorch 2.4.1+cu121",
+    "C:\\tools\\zluda\\zluda.exe -- python main.py\nRuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling "
+    "`cublasSgemm( handle, opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`",
+    "  ::  ZLUDA detected, disabling non-supported functions.\nRuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR",
+]
+
+
+@pytest.mark.parametrize("text", ZLUDA_LOGS)
+def test_zluda_makes_an_amd_log_with_cudas_build(text):
+    facts = read_context(text)
+    assert facts.get("log_zluda") == "yes" and facts.get("log_gpu_vendor") == "amd", facts
+    assert [e.id for e in explain(CATALOGUE.scan_text(text)) if not e.harmless] == []
+
+
+def test_a_loader_error_on_zluda_is_still_explained():
+    # the HIP SDK's folder missing from PATH: Windows' loader, on any stack
+    text = (
+        r"OSError: [WinError 126] The specified module could not be found. Error loading "
+        r'"D:\apps\comfyui-zluda\venv\Lib\site-packages\torch\lib\cublas64_11.dll" or one of its dependencies.'
+    )
+    assert read_context(text).get("log_zluda") == "yes"
+    assert "windows-dll-load-error" in _ids(text)
+
+
+def test_the_same_status_without_zluda_is_explained():
+    line = ZLUDA_LOGS[1].splitlines()[1]
+    assert "cuda-math-library-status" in _ids(line)
+
+
+def test_zluda_named_in_an_nvidia_log_is_no_other_stack():
+    # a machine with an NVIDIA GPU in use that mentions ZLUDA (a folder, a question) stays NVIDIA's
+    text = "|   0  NVIDIA GeForce RTX 4070        On  | 00000000:01:00.0 Off |\nI tried ZLUDA before\nRuntimeError: CUDA error: out of memory"
+    assert "log_zluda" not in read_context(text) and "log_gpu_stack" not in read_context(text)
+    assert "cuda-out-of-memory" in _ids(text)
+    # a word that only contains the name is not it
+    assert "log_zluda" not in read_context("zludafork_helper: 1\nRuntimeError: CUDA error: out of memory")

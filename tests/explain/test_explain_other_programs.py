@@ -56,6 +56,12 @@ OTHER_PROGRAMS = [
     # libstdc++'s verbose terminate handler, the exception's type in OpenCV's and DXVK's namespaces
     "terminate called after throwing an instance of 'cv::dnn::cuda4dnn::csl::CUDAException'",
     "terminate called after throwing an instance of 'dxvk::DxvkError'",
+    # programs on NVIDIA's Video Codec SDK, which name the SDK's decoder (nvcuvid.h) or encoder
+    # (nvEncodeAPI.h) call they made
+    "cuvid: Failed cuvidCreateDecoder 3 (CUDA_ERROR_OUT_OF_MEMORY)",
+    "cuvidCtxLockCreate(&m_ctxLock, cuContext) returned CUDA_ERROR_INVALID_CONTEXT",
+    "Error on nvEncOpenEncodeSessionEx: 10 (NV_ENC_ERR_OUT_OF_MEMORY)",
+    "NvEncInitializeEncoder failed with CUDA_ERROR_NOT_SUPPORTED",
 ]
 
 
@@ -111,6 +117,9 @@ def test_the_stacks_own_line_with_the_same_status_is_explained(line, pattern_id)
         # a C++ exception of another namespace: std::, a framework's
         "terminate called after throwing an instance of 'std::runtime_error'",
         "terminate called after throwing an instance of 'tensorflow::errors::Internal'",
+        # the SDK's names as words, not a call: an FFmpeg decoder's name, NVIDIA's sample class
+        "Stream #0:0 -> #0:0 (h264 (h264_cuvid) -> h264 (h264_nvenc))",
+        "NvEncoder.cpp: encoder created",
     ],
 )
 def test_near_misses_of_the_formats_are_not_another_programs(line):

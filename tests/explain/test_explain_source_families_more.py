@@ -325,7 +325,7 @@ MESSAGES = [
         "RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu').",
         "torch-load-cuda-unavailable",
         False,
-        "torch-cpu-wheel",
+        "no-nvidia-gpu",
     ),
     (
         "compute_capability",  # nvcc's option check
