@@ -174,6 +174,8 @@ def test_a_missing_device_node_is_a_failure_where_the_log_shows_a_gpu():
         "Failed to determine cuDNN version",
         "No supported devices found for platform CUDA",
         "Could not parse entry in config.yaml",
+        "Device memory: 2555904 bytes free, 8589934592 bytes needed.",
+        "Cannot set memory growth on non-GPU",
         "Error retrieving driver version from the registry",
         "no NVIDIA GPU device is present",
         "could not open driver version path",
@@ -194,5 +196,32 @@ def test_look_alikes_are_not_these_patterns(line):
         "visible-device-list-unparsable",
         "tensorrt-major-version-incompatible",
         "tf-built-without-cuda-capabilities",
+        "cudnn-handle-memory-usage",
+        "memory-growth-on-non-gpu",
     }
     assert not new & set(CATALOGUE.scan_text(line).ids)
+
+
+def test_the_memory_figures_after_a_cudnn_handle_failure_stand_behind_it():
+    detail = (
+        "E tensorflow/stream_executor/cuda/cuda_dnn.cc:367] Memory usage: 2555904 bytes free, 8589934592 bytes total."
+    )
+    (alone,) = explain(CATALOGUE.scan_text(detail))
+    assert alone.id == "cudnn-handle-memory-usage" and not alone.harmless
+    assert alone.causes[0].id == "gpu-memory-preallocated"
+    log = (
+        "E tensorflow/stream_executor/cuda/cuda_dnn.cc:361] Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR\n"
+        + detail
+    )
+    assert [e.id for e in explain(CATALOGUE.scan_text(log))] == ["cudnn-handle-failed"]
+
+
+def test_a_logical_gpu_without_a_memory_limit_is_its_own_first_cause():
+    (found,) = explain(CATALOGUE.scan_text("ValueError: Setting memory limit is required for GPU virtual devices"))
+    assert found.id == "virtual-device-config-invalid" and found.causes[0].id == "virtual-device-without-memory-limit"
+    (other,) = explain(
+        CATALOGUE.scan_text(
+            "InvalidArgumentError: It's invalid to set per_process_gpu_memory_fraction when virtual_devices is set."
+        )
+    )
+    assert "virtual-device-without-memory-limit" not in [c.id for c in other.causes]
