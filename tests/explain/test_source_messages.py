@@ -176,6 +176,7 @@ def test_a_missing_device_node_is_a_failure_where_the_log_shows_a_gpu():
         "Could not parse entry in config.yaml",
         "Device memory: 2555904 bytes free, 8589934592 bytes needed.",
         "Cannot set memory growth on non-GPU",
+        "Engine creation failed: the native segment could not run",
         "Error retrieving driver version from the registry",
         "no NVIDIA GPU device is present",
         "could not open driver version path",
@@ -198,6 +199,7 @@ def test_look_alikes_are_not_these_patterns(line):
         "tf-built-without-cuda-capabilities",
         "cudnn-handle-memory-usage",
         "memory-growth-on-non-gpu",
+        "trt-engine-native-fallback",
     }
     assert not new & set(CATALOGUE.scan_text(line).ids)
 
