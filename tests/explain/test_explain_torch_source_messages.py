@@ -216,3 +216,62 @@ def test_the_device_count_warning_names_its_status_by_number():
     (explanation,) = _explain(text)
     assert explanation.id == "cuda-runtime-status" and "cudaErrorSystemNotReady" in explanation.title
     assert explanation.causes[0].id == "fabric-manager-not-running"
+
+
+@pytest.mark.parametrize(
+    "text, first",
+    [
+        # 2.1's wording without this process's line: PyTorch's own share is allocated + unallocated
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of "
+            "23.99 GiB of which 0 bytes is free. Of the allocated memory 21.10 GiB is allocated by PyTorch, and "
+            "1.43 GiB is reserved by PyTorch but unallocated.",
+            "batch-too-large",
+        ),
+        # more asked than is free while this process holds most of the GPU
+        (
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 5.96 GiB. GPU 0 has a total capacty "
+            "of 23.69 GiB of which 5.25 GiB is free. Including non-PyTorch memory, this process has 18.17 GiB memory "
+            "in use. Of the allocated memory 17.88 GiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch "
+            "but unallocated.",
+            "batch-too-large",
+        ),
+        # another process holds the GPU
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU 0 has a total capacity of "
+            "7.75 GiB of which 20.06 MiB is free. Process 2211 has 6.10 GiB memory in use. Including non-PyTorch "
+            "memory, this process has 1.60 GiB memory in use. Of the allocated memory 1.35 GiB is allocated by "
+            "PyTorch, and 66.49 MiB is reserved by PyTorch but unallocated.",
+            "other-process-holds-gpu",
+        ),
+        # set_per_process_memory_fraction's cap, in 1.x's and 2.x's places
+        (
+            "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.35 GiB total capacity; 17.00 GiB "
+            "already allocated; 60.10 GiB free; 18.00 GiB allowed; 17.50 GiB reserved in total by PyTorch)",
+            "torch-memory-fraction-cap",
+        ),
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "79.14 GiB of which 60.12 GiB is free. Including non-PyTorch memory, this process has 19.01 GiB memory in "
+            "use. 18.00 GiB allowed; Of the allocated memory 17.50 GiB is allocated by PyTorch, and 10.00 MiB is "
+            "reserved by PyTorch but unallocated.",
+            "torch-memory-fraction-cap",
+        ),
+    ],
+)
+def test_the_out_of_memory_figures_rank_the_causes(text, first):
+    (explanation,) = _explain(text)
+    assert explanation.id == "torch-cuda-out-of-memory"
+    causes = [c.id for c in explanation.causes]
+    assert causes[0] == first
+    if first != "torch-memory-fraction-cap":
+        assert "torch-memory-fraction-cap" not in causes
+
+
+def test_an_out_of_memory_with_room_left_and_little_held_names_no_side():
+    text = (
+        "RuntimeError: CUDA out of memory. Tried to allocate 1.00 GiB (GPU 0; 7.79 GiB total capacity; 0 bytes "
+        "already allocated; 6.31 GiB free; 0 bytes reserved in total by PyTorch)"
+    )
+    (explanation,) = _explain(text)
+    assert explanation.variables.get("held_here", "") == "" and explanation.variables.get("held_elsewhere", "") == ""
