@@ -977,12 +977,15 @@ def _read_where(facts: dict[str, str], text: str, lowered: str) -> None:
 # CUDA error (c10/cuda/CUDAException: "CUDA kernel errors might be asynchronously reported ...",
 # "For debugging consider passing CUDA_LAUNCH_BLOCKING=1", "Compile with `TORCH_USE_CUDA_DSA`"), and
 # ATen's check of a CUDA math library's status (aten/src/ATen/cuda/Exceptions.h: "CUDA error:
-# CUBLAS_STATUS_... when calling `cublasCreate(handle)`").
+# CUBLAS_STATUS_... when calling `cublasCreate(handle)`"), and its check of a cuDNN status
+# (aten/src/ATen/cudnn/Exceptions.h, AT_CUDNN_CHECK: c10's CuDNNError, which Python raises as
+# "RuntimeError: cuDNN error: " and cudnnGetErrorString's name).
 _TORCH_SIGNS = re.compile(
     r"[/\\](?:site|dist)-packages[/\\]torch[/\\]|\btorch\.(?:cuda|nn|_C|utils|distributed|backends)\b|"
     r"\bimport torch\b|\blibtorch(?:_cuda|_cpu|_python)?\b|\bc10[/\\:]|"
     r"CUDA kernel errors might be asynchronously reported|consider passing CUDA_LAUNCH_BLOCKING=1|TORCH_USE_CUDA_DSA|"
-    r"\breserved in total by PyTorch\b|\bwhen calling `(?:cublas|cublasLt|cusparse|cusolver\w{0,4}|cufft|curand)\w{0,40}\(",
+    r"\breserved in total by PyTorch\b|\bwhen calling `(?:cublas|cublasLt|cusparse|cusolver\w{0,4}|cufft|curand)\w{0,40}\(|"
+    r"\bRuntimeError: cuDNN error: CUDNN_STATUS_",
 )
 # TensorFlow's own signs: its package or its source tree in a path or a log prefix, its module.
 _TF_SIGNS = re.compile(r"\btensorflow\b|\btf\.(?:config|keras|compat|test|distribute|data)\b|\bimport tf_keras\b", re.I)
@@ -993,7 +996,15 @@ def _framework(text: str, lowered: str) -> str:
     nothing of TensorFlow's (a process with both may hold TensorFlow's reservation; a log of
     neither says nothing)."""
     if not any(
-        h in lowered for h in ("torch", "c10", "cuda_launch_blocking", "when calling `cu", "cuda kernel errors")
+        h in lowered
+        for h in (
+            "torch",
+            "c10",
+            "cuda_launch_blocking",
+            "when calling `cu",
+            "cuda kernel errors",
+            "error: cudnn error: ",
+        )
     ):
         return ""
     if not _TORCH_SIGNS.search(text) or _TF_SIGNS.search(text):

@@ -134,14 +134,20 @@ def _derive_allocator_memory(variables: dict[str, str]) -> dict[str, str]:
     """From an allocator's out-of-memory message: ``held_elsewhere`` is "yes" when the GPU is all
     but full and this process (PyTorch's reserved memory, or all this process uses) holds under
     half of it, the rest being held outside it (another process); ``held_here`` is "yes" when
-    PyTorch itself holds four fifths of the GPU or more (its model and batch)."""
+    PyTorch itself holds four fifths of the GPU or more (its model and batch), or holds most of it
+    and asked for more than the GPU had left free (the next allocation of the same model and
+    batch)."""
     total, free = memory_size(variables.get("total", "")), memory_size(variables.get("free", ""))
-    if not total or free is None or free >= 0.1 * total:
+    if not total or free is None:
         return {"held_elsewhere": "", "held_here": ""}
     by_pytorch = memory_size(variables.get("reserved", ""))
     if by_pytorch is None and variables.get("by_pytorch"):
         allocated, cached = memory_size(variables["by_pytorch"]), memory_size(variables.get("unallocated", ""))
         by_pytorch = (allocated or 0.0) + (cached or 0.0)
+    if free >= 0.1 * total:
+        asked = memory_size(variables.get("asked", ""))
+        past_free = asked is not None and asked > free and by_pytorch is not None and by_pytorch >= 0.5 * total
+        return {"held_elsewhere": "", "held_here": "yes" if past_free else ""}
     here = by_pytorch if by_pytorch is not None else memory_size(variables.get("this_process", ""))
     return {
         "held_elsewhere": "yes" if here is not None and here < 0.5 * total else "",

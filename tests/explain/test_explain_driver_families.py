@@ -92,8 +92,18 @@ MESSAGES = [
         "other-process-holds-gpu",
     ),
     (
-        "memory",  # the same format with free memory left: nothing says where the memory went
+        # the same format with free memory left, but more asked than is free while PyTorch itself
+        # holds most of the GPU (18.1 of 23.6 GiB, nothing else in or beside the process): the
+        # model and batch
+        "memory",
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 23.60 GiB of which 5.00 GiB is free. Including non-PyTorch memory, this process has 18.40 GiB memory in use. Of the allocated memory 18.00 GiB is allocated by PyTorch, and 100.00 MiB is reserved by PyTorch but unallocated.",
+        "torch-cuda-out-of-memory",
+        False,
+        "batch-too-large",
+    ),
+    (
+        "memory",  # free memory left and little of it PyTorch's: nothing says where the memory went
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 23.60 GiB of which 5.00 GiB is free. Including non-PyTorch memory, this process has 4.40 GiB memory in use. Of the allocated memory 4.00 GiB is allocated by PyTorch, and 100.00 MiB is reserved by PyTorch but unallocated.",
         "torch-cuda-out-of-memory",
         False,
         "gpu-memory-held-by-other-framework",
