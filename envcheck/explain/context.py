@@ -181,23 +181,12 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             ("nvrm version",),
         ),
         # the kernel's log when the module loads (nv.c: "NVRM: loading %s", the same banner
-        # /proc/driver/nvidia/version prints), and the module's refusal of another release's client
-        # ("NVRM: API mismatch: the client has the version X, but this kernel module has the version Y")
+        # /proc/driver/nvidia/version prints); not the module's "API mismatch" refusal, whose two
+        # versions its own pattern reads and ranks
         (
             "log_kernel_driver",
             r"NVRM: loading NVIDIA [^\n]{0,60}?Kernel Module(?: for \w{1,10})? {1,3}(\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)",
             ("nvrm: loading",),
-        ),
-        (
-            "log_kernel_driver",
-            r"\bthis kernel module has(?: NVRM:)? the version (\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)",
-            ("kernel module has",),
-        ),
-        (
-            "log_driver",
-            r"\bNVRM: API mismatch: the client(?: '[^'\n]{1,60}'(?: \(pid \d{1,10}\))?)?(?: NVRM:)? has the version "
-            r"(\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)",
-            ("api mismatch",),
         ),
         # NCCL's socket transport lists the interfaces it will use, " [%d]%s:%s" each
         # (src/transport/net_socket.cc, "NET/Socket : Using%s"): a docker bridge or veth among them cannot
