@@ -15,6 +15,8 @@ message's causes (``contradictions``):
   log_tf_no_gpu_build    "windows": TensorFlow after 2.10 on native Windows, which has no GPU build
   log_gpu_unsupported    "yes": the build has neither machine code nor usable PTX for the GPU's
                          compute capability
+  log_gpu_supported      "native" (the build carries machine code for the GPU's compute capability)
+                         or "ptx" (PTX the driver compiles for it): the matrix's ``support``
   log_gpu_newer_than_cuda  "yes": the GPU's architecture came after the build's CUDA release, so
                          the CUDA libraries of that release (cuDNN, cuBLAS) have no kernels for it
 """
@@ -69,7 +71,8 @@ def build_facts(variables: dict[str, str], matrix: Any) -> dict[str, str]:
         return {}
     system = variables.get("log_os", "")
     facts: dict[str, str] = {}
-    if system == "windows" and version > matrix.platform.windows_native_gpu_last:
+    # by minor release: 2.10.1 is a patch of 2.10, the last release with a native Windows GPU build
+    if system == "windows" and version.release[:2] > matrix.platform.windows_native_gpu_last.release[:2]:
         facts["log_tf_no_gpu_build"] = "windows"
         return facts
     build = matrix.tf_build(version, _BUILD_OS.get(system, "linux"))
@@ -86,8 +89,11 @@ def build_facts(variables: dict[str, str], matrix: Any) -> dict[str, str]:
     if _major_minor(capability) is None:
         return facts
     try:
-        if build.compute_capabilities and matrix.support(build, capability) == "none":
+        support = matrix.support(build, capability) if build.compute_capabilities else ""
+        if support == "none":
             facts["log_gpu_unsupported"] = "yes"
+        elif support:
+            facts["log_gpu_supported"] = support
         # the CUDA libraries the build bundles or loads (cuDNN, cuBLAS) are those of its release:
         # a GPU that release predates has no kernels in them (``context`` sets the same fact from
         # a printed CUDA version)

@@ -20,6 +20,9 @@ from .gpu_stacks import read_gpu_stack
 from .lines import lines_with
 
 _VERSION = r"(\d{1,4}(?:\.\d{1,4}){1,3})"
+# a line that is no build-info dict of TensorFlow's (tf.sysconfig.get_build_info(): "is_cuda_build",
+# "cuda_compute_capabilities" beside the build's own "cuda_version" and "cudnn_version"), up to the match
+_NOT_BUILD_INFO = r"^(?![^\n]{0,2000}?(?:is_cuda_build|cuda_compute_capabilities))[^\n]{0,2000}?"
 # (variable, regex whose group 1 is the value, the lower-case strings one of which every match
 # holds); the last match in the text wins for versions. A regex runs only on the lines that hold
 # one of its strings, so a log full of "tensorflow/..." paths costs no regex pass per fact.
@@ -46,7 +49,31 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             r"Successfully installed [^\n]{0,400}?\btensorflow(?:-gpu|-cpu)?-" + _VERSION,
             ("successfully installed",),
         ),
-        ("log_tf", r"\btf\.__version__[^\n]{0,20}?['\"]?" + _VERSION, ("tf.__version__",)),
+        (
+            "log_tf",
+            r"\b(?:tf|tensorflow)\.__version__[^\n]{0,20}?['\"]?" + _VERSION,
+            ("tf.__version__", "tensorflow.__version__"),
+        ),
+        # a wheel's or an installed distribution's file name (PEP 427: "{name}-{version}-{python
+        # tag}-...whl", PEP 376: "{name}-{version}.dist-info"), TensorFlow's own distributions only
+        # (not tensorflow_estimator-2.4.0.dist-info, tensorflow_io_gcs_filesystem-0.21.0-cp38-...)
+        (
+            "log_tf",
+            r"(?<![\w.-])tensorflow(?:[-_](?:gpu|cpu|intel|macos))?-"
+            + _VERSION
+            + r"(?=-cp\d|-py\d|\.dist-info\b|\.egg-info\b)",
+            ("tensorflow-", "tensorflow_"),
+        ),
+        # "TF version: 2.4.1", the short form posters write
+        ("log_tf", r"\bTF(?:-GPU)? version[: =]{1,3}v?" + _VERSION + r"\b", ("tf version", "tf-gpu version")),
+        # pip's "Requirement already satisfied: tensorflow in /.../site-packages (2.4.1)": the installed
+        # release in brackets (pip's req_install, the satisfied requirement and its version)
+        (
+            "log_tf",
+            r"\bRequirement already satisfied: tensorflow(?:-gpu|-cpu|-intel|-macos)?(?:\[and-cuda\])? in "
+            r"[^\n]{0,300}?\(" + _VERSION + r"\)",
+            ("requirement already satisfied: tensorflow",),
+        ),
         # a CUDA project's own error check printed the status: the cudaCheckError() helper that
         # projects copy into their kernels' sources (py-faster-rcnn's and Faster-RCNN_TF's ROI
         # pooling and NMS kernels, many custom ops) calls cudaGetLastError() after the project's
@@ -128,7 +155,9 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             r"(?! {0,3}\|)",
             ("version",),
         ),
-        ("log_cuda", r"cuda_version['\"]?[: =]{1,3}['\"]?(\d{1,2}\.\d{1,2})", ("cuda_version",)),
+        # (not in the dict tf.sysconfig.get_build_info() prints, whose cuda_version and cudnn_version
+        # are those the build was made with, beside its cuda_compute_capabilities and is_cuda_build)
+        ("log_cuda", _NOT_BUILD_INFO + r"cuda_version['\"]?[: =]{1,3}['\"]?(\d{1,2}\.\d{1,2})", ("cuda_version",)),
         # PyTorch's collect_env (torch/utils/collect_env.py): "CUDA used to build PyTorch: 10.2", the
         # CUDA release the installed build was compiled with
         ("log_cuda", r"\bCUDA used to build PyTorch: (\d{1,2}\.\d{1,2})\b", ("cuda used to build pytorch",)),
@@ -169,7 +198,11 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             r"\bCUDA/cuDNN version[: ]{1,3}[^\n/]{0,24}/ {0,2}(?:cuDNN |CuDNN |cudnn )?v?(\d{1,2}(?:\.\d{1,2}){0,2})\b",
             ("cuda/cudnn version",),
         ),
-        ("log_cudnn", r"cudnn_version['\"]?[: =]{1,3}['\"]?(\d{1,2}(?:\.\d{1,2}){0,2})", ("cudnn_version",)),
+        (
+            "log_cudnn",
+            _NOT_BUILD_INFO + r"cudnn_version['\"]?[: =]{1,3}['\"]?(\d{1,2}(?:\.\d{1,2}){0,2})",
+            ("cudnn_version",),
+        ),
         ("log_driver", r"\bDriver Version: (\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)", ("driver version:",)),
         (
             "log_driver",
@@ -185,6 +218,14 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             "log_kernel_driver",
             r"NVRM version: NVIDIA [^\n]{0,60}?Kernel Module(?: for \w{1,10})? {1,3}(\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)",
             ("nvrm version",),
+        ),
+        # the kernel's log when the module loads (nv.c: "NVRM: loading %s", the same banner
+        # /proc/driver/nvidia/version prints); not the module's "API mismatch" refusal, whose two
+        # versions its own pattern reads and ranks
+        (
+            "log_kernel_driver",
+            r"NVRM: loading NVIDIA [^\n]{0,60}?Kernel Module(?: for \w{1,10})? {1,3}(\d{2,3}\.\d{1,3}(?:\.\d{1,3})?)",
+            ("nvrm: loading",),
         ),
         # NCCL's socket transport lists the interfaces it will use, " [%d]%s:%s" each
         # (src/transport/net_socket.cc, "NET/Socket : Using%s"): a docker bridge or veth among them cannot
@@ -216,7 +257,8 @@ _FACTS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
             (": i ", ": w ", ": e ", ": f "),
         ),
         # a pip or conda list row ("tensorflow                2.10.0"): the name alone, then its version
-        ("log_tf", r"^tensorflow(?:-gpu|-cpu|-macos|-intel)? {2,40}" + _VERSION + r"\b", ("tensorflow",)),
+        # (conda's tensorflow-base is TensorFlow itself, the package its tensorflow metapackage pulls)
+        ("log_tf", r"^tensorflow(?:-gpu|-cpu|-macos|-intel|-base)? {2,40}" + _VERSION + r"\b", ("tensorflow",)),
         # the NumPy and Keras releases a log names: pip's and conda's lists, pip's "Successfully
         # installed numpy-2.0.1", a pin, NumPy 2's own "cannot be run in NumPy 2.0.0" (a "1.x" is no
         # version), a "Keras Version: 3.0.5" answer
@@ -593,7 +635,7 @@ CONTEXT_NAMES = (
     "log_crash_after", "log_library_files", "log_cvd", "log_python_store", "log_tf_imports_cuda",
     "log_tf_windows_gpu", "log_wsl", "log_shell", "log_year", "log_mac_cpu", "log_tf_pip_install",
     "log_exception", "log_error_record", "log_gpu_present", "log_secure_boot", "log_kernel_check", "log_suspend",
-    "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_framework",
+    "log_gpu_too_old", "log_pip_build_isolation", "log_torch_cpu", "log_docker_engine", "log_framework", "log_torch_too",
     "log_gpu_name", "log_nvvm_path", "log_fault_kernel", "log_cuda_toolkits", "log_gpu_stack", "log_gpu_vendor",
     "log_device_assert", "log_miner", "log_zluda",
     "log_persistenced", "log_mig", "log_tegra",
@@ -601,6 +643,55 @@ CONTEXT_NAMES = (
     "log_ptxas", "log_ptxas_state", "log_tf_nvidia_wheels",
     "log_gpu_memory_total", "log_gpu_memory_free", "log_tf_gpu_memory", "log_gpu_held_elsewhere", "log_bfc_request", "log_bfc_limit", "log_bfc_in_use", "log_bfc_fragmented", "log_bfc_over_limit", "log_bfc_growth_refused", "log_bfc_full", "log_device_request_over_free", "log_gpu_held_here",
 )  # fmt: skip
+
+
+# Versions a program prints over two or three lines: (variable, regex whose groups joined with "."
+# are the value, the lower-case strings the first line holds, how many lines follow it)
+# - the value of tf.__version__ on the line after the expression (the Python prompt echoes it,
+#   IPython and Jupyter print it as "Out[N]: '2.4.1'");
+# - pip show's "Name: tensorflow" then "Version: 2.4.1" (pip's show command prints the
+#   distribution's name, then its version);
+# - cuDNN's header (cudnn.h up to cuDNN 7, cudnn_version.h from 8) "#define CUDNN_MAJOR 8",
+#   "#define CUDNN_MINOR 1", "#define CUDNN_PATCHLEVEL 0", which NVIDIA's installation guide has
+#   users print to check the installed cuDNN.
+_FACTS_OVER_LINES: tuple[tuple[str, re.Pattern[str], tuple[str, ...], int], ...] = tuple(
+    (name, re.compile(regex, re.I | re.M), hints, more)
+    for name, regex, hints, more in (
+        (
+            "log_tf",
+            r"\b(?:tf|tensorflow)\.__version__\)?[ \t]{0,4}\r?\n(?:Out\[\d{1,5}\]: {0,2})?['\"]?v?(\d{1,2})\.(\d{1,3})"
+            r"((?:\.\d{1,3})?(?:rc\d{1,2})?)['\"]?[ \t]{0,4}\r?$",
+            ("tf.__version__", "tensorflow.__version__"),
+            1,
+        ),
+        (
+            "log_tf",
+            r"^Name: tensorflow(?:-gpu|-cpu|-intel|-macos)?[ \t]{0,4}\r?\nVersion: (\d{1,2})\.(\d{1,3})((?:\.\d{1,3})?)\b",
+            ("name: tensorflow",),
+            1,
+        ),
+        (
+            "log_cudnn",
+            r"^#define CUDNN_MAJOR {1,4}(\d{1,2})[ \t]{0,4}\r?\n#define CUDNN_MINOR {1,4}(\d{1,2})\b"
+            r"(?:[ \t]{0,4}\r?\n#define CUDNN_PATCHLEVEL {1,4}(\d{1,3})\b)?",
+            ("#define cudnn_major",),
+            2,
+        ),
+    )
+)
+
+
+def _read_over_lines(facts: dict[str, str], text: str, lowered: str) -> None:
+    """The facts of ``_FACTS_OVER_LINES``, each where the one-line forms left it unread."""
+    for name, regex, hints, more in _FACTS_OVER_LINES:
+        if name in facts:
+            continue
+        value = ""
+        for start, end in lines_with(hints, text, lowered, more):
+            for found in regex.finditer(text, start, end):
+                value = ".".join(g.lstrip(".") for g in found.groups() if g)
+        if value:
+            facts[name] = value
 
 
 # the words of Docker Desktop's other platforms: Windows (its named pipes, WSL) and macOS
@@ -617,6 +708,7 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
         found = _last_value(regex, hints, text, lowered)
         if found:
             facts[name] = found
+    _read_over_lines(facts, text, lowered)
     if "cuda_visible_devices" in lowered:
         # CUDA_VISIBLE_DEVICES set in the log (a shell line, os.environ in a script, a job's
         # environment dump): the last value, "" kept as "empty"
@@ -634,7 +726,8 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
         # Docker Desktop on Windows (WSL 2) does give containers GPUs, and on macOS none exists: only
         # Docker Desktop for Linux keeps the host's driver out of its virtual machine
         facts["log_docker_engine"] = "desktop" if not _DESKTOP_ELSEWHERE.search(text) else "desktop-windows-or-macos"
-    if facts.get("log_cudnn", "").isdigit():
+    # cudnnGetVersion()'s integer ("8100", "90300"); a bare "8" is a major ("cuDNN: 8")
+    if facts.get("log_cudnn", "").isdigit() and len(facts["log_cudnn"]) >= 4:
         facts["log_cudnn"] = cudnn_version_text(facts["log_cudnn"])[1]
     if "log_python" in facts and facts["log_python"].isdigit():
         facts["log_python"] = f"3.{facts['log_python']}"  # from a wheel tag: cp310
@@ -655,6 +748,9 @@ def read_context(head: str, tail: str = "") -> dict[str, str]:
     framework = _framework(text, lowered)
     if framework:
         facts["log_framework"] = framework
+    elif _torch_hinted(lowered) and _TORCH_SIGNS.search(text):
+        # PyTorch's own frames beside TensorFlow's: a message may be either one's
+        facts["log_torch_too"] = "yes"
     platform = platform_of(text) or template.get("log_os")
     if platform:
         facts["log_os"] = platform
@@ -991,11 +1087,8 @@ _TORCH_SIGNS = re.compile(
 _TF_SIGNS = re.compile(r"\btensorflow\b|\btf\.(?:config|keras|compat|test|distribute|data)\b|\bimport tf_keras\b", re.I)
 
 
-def _framework(text: str, lowered: str) -> str:
-    """``log_framework``: "pytorch" when the log shows PyTorch's own frames, calls or lines and
-    nothing of TensorFlow's (a process with both may hold TensorFlow's reservation; a log of
-    neither says nothing)."""
-    if not any(
+def _torch_hinted(lowered: str) -> bool:
+    return any(
         h in lowered
         for h in (
             "torch",
@@ -1005,7 +1098,14 @@ def _framework(text: str, lowered: str) -> str:
             "cuda kernel errors",
             "error: cudnn error: ",
         )
-    ):
+    )
+
+
+def _framework(text: str, lowered: str) -> str:
+    """``log_framework``: "pytorch" when the log shows PyTorch's own frames, calls or lines and
+    nothing of TensorFlow's (``log_torch_too`` is "yes" when it shows both) (a process with both may hold TensorFlow's reservation; a log of
+    neither says nothing)."""
+    if not _torch_hinted(lowered):
         return ""
     if not _TORCH_SIGNS.search(text) or _TF_SIGNS.search(text):
         return ""

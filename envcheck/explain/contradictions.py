@@ -233,6 +233,49 @@ def _no_tensorflow_reservation(variables: dict[str, str]) -> Optional[str]:
     return None
 
 
+def _torch_shown(variables: dict[str, str]) -> bool:
+    """The log shows PyTorch (alone or beside TensorFlow): its message may be PyTorch's build's."""
+    return variables.get("log_framework") == "pytorch" or bool(variables.get("log_torch_too"))
+
+
+def _build_has_machine_code(variables: dict[str, str]) -> Optional[str]:
+    """The log's TensorFlow release carries machine code (a cubin) for the compute capability the log
+    shows (the matrix's build row, from the wheel's fatbinaries): its kernels, and those of the CUDA
+    libraries of its release, which compiled for that architecture, have code the GPU loads."""
+    if _torch_shown(variables) or variables.get("log_gpu_supported") != "native":
+        return None
+    return (
+        f"TensorFlow {variables.get('log_tf')}'s build carries machine code for compute capability"
+        f" {variables.get('log_gpu_cc')}, the GPU the log shows"
+    )
+
+
+def _gpu_not_older_than_build(variables: dict[str, str]) -> Optional[str]:
+    """The build carries code for the GPU's compute capability (machine code, or PTX of an
+    architecture at or below it): the GPU is not older than the oldest architecture it has."""
+    supported = variables.get("log_gpu_supported", "")
+    if _torch_shown(variables) or supported not in ("native", "ptx"):
+        return None
+    code = "machine code" if supported == "native" else "PTX"
+    return (
+        f"TensorFlow {variables.get('log_tf')}'s build carries {code} for compute capability"
+        f" {variables.get('log_gpu_cc')}: the GPU is not older than the build's architectures"
+    )
+
+
+def _cudnn_major_shown(variables: dict[str, str]) -> Optional[str]:
+    """The cuDNN the log shows installed is of the major the log's TensorFlow build loads (the
+    matrix's build row; the library's file name carries only the major, libcudnn.so.8,
+    cudnn64_8.dll): no other major is what the loader met. A message that prints its own loaded
+    and compiled versions (cuda_dnn.cc's check) is judged by those."""
+    if variables.get("log_cudnn_for_tf") != "same" or variables.get("loaded") or variables.get("compiled"):
+        return None
+    return (
+        f"the log shows cuDNN {variables.get('log_cudnn')}, the major TensorFlow {variables.get('log_tf')}"
+        " was built with"
+    )
+
+
 # cause id -> the rule that rules it out (the reason, or None)
 RULED_OUT_BY_LOG: dict[str, Callable[[dict[str, str]], Optional[str]]] = {
     "no-nvidia-gpu": _no_gpu,
@@ -251,6 +294,10 @@ RULED_OUT_BY_LOG: dict[str, Callable[[dict[str, str]], Optional[str]]] = {
     "secure-boot-unsigned-module": _no_kernel_module_under_wsl,
     "other-driver-holds-gpu": _no_kernel_module_under_wsl,
     "tf-windows-gpu-ended": _gpu_build_on_this_system,
+    "cudnn-other-major": _cudnn_major_shown,
+    # the matrix's build row for the log's TensorFlow against the GPU the log shows
+    "release-lacks-arch": _build_has_machine_code,
+    "compute-capability-too-low": _gpu_not_older_than_build,
     "gpu-memory-preallocated": _no_tensorflow_reservation,
     "numpy-too-old": _numpy_newer_than_build,
     "numpy2-abi": _numpy_1,
@@ -411,8 +458,9 @@ POINTED_AT_BY_LOG: dict[str, Callable[[dict[str, str]], bool]] = {
     # where the loader looks
     "cuda-lib-not-on-path": lambda v: _build_cuda_installed(v) is True or _file_on_disk(v),
     "cuda-bin-not-on-path": lambda v: _build_cuda_installed(v) is True or _file_on_disk(v),
-    "cudnn-lib-not-on-path": _file_on_disk,
-    "cudnn-not-on-path": _file_on_disk,
+    # the file itself on disk, or the log shows cuDNN installed of the major the build loads
+    "cudnn-lib-not-on-path": lambda v: _file_on_disk(v) or bool(_cudnn_major_shown(v)),
+    "cudnn-not-on-path": lambda v: _file_on_disk(v) or bool(_cudnn_major_shown(v)),
     # another CUDA release is installed: the one this TensorFlow was built for is not
     "cuda-not-installed": lambda v: _build_cuda_installed(v) is False and not _file_on_disk(v),
     # the log shows the library or the CUDA of another major than the file asked for

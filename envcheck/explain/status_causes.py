@@ -41,23 +41,39 @@ def _major_minor(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in parts if p.isdigit() and len(p) <= 6) if len(parts) == 2 else ()
 
 
+def _log_cuda_run(variables: dict[str, str]) -> str:
+    """The CUDA release the log's program runs: the one the log prints, else the one the log's
+    TensorFlow release was built with (``build_facts``' ``log_tf_cuda``, the matrix's build row:
+    its wheels load that release's runtime)."""
+    return variables.get("log_cuda") or variables.get("log_tf_cuda", "")
+
+
+def _cuda_run_text(variables: dict[str, str], printed: str) -> str:
+    if variables.get("log_cuda"):
+        return f"{variables['log_cuda']} {printed}"
+    return f"{variables.get('log_tf_cuda', '')} TensorFlow {variables.get('log_tf', '')} was built with"
+
+
 def _driver_runs_log_cuda(variables: dict[str, str]) -> Optional[bool]:
     """Whether the driver the log shows runs the CUDA release the log shows: True, False, or None
     when the log does not show both. nvidia-smi's "CUDA Version" is the newest CUDA the driver
     runs; otherwise the driver's version is compared with the release's minimum in the
     compatibility matrix (a driver at the CUDA major's minor-version floor runs its later minor
     releases, CUDA compatibility guide)."""
-    cuda = _major_minor(variables.get("log_cuda", ""))
+    cuda_text = _log_cuda_run(variables)
+    cuda = _major_minor(cuda_text)
     if not cuda:
         return None
     driver = variables.get("log_driver", "")
     newest = _major_minor(variables.get("log_driver_cuda", ""))
     if not _major_minor(driver):
+        if not variables.get("log_cuda"):  # the build's CUDA, from the matrix: no line read twice
+            return newest >= cuda if newest else None
         # the same "CUDA version: X" line can be read as both: then it says nothing of the driver
         return newest >= cuda if newest and newest != cuda else None
     try:
         os_name = variables.get("log_os", "") if variables.get("log_os", "") in ("windows", "wsl") else "linux"
-        requirement = load_matrix().driver_requirement(variables["log_cuda"], os_name)
+        requirement = load_matrix().driver_requirement(cuda_text, os_name)
         if requirement is None or requirement.minimum is None:
             return None
         return as_version(driver) >= requirement.minimum
@@ -72,12 +88,12 @@ VERSION_CHECKS = {
         lambda v: _driver_runs_log_cuda(v) is True,
         lambda v: (
             f"the log shows driver {v.get('log_driver') or 'for CUDA ' + v.get('log_driver_cuda', '')}, "
-            f"which runs the CUDA {v.get('log_cuda')} the log also shows"
+            f"which runs the CUDA {_cuda_run_text(v, 'the log also shows')}"
         ),
     ),
     "driver-older-than-log-cuda": (
         lambda v: _driver_runs_log_cuda(v) is False,
-        lambda v: f"the log shows a driver older than the CUDA {v.get('log_cuda')} it runs",
+        lambda v: f"the log shows a driver older than the CUDA {_cuda_run_text(v, 'it runs')}",
     ),
 }
 
