@@ -493,7 +493,7 @@ DECISIVE_PART_CAUSES = frozenset(
         "noexec-mount",
         "selinux-denied",
         "library-validation",
-        "macos-too-old",
+        "macos-older-than-build",
         "not-loadable-elf",
         "library-path-is-folder",
         "open-file-limit",

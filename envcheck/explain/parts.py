@@ -67,7 +67,7 @@ _DLERROR_FILE = re.compile(
 # the file's name, which ends in a library's or an extension module's suffix.
 _LOADER_PATH = re.compile(
     r"(?:tried: '|Error relocating |\(needed by |(?<![^\s'\"(]))(?P<path>(?:[A-Za-z]:)?[/\\][^:'\"\n]{0,300}?[/\\]"
-    r"[\w.+-]{1,200}\.(?:so|dylib|node|pyd|dll)(?:\.\d{1,6}){0,4})(?=[:')]|$)",
+    r"[\w.+-]{1,200}\.(?:so|dylib|node|pyd|dll)[\d.]{0,12})(?=[:')]|$)",
     re.I,
 )
 # cuDNN 8's own loader passes dlerror on as "Could not load library X. Error: <dlerror>".
@@ -604,7 +604,7 @@ PATH_REASON_CAUSES: dict[str, tuple[str, str, str, tuple[str, str]]] = {
         ),
     ),
     "os-too-old": (
-        "macos-too-old",
+        "macos-older-than-build",
         "The library was built for a newer macOS than this one: upgrade macOS or install a release of the package "
         "built for this macOS.",
         "This macOS is older than the one the message names.",
