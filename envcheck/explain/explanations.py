@@ -19,8 +19,9 @@ from envcheck.explain.build_facts import build_facts, python_facts
 from envcheck.explain.catalogue import DERIVERS, CauseTemplate, Pattern, fill, fill_fix
 from envcheck.explain.contradictions import weigh
 from envcheck.explain.gpu_stacks import applies_on_another_stack
+from envcheck.explain.loader_reasons import GLIBC_FILES
 from envcheck.explain.machine import MachineNote, notes_for
-from envcheck.explain.parts import REASON_CAUSES, WINDOWS_CAUSES
+from envcheck.explain.parts import MUSL_CAUSE, PATH_REASON_CAUSES, REASON_CAUSES, WINDOWS_CAUSES
 from envcheck.explain.scanner import Occurrence, ScanResult
 from envcheck.explain.status_causes import ranked_status_causes
 from envcheck.findings import Fix, fix_to_dict
@@ -448,15 +449,24 @@ def part_causes(variables: dict[str, str]) -> tuple[Cause, ...]:
     found = []
     code = variables.get("windows_code", "")
     reason = variables.get("dlerror_reason", "")
+    path = variables.get("dlerror_path", "")
     if code in WINDOWS_CAUSES:  # a Windows code says it all, and its checks are Windows ones
         found.append((WINDOWS_CAUSES[code], "powershell" if code != "193" else "any"))
+    elif variables.get("dlerror_loader") == "musl" and (
+        reason == "undefined-symbol" or GLIBC_FILES.match(variables.get("dependency", ""))
+    ):
+        found.append((MUSL_CAUSE, "bash"))
     elif reason in REASON_CAUSES:
         found.append((REASON_CAUSES[reason], "bash"))
+    elif reason in PATH_REASON_CAUSES:
+        cause_id, text, tell, (with_path, without_path) = PATH_REASON_CAUSES[reason]
+        found.append(((cause_id, text, tell, with_path if path else without_path), "bash"))
     needed = variables.get("needed_version", "")
     values = {
         **variables,
         "needed_version_family": "C library (glibc)" if needed.startswith("GLIBC_") else "C++ library (libstdc++)",
     }
+    values.setdefault("dlerror_file", variables.get("library_file", "the library"))
     values.setdefault("library", variables.get("library_file", "the library"))
     values.setdefault("library_file", variables.get("library", "the library"))
     return tuple(
@@ -528,6 +538,18 @@ DECISIVE_PART_CAUSES = frozenset(
         "library-not-readable",
         "executable-stack-refused",
         "paging-file-too-small",
+        # the loader's reasons beyond "not found" (parts.PATH_REASON_CAUSES, MUSL_CAUSE): each names
+        # the refusal outright, which no missing file gives
+        "static-tls-exhausted",
+        "noexec-mount",
+        "selinux-denied",
+        "library-validation",
+        "macos-older-than-build",
+        "not-loadable-elf",
+        "library-path-is-folder",
+        "open-file-limit",
+        "loader-out-of-memory",
+        "glibc-build-on-musl",
         # ERROR_PROC_NOT_FOUND: the DLL and its dependencies were found and loaded, and one lacks a
         # function the other imports; a missing file cannot give it
         "mixed-library-versions",
@@ -542,7 +564,7 @@ def names_cause_outright(variables: dict[str, str]) -> bool:
     only a lead for an undefined symbol, which the library that needs the symbol may explain better
     (a plug-in or op library built for another release of the framework it extends)."""
     code = variables.get("windows_code", "")
-    if code in WINDOWS_CAUSES:
+    if code in WINDOWS_CAUSES or variables.get("dlerror_loader") == "musl":
         return True
     return variables.get("dlerror_reason", "") not in VAGUE_REASONS
 

@@ -18,13 +18,21 @@ The dynamic loader's reasons, as glibc's ``dlerror()``, macOS's ``dlopen`` and W
   damaged-file        not a library at all (a truncated download, a Git LFS pointer)
   permission-denied   the file cannot be read
   executable-stack    the library asks for an executable stack, which newer glibc refuses
+
+and the others that ``loader_reasons.LOADER_REASONS`` reads from the loaders' message strings
+(static-tls, segment-map-failed, memory-protection, not-loadable-elf, not-a-file,
+too-many-open-files, out-of-memory, code-signature, os-too-old), each with its meaning
+(``dlerror_meaning``) and the cause its source states (``PATH_REASON_CAUSES``).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 from typing import Optional
 
+from envcheck.explain import loader_reasons
 from envcheck.explain.exit_codes import PART_SPELLINGS as CRASH_SPELLINGS
 from envcheck.explain.normalise import normalise_line
 from envcheck.explain.statuses import FAMILIES, load_statuses, status_variables
@@ -32,41 +40,34 @@ from envcheck.explain.statuses import FAMILIES, load_statuses, status_variables
 _LIBRARY = re.compile(
     r"(?P<file>(?:lib[\w+.-]{1,80}?\.so(?:\.\d{1,6}){0,4}|[\w.-]{1,80}\.dll|lib[\w.+-]{1,80}\.dylib))\b", re.I
 )
-_REASONS = (
-    (
-        "wrong-architecture",
-        re.compile(r"wrong ELF class|incompatible architecture|is not a valid Win32 application", re.I),
+# The reasons whose text names a part (the symbol, the version needed); every other reason is
+# read from loader_reasons.LOADER_REASONS, in its order.
+_CAPTURING = {
+    "version-not-found": re.compile(r"version [`'\"](?P<needed_version>[\w.+-]{1,60})['\"] not found", re.I),
+    "undefined-symbol": re.compile(
+        r"undefined symbol: (?P<symbol>[\w@.$]{1,200})|Symbol not found: (?P<macos_symbol>[\w@.$]{1,200})|"
+        # dyld 4 (macOS 12+), a symbol no loaded image exports: "symbol not found in flat namespace '_X'"
+        r"symbol not found in flat namespace '?(?P<flat_symbol>[\w@.$]{1,200})|"
+        # glibc elf/dl-lookup.c: a versioned symbol the file that was loaded does not define
+        r"symbol (?P<versioned_symbol>[\w@.$]{1,300}),? version [\w.+-]{1,60} not defined in file|"
+        # musl ldso/dynlink.c: "Error relocating <file>: <symbol>: symbol not found"
+        r"Error relocating [^\n]{1,300}?: (?P<musl_symbol>[\w@.$]{1,200}): symbol not found",
+        re.I,
     ),
-    ("version-not-found", re.compile(r"version [`'\"](?P<needed_version>[\w.+-]{1,60})['\"] not found", re.I)),
-    (
-        "undefined-symbol",
-        re.compile(
-            r"undefined symbol: (?P<symbol>[\w@.$]{1,200})|Symbol not found: (?P<macos_symbol>[\w@.$]{1,200})|"
-            # dyld 4 (macOS 12+), a symbol no loaded image exports: "symbol not found in flat namespace '_X'"
-            r"symbol not found in flat namespace '?(?P<flat_symbol>[\w@.$]{1,200})|"
-            # glibc elf/dl-lookup.c: a versioned symbol the file that was loaded does not define
-            r"symbol (?P<versioned_symbol>[\w@.$]{1,300}),? version [\w.+-]{1,60} not defined in file",
-            re.I,
-        ),
-    ),
-    (
-        "damaged-file",
-        re.compile(r"file too short|invalid ELF header|not a dynamic executable|slide.{0,20}not a mach-o", re.I),
-    ),
-    (
-        "permission-denied",
-        re.compile(r"cannot open shared object file: Permission denied|Operation not permitted", re.I),
-    ),
-    ("executable-stack", re.compile(r"cannot enable executable stack", re.I)),
-    (
-        "not-found",
-        re.compile(r"cannot open shared object file: No such file|image not found|not found|no such file", re.I),
-    ),
-)
+}
+_REASONS = tuple((reason, _CAPTURING.get(reason, regex)) for reason, regex in loader_reasons.REASONS)
 # The file the loader's message is about: glibc starts with it, macOS says "Library not loaded: X".
 _DLERROR_FILE = re.compile(
     r"(?:dlerror: |Library not loaded: (?:@rpath/)?|Error loading \"[^\"]{0,300}?|^)"
     r"(?P<file>[\w/.\\:+-]{0,300}?(?:lib[\w+.-]{1,80}?\.so(?:\.\d{1,6}){0,4}|[\w.-]{1,80}\.dll|[\w.+-]{1,80}\.dylib))",
+    re.I,
+)
+# The file's path as the loader names it, before its reason (glibc "<path>: <reason>", dyld's
+# "tried: '<path>' (<reason>)", musl's "Error relocating <path>: "), spaces and all: a folder and
+# the file's name, which ends in a library's or an extension module's suffix.
+_LOADER_PATH = re.compile(
+    r"(?:tried: '|Error relocating |\(needed by |(?<![^\s'\"(]))(?P<path>(?:[A-Za-z]:)?[/\\][^:'\"\n]{0,300}?[/\\]"
+    r"[\w.+-]{1,200}\.(?:so|dylib|node|pyd|dll)[\d.]{0,12})(?=[:')]|$)",
     re.I,
 )
 # cuDNN 8's own loader passes dlerror on as "Could not load library X. Error: <dlerror>".
@@ -81,7 +82,8 @@ _LOADER_FRAME = re.compile(
     r"cannot open shared object file|error while loading shared libraries|Library not loaded|image not found|"
     r"Error loading \"|wrong ELF class|undefined symbol: | not defined in file |version [`'\"][\w.+-]{1,60}['\"] not found|"
     r"cannot enable executable stack|invalid ELF header|file too short|Symbol not found: |"
-    r"Could not (?:load|find|locate) (?:dynamic library |library |module )?'?[\w.+\\/:-]{1,300}\.(?:so|dll|dylib)",
+    r"Could not (?:load|find|locate) (?:dynamic library |library |module )?'?[\w.+\\/:-]{1,300}\.(?:so|dll|dylib)|"
+    + loader_reasons.FRAME_PHRASES,
     re.I,
 )
 # A Windows error code is the loader's only in its own frame: Python's [WinError N], LoadLibrary's
@@ -303,6 +305,11 @@ PART_NAMES = (
     "library_stack",
     "dlerror_reason",
     "dlerror_file",
+    "dlerror_meaning",
+    "dlerror_loader",
+    "dlerror_path",
+    "dlerror_path_q",
+    "dlerror_dir_q",
     "dependency",
     "symbol",
     "symbol_namespace",
@@ -357,6 +364,7 @@ def _loader_reason(text: str, library: str) -> dict[str, str]:
             or groups.get("macos_symbol")
             or groups.get("flat_symbol")
             or groups.get("versioned_symbol")
+            or groups.get("musl_symbol")
             or ""
         )
         parts["symbol_namespace"] = cxx_namespace(parts["symbol"])
@@ -364,8 +372,25 @@ def _loader_reason(text: str, library: str) -> dict[str, str]:
         named = _DLERROR_FILE.search(said)
         if named is not None:
             parts["dlerror_file"] = re.split(r"[/\\]", named.group("file"))[-1]
+        path = _LOADER_PATH.search(said)
+        if path is not None:
+            parts["dlerror_path"] = path.group("path").strip()
+            parts.setdefault("dlerror_file", re.split(r"[/\\]", parts["dlerror_path"])[-1])
+            # quoted for a shell command: a path may hold spaces
+            parts["dlerror_path_q"] = shlex.quote(parts["dlerror_path"])
+            parts["dlerror_dir_q"] = shlex.quote(os.path.dirname(parts["dlerror_path"]) or ".")
         if reason == "not-found" and _other_file(parts.get("dlerror_file", ""), library):
             parts["dlerror_reason"], parts["dependency"] = "other-file", parts["dlerror_file"]
+        musl = loader_reasons.MUSL_LINE.search(said)
+        if musl is not None:
+            parts["dlerror_loader"] = "musl"
+            needed = loader_reasons.MUSL_NEEDED.search(said)
+            if needed is not None:  # musl names the dependency first, then the file that needs it
+                parts["dependency"] = re.split(r"[/\\]", needed.group("dependency"))[-1]
+                parts["dlerror_file"] = parts["dependency"]
+                if reason == "not-found":
+                    parts["dlerror_reason"] = "other-file"
+        parts["dlerror_meaning"] = loader_reasons.MEANINGS.get(parts["dlerror_reason"], "")
         return parts
     return {}
 
@@ -529,6 +554,109 @@ REASON_CAUSES: dict[str, tuple[str, str, str, str]] = {
         "ldd --version | head -1",
     ),
 }
+# The reasons loader_reasons reads beyond those above, each with the cause its source states. A
+# command that names {dlerror_path_q} (the file as the loader named it, quoted for the shell) is
+# used only where the message gave a path; the second line is the check without one.
+PATH_REASON_CAUSES: dict[str, tuple[str, str, str, tuple[str, str]]] = {
+    # glibc: the static TLS block is sized at start-up (elf/dl-tls.c; the manual's tunable
+    # glibc.rtld.optional_static_tls is its surplus); a library loaded first is given its space then
+    "static-tls": (
+        "static-tls-exhausted",
+        "{dlerror_file} uses initial-exec thread-local storage and was loaded after start-up, when the static TLS "
+        "block was already spent (often libgomp on aarch64, loaded after TensorFlow or PyTorch): load it first, "
+        "by importing its package before the others or with LD_PRELOAD, or give the block more room with "
+        "GLIBC_TUNABLES=glibc.rtld.optional_static_tls (glibc 2.32 and newer).",
+        "Preloaded, the library takes its static TLS at start-up: if the error goes away with this, it is the cause.",
+        ("export LD_PRELOAD={dlerror_path_q}", "ldd --version | head -1"),
+    ),
+    # glibc dl-load.h: the segment's mmap failed; EPERM from a noexec mount (mount(8) "noexec"),
+    # ENOMEM from the address-space limit
+    "segment-map-failed": (
+        "noexec-mount",
+        "The library lies on a file system mounted noexec (a /tmp, a removable drive or a mount with the "
+        "'user' option, a container's tmpfs), where the kernel maps no code; or the process reached its "
+        "memory limit (ulimit -v). Move the file (or the cache folder that holds it) to an exec mount, or "
+        "remount it with exec.",
+        "The mount that holds the file lists noexec among its options.",
+        (
+            "findmnt -no TARGET,OPTIONS -T {dlerror_dir_q}; ulimit -v",
+            "findmnt -lo TARGET,OPTIONS | grep noexec; ulimit -v",
+        ),
+    ),
+    # glibc dl-reloc.c: mprotect of a segment with text relocations; SELinux's execmod permission
+    # (Red Hat's SELinux guide: the textrel_shlib_t type allows it)
+    "memory-protection": (
+        "selinux-denied",
+        "SELinux (enforcing) refused to make the library's pages writable and executable: the library has text "
+        "relocations (built without -fPIC) or its file has the wrong label. Relabel it (restorecon, or chcon -t "
+        "textrel_shlib_t for a library that needs text relocations) or install a build without text relocations.",
+        "SELinux is enforcing and the audit log shows an AVC denial (execmod) for the file.",
+        (
+            "getenforce; sudo ausearch -m avc -ts recent | tail -5",
+            "getenforce; sudo ausearch -m avc -ts recent | tail -5",
+        ),
+    ),
+    # dyld: Library Validation (the hardened runtime) loads only Apple's or the same team's code
+    "code-signature": (
+        "library-validation",
+        "macOS refused the library's code signature: the program runs with Library Validation (the hardened "
+        "runtime, or an app from the App Store) and the library is unsigned, signed ad hoc or signed by another "
+        "team. Sign the library ad hoc for a program of your own (codesign --force --sign -), or run it from an "
+        "interpreter without Library Validation (Homebrew's or python.org's Python, a virtual environment).",
+        "codesign names the library's signature and team; a file of another team (or none) is the case.",
+        (
+            "codesign -dv --verbose=2 {dlerror_path_q} 2>&1 | grep -E 'Signature|TeamIdentifier'",
+            "sw_vers -productVersion",
+        ),
+    ),
+    "os-too-old": (
+        "macos-older-than-build",
+        "The library was built for a newer macOS than this one: upgrade macOS or install a release of the package "
+        "built for this macOS.",
+        "This macOS is older than the one the message names.",
+        ("sw_vers -productVersion", "sw_vers -productVersion"),
+    ),
+    "not-loadable-elf": (
+        "not-loadable-elf",
+        "The file is an ELF file, but not a library this loader can load: a build for another system (its OS ABI) "
+        "or for a newer C library (its ABI version), or an executable or object file in the library's place. "
+        "Install the package's build for this Linux.",
+        "file names the file's system, architecture and type (a shared object, for this machine, is what loads).",
+        ("file -L {dlerror_path_q}", "uname -m; ldd --version | head -1"),
+    ),
+    "not-a-file": (
+        "library-path-is-folder",
+        "The path the library was loaded from names a folder, not the library file: a path variable (or a "
+        "setting) points at the folder where it should name the file, or the other way round.",
+        "The path is a directory.",
+        ("ls -ld {dlerror_path_q}", 'echo "$LD_LIBRARY_PATH"'),
+    ),
+    "too-many-open-files": (
+        "open-file-limit",
+        "The process reached its limit of open files (EMFILE), so the loader could not open the library: raise the "
+        "limit (ulimit -n) or close the files the program leaks (data-loader workers, sockets).",
+        "The limit is the number of files the process may hold open.",
+        ("ulimit -n", "ulimit -n"),
+    ),
+    "out-of-memory": (
+        "loader-out-of-memory",
+        "The loader could not get memory to load the library (ENOMEM): the process's address-space limit "
+        "(ulimit -v, common on cluster login nodes) or its container's memory limit is reached.",
+        "An address-space limit other than unlimited is the usual cause.",
+        ("ulimit -v; free -m", "ulimit -v; free -m"),
+    ),
+}
+# musl: a wheel built for glibc (manylinux) on a musl system (Alpine) misses glibc's own symbols
+# (__sprintf_chk, __isnanf) and files (ld-linux-x86-64.so.2); PEP 656's musllinux wheels are built for musl
+MUSL_CAUSE = (
+    "glibc-build-on-musl",
+    "This is a musl system (Alpine Linux): {dlerror_file} is built for glibc (a manylinux wheel), which musl "
+    "cannot load: it misses glibc's own symbols and files. Use a glibc-based image (Debian, Ubuntu) or a "
+    "package built for musl (a musllinux wheel).",
+    "musl's loader says it is musl.",
+    "ldd --version 2>&1 | head -1",
+)
+
 WINDOWS_CAUSES: dict[str, tuple[str, str, str, str]] = {
     "126": (
         "dll-dependency-missing",

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from envcheck.explain import explain, load_patterns
+from envcheck.explain.parts import MUSL_CAUSE, PATH_REASON_CAUSES, REASON_CAUSES, WINDOWS_CAUSES
 from envcheck.explain.status_causes import load_status_causes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +54,16 @@ MESSAGES = [entry for entries in FAMILIES.values() for entry in entries]
 ORDINARY = yaml.safe_load((CORPUS / "ordinary.yaml").read_text(encoding="utf-8"))["lines"]
 # the catalogue's causes, and the causes cuda_status.yaml gives a status no pattern names (a crash's signal)
 STATUS_CAUSE_IDS = {r.template.id for refs in load_status_causes().values() for r in refs}
-CAUSE_IDS = {p.id for p in CATALOGUE.patterns} | {c.id for p in CATALOGUE.patterns for c in p.causes} | STATUS_CAUSE_IDS
+# the causes a message's parts name (a loader's reason, a Windows code: envcheck/explain/parts.py)
+PART_CAUSE_IDS = {c[0] for table in (REASON_CAUSES, PATH_REASON_CAUSES, WINDOWS_CAUSES) for c in table.values()} | {
+    MUSL_CAUSE[0]
+}
+CAUSE_IDS = (
+    {p.id for p in CATALOGUE.patterns}
+    | {c.id for p in CATALOGUE.patterns for c in p.causes}
+    | STATUS_CAUSE_IDS
+    | PART_CAUSE_IDS
+)
 
 
 def _param(entry: dict, check: str):
