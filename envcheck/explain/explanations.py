@@ -9,6 +9,8 @@ last, the rest keep their order.
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -473,10 +475,29 @@ def part_causes(variables: dict[str, str]) -> tuple[Cause, ...]:
         Cause(
             id=cause_id,
             text=fill(text, values),
-            tell=Fix(text=fill(tell, values), commands=(Command(fill(line, values), shell=shell),)),
+            tell=Fix(text=fill(tell, values), commands=_part_command(line, shell, values)),
         )
         for (cause_id, text, tell, line), shell in found
     )
+
+
+_COMMAND_FIELD = re.compile(r"(?<!\{)\{(\w+)\}(?!\})")
+_SHELL_PLAIN = re.compile(r"[\w./+:@%=-]+")
+
+
+def _part_command(line: str, shell: str, values: dict[str, str]) -> tuple[Command, ...]:
+    """A part cause's check command, filled: none when a file it names was not read from the
+    message (the texts say "the library", which no shell can run), and every value a message gave
+    quoted for bash where it holds more than a path's characters (a Windows path's backslashes)."""
+    names = _COMMAND_FIELD.findall(line)
+    if any(values.get(n, "") in ("", "the library") for n in names):
+        return ()
+    if shell == "bash":
+        values = {
+            **values,
+            **{n: values[n] if _SHELL_PLAIN.fullmatch(values[n]) else shlex.quote(values[n]) for n in names},
+        }
+    return (Command(fill(line, values), shell=shell),)
 
 
 # Causes about the driver: a log that shows the driver library and the kernel module at different

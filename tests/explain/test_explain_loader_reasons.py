@@ -235,3 +235,25 @@ def test_windows_bad_image_status_names_the_architecture_first():
     # another status of the same table keeps its own cause
     (explanation,) = explain(CATALOGUE.scan_text("Process finished with exit code -1073741515 (0xC0000135)"))
     assert explanation.causes[0].id == "dll-dependency-missing"
+
+
+def test_a_reason_whose_file_was_not_read_gives_no_command_to_paste():
+    # "ls -l the library" is no command: where the message named no file, the check is said in words
+    from envcheck.explain.explanations import part_causes
+
+    for reason in ("damaged-file", "permission-denied", "wrong-architecture"):
+        (cause,) = part_causes({"dlerror_reason": reason})
+        assert cause.tell.commands == (), reason
+        assert cause.tell.text
+        (named,) = part_causes({"dlerror_reason": reason, "library_file": "libcudnn.so.8"})
+        assert [c.line for c in named.tell.commands] and all("the library" not in c.line for c in named.tell.commands)
+        assert "libcudnn.so.8" in named.tell.commands[0].line
+
+
+def test_a_file_value_with_shell_characters_is_quoted_for_bash():
+    from envcheck.explain.explanations import part_causes
+
+    (cause,) = part_causes({"dlerror_reason": "damaged-file", "library_file": "lib cudnn (copy).so.8"})
+    assert cause.tell.commands[0].line == "ls -l 'lib cudnn (copy).so.8'"
+    (plain,) = part_causes({"dlerror_reason": "damaged-file", "library_file": "libcudnn_ops_infer.so.8"})
+    assert plain.tell.commands[0].line == "ls -l libcudnn_ops_infer.so.8"
