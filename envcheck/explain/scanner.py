@@ -43,11 +43,15 @@ from envcheck.explain.normalise import (
     decode_entities,
     is_partial_record,
     join_partial_records,
+    join_terminal_cuts,
+    learn_wrapper,
     may_be_cut,
     normalise_line,
     prompt_answers,
     search_key,
+    strip_wrappers,
     wrapped_lines,
+    wrapped_runs,
 )
 from envcheck.explain.parts import another_programs_line, in_stack_frame, read_parts, shows_stack_frame
 from envcheck.explain.regexes import Regex
@@ -139,6 +143,13 @@ class Catalogue:
         # the last lines read so far, the number of lines before them, and whether any before them held text
         ending, ending_starts, earlier = b"", 0, False
         for block in _blocks(_as_utf8(stream), chunk_bytes, max_line_bytes):
+            size = len(block)
+            # A wrapper's prefix on every line (learned from the first lines), and a pasted block a
+            # terminal cut at its width (the columns are the prefixed line's)
+            wrapper = learn_wrapper(block)
+            if size <= WRAPS_EVERYWHERE_BYTES:
+                block = join_terminal_cuts(block, wrapper)
+            block = strip_wrappers(block, wrapper, size <= WRAPS_EVERYWHERE_BYTES)
             pieces = (ending + block).rsplit(b"\n", END_LINES + 1)
             if len(pieces) > END_LINES + 1:
                 earlier = earlier or bool(pieces[0].strip())
@@ -149,7 +160,7 @@ class Catalogue:
                 first += block[: CONTEXT_BYTES - len(first)]
             else:
                 last = (last + block[-CONTEXT_BYTES:])[-CONTEXT_BYTES:]
-            total += len(block)
+            total += size
             # Joining keeps every line's number; the count of lines is the original block's.
             self._scan_block(decode_entities(block), lines_before, max_line_bytes, found)
             lines_before += block.count(b"\n")
@@ -209,21 +220,37 @@ class Catalogue:
         around = None if len(block) <= WRAPS_EVERYWHERE_BYTES else _around(candidates, groups, joined, len(lines))
         fallbacks = self._fallbacks  # type: ignore[attr-defined]
         fragments: set[int] = set()
-        for where, text in wrapped_lines(lines, around):
-            # A message cut over two lines: read them joined for what neither holds.
-            pair = (lines[where[0]], lines[where[0] + 1])
-            known = hits.get(pair[0], set()) | hits.get(pair[1], set())
+        pair_hits: dict[int, set[int]] = {}  # each pair's first line -> what the pair read joined
+        pairs = [(where, 2, (text,)) for where, text in wrapped_lines(lines, around)]
+        for number, (where, length, texts) in enumerate(pairs + wrapped_runs(lines, around)):
+            # A message cut over two lines (or a run of them): read them joined for what none holds.
+            start = where[0]
+            run = [lines[i] for i in range(start, start + length)]
+            known = set().union(*(hits.get(line, set()) for line in run))
+            # a run of lines: what the pairs inside it read joined is read
+            known.update(*(pair_hits.get(i, set()) for i in range(start, start + length - 1)))
             # A line one pattern explains is explained: a fallback is not tried on it joined either.
-            skip = known | fallbacks if known else known
-            wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in skip)
-            if wanted:
+            # A run a width shows (a terminal cut words in two) is read whole, fallbacks included,
+            # unless one of its lines holds a message a pattern of its own explains.
+            is_run = number >= len(pairs)
+            skip = known | fallbacks if known and (not is_run or known - fallbacks) else known
+            read: set[int] = set()
+            for text in texts:
+                wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in skip | read)
+                if not wanted:
+                    continue
                 numbers = [lines_before + index + 1 for index in where[:MAX_LINE_NUMBERS]]
-                if self._match_line(text[:max_line], numbers, len(where), wanted, found) - fallbacks:
-                    # the message read joined: what a fallback read in one of its halves alone (a
+                matched = self._match_line(text[:max_line], numbers, len(where), wanted, found)
+                read |= matched
+                if matched - fallbacks or (is_run and matched):
+                    # the message read joined: what a fallback read in one of its lines alone (a
                     # status the cut message names) is part of it
-                    for offset, half in enumerate(pair):
-                        if hits.get(half) and hits[half] <= fallbacks:
+                    for offset, part in enumerate(run):
+                        if hits.get(part) and hits[part] <= fallbacks and (offset or matched - fallbacks):
                             fragments.update(n + offset for n in numbers)
+            if number < len(pairs):
+                for index in where:
+                    pair_hits.setdefault(index, set()).update(read)
         if fragments:
             found.forget_fallbacks_on(fragments)
         if statements:
@@ -485,8 +512,12 @@ class _Accumulator:
                 self._by_key[key] = occurrence
                 if pattern.stack_only and not in_stack_frame(text):
                     self.unframed.add(key)  # another program's loader error, unless the input shows the stack
-            elif key in self.unframed and in_stack_frame(text):
-                self.unframed.discard(key)
+            else:
+                if key in self.unframed and in_stack_frame(text):
+                    self.unframed.discard(key)
+                # the owner's own pattern read the message a fallback read first (a cut message
+                # read joined): it stands on its own
+                occurrence.from_fallback = occurrence.from_fallback and from_fallback
             subject = subject or pattern.subject_elsewhere
             if subject is not None:
                 if in_stack_frame(text):
@@ -579,15 +610,18 @@ def _blocks(stream: IO[bytes], chunk_bytes: int, max_line: int) -> Iterator[byte
     next block, so that every pair of lines a wrap joins is in one block whatever the chunk size;
     each line is still in exactly one block."""
     carry = b""
+    pending: Optional[bytes] = None  # a block is split only when another follows it
     for block in _whole_blocks(stream, chunk_bytes, max_line):
-        data = carry + block if carry else block
-        carry = b""
-        if data.endswith(b"\n"):
-            data, carry = _last_lines_that_go_on(data, max_line)
-        if data:
-            yield data
-    if carry:
-        yield carry
+        if pending is not None:
+            data = carry + pending if carry else pending
+            carry = b""
+            if data.endswith(b"\n"):
+                data, carry = _last_lines_that_go_on(data, max_line)
+            if data:
+                yield data
+        pending = block
+    if pending is not None or carry:
+        yield carry + (pending or b"")
 
 
 def _last_lines_that_go_on(data: bytes, max_line: int) -> tuple[bytes, bytes]:
