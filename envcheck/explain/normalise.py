@@ -261,6 +261,7 @@ def wrapped_lines(lines: list[bytes], around: Optional[Iterable[int]] = None) ->
 MIN_WIDTH = 40  # narrower blocks are lists, not wrapped paragraphs
 MAX_RUN = 16  # lines read joined as one run
 MAX_RUNS = 64  # runs read per chunk
+MAX_AROUND = 512  # needle lines of a large chunk looked around for runs; more are a log's own
 _FRAME_LINE = re.compile(rb"\s{0,16}File \"")  # a traceback's frame: its code follows, indented
 _ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]{0,24}[ -/]{0,3}[@-~]|\x1b[@-Z\\-_]")
 
@@ -270,6 +271,57 @@ def columns(line: bytes) -> int:
     if b"\x1b" in line:
         line = _ANSI_BYTES.sub(b"", line)
     return len(line) if line.isascii() else len(line.decode("utf-8", "replace"))
+
+
+# A program's output inside a record of another's: a JSON log record (a logging library's, docker's
+# json-file driver, journald's export, a cloud logger's) whose message holds it with \n escapes, or
+# a Python repr (a list of lines, a str, a bytes) of it. Such a line is read as the lines it holds.
+_ENVELOPE_KEYS = ("message", "msg", "log", "MESSAGE", "textPayload", "text", "stderr", "stdout", "output")
+_REPR_STARTS = (b"[", b"(", b"'", b'"', b"b'", b'b"')
+
+
+def decode_envelopes(block: bytes) -> bytes:
+    """``block`` with each line that is a JSON record or a Python repr holding escaped newlines
+    (``\n``) replaced by the text it holds (the lines after it are numbered as decoded). For a
+    pasted block: the scanner asks it of small ones only."""
+    if b"\\n" not in block:
+        return block
+    lines = block.split(b"\n")
+    changed = False
+    for i, line in enumerate(lines):
+        if b"\\n" in line:
+            text = _envelope_text(line.strip())
+            if text is not None:
+                lines[i], changed = text, True
+    return b"\n".join(lines) if changed else block
+
+
+def _envelope_text(body: bytes) -> Optional[bytes]:
+    # Imported here: only a block with an escaped newline in it needs a decoder.
+    import ast
+    import json
+
+    if body[:1] == b"{" and body[-1:] == b"}":
+        try:
+            record = json.loads(body)
+        except ValueError:
+            return None
+        if not isinstance(record, dict):
+            return None
+        value = next((record[k] for k in _ENVELOPE_KEYS if isinstance(record.get(k), str) and record[k].strip()), None)
+        return None if value is None else value.rstrip("\n").encode("utf-8", "surrogateescape")
+    if not body.startswith(_REPR_STARTS):
+        return None
+    try:
+        value = ast.literal_eval(body.decode("utf-8"))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, UnicodeDecodeError):
+        return None
+    parts = list(value) if isinstance(value, (list, tuple)) else [value]
+    texts = [part.decode("utf-8", "replace") if isinstance(part, bytes) else part for part in parts]
+    if not texts or not all(isinstance(text, str) for text in texts):
+        return None
+    joined = "".join(text if text.endswith("\n") else text + "\n" for text in texts)
+    return joined.rstrip("\n").encode("utf-8", "surrogateescape")
 
 
 # The prefix a wrapper puts on every line of what it relays, each anchored at the line's start.
@@ -420,18 +472,30 @@ def wrapped_runs(
         return []
     if around is None:
         indexes: Iterable[int] = range(count)
-        width_of = [columns(line.rstrip(b"\r")) for line in lines]
+        width_of: Optional[list[int]] = [columns(line.rstrip(b"\r")) for line in lines]
+        widths = width_of
     else:
+        around = list(around)
+        if len(around) > MAX_AROUND:
+            return []  # a log's own lines, most of them holding a needle: not a paste
         indexes = sorted({i for j in around for i in range(j - MAX_RUN + 1, j + 1) if 0 <= i < count - 1})
         if not indexes:
             return []
         width_of = None
-    widths = width_of if width_of is not None else [len(line) for line in lines]
+        widths = list(map(len, lines))  # bytes for columns: a large log is read near its needles only
     widest = max(widths)
     if widest < MIN_WIDTH:
         return []
     # lines cut at the same column, as only a terminal cuts them (``join_terminal_cuts``)
-    at_widest = [i for i in range(count - 1) if widths[i] == widest and lines[i + 1].strip()]
+    at_widest: list[int] = []
+    at = widths.index(widest)
+    while len(at_widest) < SAMPLE_LINES:
+        if at < count - 1 and lines[at + 1].strip():
+            at_widest.append(at)
+        try:
+            at = widths.index(widest, at + 1)
+        except ValueError:
+            break
     terminal = len(at_widest) >= 2 and _terminal_width(lines, at_widest)
 
     def width(i: int) -> int:

@@ -41,6 +41,7 @@ from envcheck.explain.normalise import (
     at_prompt,
     collapse_blanks,
     decode_entities,
+    decode_envelopes,
     is_partial_record,
     join_partial_records,
     join_terminal_cuts,
@@ -144,6 +145,8 @@ class Catalogue:
         ending, ending_starts, earlier = b"", 0, False
         for block in _blocks(_as_utf8(stream), chunk_bytes, max_line_bytes):
             size = len(block)
+            if size <= WRAPS_EVERYWHERE_BYTES:
+                block = decode_envelopes(block)  # a JSON record or a Python repr holding the output
             # A wrapper's prefix on every line (learned from the first lines), and a pasted block a
             # terminal cut at its width (the columns are the prefixed line's)
             wrapper = learn_wrapper(block)

@@ -8,6 +8,7 @@ the same width, a traceback's frame and its code, a prefix that is part of the m
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from pathlib import Path
@@ -18,7 +19,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envcheck.explain import explain, load_patterns
-from envcheck.explain.normalise import join_terminal_cuts, strip_prefixes, wrapped_runs
+from envcheck.explain.normalise import (
+    decode_envelopes,
+    join_terminal_cuts,
+    learn_wrapper,
+    strip_prefixes,
+    strip_wrappers,
+    wrapped_runs,
+)
 from tests.hypothesis_budget import examples
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -268,3 +276,44 @@ def test_a_prompt_after_a_long_line_is_a_new_line():
 )
 def test_a_prefix_that_is_part_of_the_message_stays(line):
     assert strip_prefixes(line) == line
+
+
+# --- a program's output inside another's record ----------------------------------------------------
+
+TWO_LINES = "Traceback (most recent call last):\n" + CUDNN
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        json.dumps({"time": "2024-05-01T10:00:00Z", "level": "error", "message": TWO_LINES}),
+        json.dumps({"log": TWO_LINES + "\n", "stream": "stderr", "time": "2024-05-01T10:00:00.1Z"}),  # docker json-file
+        json.dumps({"MESSAGE": TWO_LINES, "_PID": "1234"}),  # journalctl -o json
+        repr([line + "\n" for line in TWO_LINES.split("\n")]),  # a list of lines
+        repr(TWO_LINES),
+        repr(TWO_LINES.encode()),
+    ],
+)
+def test_a_record_holding_the_output_reads_as_the_output(record):
+    assert _verdict(record) == _verdict(TWO_LINES)
+    assert decode_envelopes(record.encode()).split(b"\n")[:2] == [line.encode() for line in TWO_LINES.split("\n")]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"event": "step", "loss": 0.25, "note": "a\\nb"}',  # a record with no message field
+        "['unterminated\\n",  # not a literal
+        "print('a\\nb')",  # code, not a value
+    ],
+)
+def test_what_is_not_a_record_of_output_stays(line):
+    assert decode_envelopes(line.encode()) == line.encode()
+
+
+def test_a_wrappers_prefix_is_learned_from_most_first_lines_only():
+    assert learn_wrapper(b"trainer-1  | a\ntrainer-1  | b\nunprefixed c\n") is not None
+    assert learn_wrapper(b"0: a\nplain b\nplain c\n") is None  # one line of three is no wrapper's
+    assert learn_wrapper(b">>> import tensorflow as tf\n>>> tf.config.list_physical_devices('GPU')\n") is None
+    block = b"[1,0]<stderr>:a\n[1,0]<stderr>:b\n" * 40_000  # a large log: one replace of the literal
+    assert strip_wrappers(block, learn_wrapper(block), small=False) == b"a\nb\n" * 40_000
