@@ -266,6 +266,12 @@ _FRAME_LINE = re.compile(rb"\s{0,16}File \"")  # a traceback's frame: its code f
 _ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]{0,24}[ -/]{0,3}[@-~]|\x1b[@-Z\\-_]")
 
 
+def strip_colour(block: bytes) -> bytes:
+    """``block`` without its terminal escapes (colour, cursor moves): they take no column and hold
+    no word. One pass that looks only at ESC bytes, done only where the block holds one."""
+    return _ANSI_BYTES.sub(b"", block) if b"\x1b" in block else block
+
+
 def columns(line: bytes) -> int:
     """How many columns ``line`` takes on a terminal (characters, colour escapes excluded)."""
     if b"\x1b" in line:
@@ -281,16 +287,17 @@ _REPR_STARTS = (b"[", b"(", b"'", b'"', b"b'", b'b"')
 
 
 def decode_envelopes(block: bytes) -> bytes:
-    """``block`` with each line that is a JSON record or a Python repr holding escaped newlines
-    (``\n``) replaced by the text it holds (the lines after it are numbered as decoded). For a
+    """``block`` with each line that is a JSON record with a message, or a Python repr holding
+    escaped newlines (``\n``), replaced by the text it holds (the lines after it are numbered as decoded). For a
     pasted block: the scanner asks it of small ones only."""
-    if b"\\n" not in block:
+    if b"\\n" not in block and b'{"' not in block:
         return block
     lines = block.split(b"\n")
     changed = False
     for i, line in enumerate(lines):
-        if b"\\n" in line:
-            text = _envelope_text(line.strip())
+        body = line.strip()
+        if b"\\n" in body or (body[:2] == b'{"' and body[-1:] == b"}"):  # a JSON record: its message, escaped
+            text = _envelope_text(body)
             if text is not None:
                 lines[i], changed = text, True
     return b"\n".join(lines) if changed else block
@@ -342,7 +349,7 @@ _WRAPPERS = tuple(
         rb"\[\d{1,6}\]<(?:stdout|stderr)>: ?",  # horovodrun over Gloo
         rb"\[(?:rank|default)\d{1,6}\]: ?",  # torchrun, torch.distributed's per-rank output
         rb"\((?:[\w.:-]{1,80} )?pid=\d{1,10}(?:, ip=[\da-fA-F.:]{3,45})?\) ",  # Ray: (pid=1234) , (Worker pid=1, ip=10.0.0.1)
-        rb" {0,5}\d{1,6}: (?=\S)",  # srun --label: the task's number
+        rb" {0,5}\d{1,6}: ",  # srun --label: the task's number
         rb"\[\d{4}-\d\d-\d\d[^\]]{0,40}\] \{[\w.-]{1,80}:\d{1,6}\} [A-Z]{3,8} - ",  # Airflow's task log
         rb">(?:(?= )(?! >>>) |$)",  # a Markdown or e-mail quote (not Python's prompt: ">>>")
     )

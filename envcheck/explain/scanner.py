@@ -50,6 +50,7 @@ from envcheck.explain.normalise import (
     normalise_line,
     prompt_answers,
     search_key,
+    strip_colour,
     strip_wrappers,
     wrapped_lines,
     wrapped_runs,
@@ -145,6 +146,7 @@ class Catalogue:
         ending, ending_starts, earlier = b"", 0, False
         for block in _blocks(_as_utf8(stream), chunk_bytes, max_line_bytes):
             size = len(block)
+            block = strip_colour(block)
             if size <= WRAPS_EVERYWHERE_BYTES:
                 block = decode_envelopes(block)  # a JSON record or a Python repr holding the output
             # A wrapper's prefix on every line (learned from the first lines), and a pasted block a

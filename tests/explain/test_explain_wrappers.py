@@ -23,6 +23,7 @@ from envcheck.explain.normalise import (
     decode_envelopes,
     join_terminal_cuts,
     learn_wrapper,
+    strip_colour,
     strip_prefixes,
     strip_wrappers,
     wrapped_runs,
@@ -317,3 +318,16 @@ def test_a_wrappers_prefix_is_learned_from_most_first_lines_only():
     assert learn_wrapper(b">>> import tensorflow as tf\n>>> tf.config.list_physical_devices('GPU')\n") is None
     block = b"[1,0]<stderr>:a\n[1,0]<stderr>:b\n" * 40_000  # a large log: one replace of the literal
     assert strip_wrappers(block, learn_wrapper(block), small=False) == b"a\nb\n" * 40_000
+
+
+def test_colour_escapes_take_no_column_and_hold_no_word():
+    coloured = "\x1b[1;31mCould not load dynamic library\x1b[0m 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open"
+    assert [o.pattern.id for o in CATALOGUE.scan_text(coloured).occurrences] == ["cudnn-not-loaded"]
+    assert strip_colour(b"\x1b[32mok\x1b[0m\nnext\x1b[K") == b"ok\nnext"
+
+
+def test_a_one_line_json_record_reads_as_its_message():
+    record = json.dumps({"level": "error", "message": "Killed"})
+    assert [e.id for e in explain(CATALOGUE.scan_text(record))] == [
+        e.id for e in explain(CATALOGUE.scan_text("Killed"))
+    ]
