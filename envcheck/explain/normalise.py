@@ -467,12 +467,14 @@ def _goes_on_after_a_cut(following: bytes, start: bytes) -> bool:
 
 def wrapped_runs(
     lines: list[bytes], around: Optional[Iterable[int]] = None
-) -> list[tuple[list[int], int, tuple[bytes, ...]]]:
+) -> list[tuple[list[int], int, tuple[bytes, ...], bool]]:
     """Runs of lines that a terminal or a word-wrapper cut from one line (see above) and that the
     pairs of ``wrapped_lines`` do not already read: more than two lines, or a cut that only the
     block's width shows. Each as (the indexes of its first line wherever the same run repeats, its
     number of lines, the run joined: a terminal's cut without a blank, a word-wrapper's with one;
-    where one line alone is as wide as the widest, so the cut may be either, both readings).
+    where one line alone is as wide as the widest, so the cut may be either, both readings; and
+    whether the run may be trusted over its lines: not where that line ends a sentence, and may
+    end there)).
     ``around``: only the runs that hold one of those lines (a large log, read near its needles)."""
     count = len(lines)
     if count < 2:
@@ -516,7 +518,10 @@ def wrapped_runs(
             return ""
         at = width(i)
         if at == widest and not _NEW_RECORD.match(body):
-            return "hard" if terminal else "either"
+            if terminal:
+                return "hard"
+            # the widest line alone: its width says nothing; where it ends a sentence, it may end
+            return "either" if line.rstrip()[-1:] not in _SENTENCE_END else "either-end"
         if continues(line, following):
             return "pair"
         if at < MIN_WRAPPED or _FRAME_LINE.match(line) or _NEW_RECORD.match(body) or _PROMPT_START.match(body):
@@ -533,6 +538,7 @@ def wrapped_runs(
 
     found: dict[tuple[bytes, ...], list[int]] = {}
     lengths: dict[tuple[bytes, ...], int] = {}
+    trusted: dict[tuple[bytes, ...], bool] = {}
     covered = -1
     for start in indexes:
         if start <= covered or (start > 0 and joins(start - 1)):
@@ -549,21 +555,22 @@ def wrapped_runs(
         if not kinds or (len(kinds) == 1 and kinds[0] == "pair"):
             continue  # one line, or a pair ``wrapped_lines`` reads
         texts = [_join(lines, start, kinds, hard_either=False)]
-        if "either" in kinds:
+        if "either" in kinds or "either-end" in kinds:
             texts.append(_join(lines, start, kinds, hard_either=True))
         key = tuple(texts)
         if key not in found and len(found) >= MAX_RUNS:
             break
         found.setdefault(key, []).append(start)
         lengths[key] = len(kinds) + 1
-    return [(where, lengths[key], key) for key, where in found.items()]
+        trusted[key] = "either-end" not in kinds
+    return [(where, lengths[key], key, trusted[key]) for key, where in found.items()]
 
 
 def _join(lines: list[bytes], start: int, kinds: list[str], hard_either: bool) -> bytes:
     text = lines[start].rstrip(b"\r")
     for offset, kind in enumerate(kinds, start + 1):
         following = lines[offset].rstrip(b"\r")
-        if kind == "hard" or (kind == "either" and hard_either):
+        if kind == "hard" or (kind.startswith("either") and hard_either):
             text += following
         else:
             text = text.rstrip() + b" " + following.strip()

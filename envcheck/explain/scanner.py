@@ -77,6 +77,7 @@ MAX_CARRIED_LINES = 8  # the last lines of a chunk kept for the next (a cut line
 CONTEXT_BYTES = 64 * 1024  # the head and the tail of the input that its context is read from
 MAX_LINE_BYTES = 8192  # every known message fits in far less; longer lines are cut here
 CHUNK_BYTES = 1 << 20
+MAX_JOINED = 64  # wrapped messages read joined that the log's context is read in too
 MAX_GROUPS = 500  # distinct explanations kept from one input; the rest are only counted
 MAX_LINE_NUMBERS = 5  # line numbers remembered per explanation
 EXCERPT_CHARS = 300
@@ -173,7 +174,8 @@ class Catalogue:
         lines = lines_before + (0 if last_block_ended_line else 1)
         self._scan_ending(ending, ending_starts, earlier, max_line_bytes, found)
         head, tail = first.decode("utf-8", "replace"), last.decode("utf-8", "replace")
-        context = read_context(head, tail)
+        # What a wrapped message says is read as its program printed it: joined.
+        context = read_context(_with_runs_joined(head, found.joined), tail)
         # A loader's generic message on a line that names no part of the stack is kept only when
         # the input does (a traceback through site-packages/tensorflow, a CUDA library line).
         found.subjects_elsewhere(head, tail)
@@ -226,8 +228,8 @@ class Catalogue:
         fallbacks = self._fallbacks  # type: ignore[attr-defined]
         fragments: set[int] = set()
         pair_hits: dict[int, set[int]] = {}  # each pair's first line -> what the pair read joined
-        pairs = [(where, 2, (text,)) for where, text in wrapped_lines(lines, around)]
-        for number, (where, length, texts) in enumerate(pairs + wrapped_runs(lines, around)):
+        pairs = [(where, 2, (text,), False) for where, text in wrapped_lines(lines, around)]
+        for number, (where, length, texts, trusted) in enumerate(pairs + wrapped_runs(lines, around)):
             # A message cut over two lines (or a run of them): read them joined for what none holds.
             start = where[0]
             run = [lines[i] for i in range(start, start + length)]
@@ -247,6 +249,9 @@ class Catalogue:
                 numbers = [lines_before + index + 1 for index in where[:MAX_LINE_NUMBERS]]
                 matched = self._match_line(text[:max_line], numbers, len(where), wanted, found)
                 read |= matched
+                if matched and len(found.joined) < MAX_JOINED:
+                    joined_text = text[:max_line].decode("utf-8", "replace")
+                    found.joined.extend((n, length, joined_text) for n in numbers)
                 if matched - fallbacks or (is_run and matched):
                     # the message read joined: what a fallback read in one of its lines alone (a
                     # status the cut message names) is part of it
@@ -256,6 +261,22 @@ class Catalogue:
             if number < len(pairs):
                 for index in where:
                     pair_hits.setdefault(index, set()).update(read)
+            elif trusted:
+                # The run is the line its program printed: what a part of it read alone, and the
+                # whole does not, is a fragment (a dlerror's tail read apart from its loader line).
+                whole = _Accumulator(self.status_owner)
+                mine = set()
+                for text in texts:
+                    every = self._patterns_in(search_key(text[:max_line]))
+                    mine |= self._match_line(text[:max_line], [1], 1, tuple(every), whole)
+                    # and the statuses it names, each read apart (the run may hold two messages)
+                    self._match_line(text[:max_line], [1], 1, tuple(i for i in every if i in fallbacks), whole)
+                if not mine - fallbacks:
+                    continue  # the whole reads no message of its own: not a run to trust over its parts
+                kept = {key[0] for key in whole._by_key}
+                for first in where[:MAX_LINE_NUMBERS]:
+                    inside = set(range(lines_before + first + 1, lines_before + first + 1 + length))
+                    found.forget_inside(inside, kept)
         if fragments:
             found.forget_fallbacks_on(fragments)
         if statements:
@@ -376,6 +397,19 @@ class Catalogue:
         return hits
 
 
+def _with_runs_joined(text: str, runs: list[tuple[int, int, str]]) -> str:
+    """``text`` (the input's first lines) with each run of wrapped lines that a pattern read joined
+    replaced by the joined line, its other lines left blank (so every line keeps its number)."""
+    if not runs:
+        return text
+    lines = text.split("\n")
+    for number, length, joined in runs:
+        start = number - 1
+        if start + length <= len(lines) and all(lines[i].strip() for i in range(start, start + length)):
+            lines[start : start + length] = [joined] + [""] * (length - 1)
+    return "\n".join(lines)
+
+
 def _split(block: bytes) -> tuple[list[bytes], list[bytes], list[bytes]]:
     """(the block's lines, each line's key, the distinct keys in order). A key here has its digits
     deleted and is lower case, done on the whole block (the fast paths of both); the rest of the
@@ -481,6 +515,8 @@ class _Accumulator:
         self._by_key: dict[tuple[str, str], Occurrence] = {}
         self._by_groups: dict[tuple[Any, ...], Occurrence] = {}  # the same capture seen before
         self.dropped = 0
+        # the runs of wrapped lines a pattern read joined: (first line's number, lines, text)
+        self.joined: list[tuple[int, int, str]] = []
         self.unframed: set[tuple[str, str]] = set()  # stack_only messages seen only outside the stack's frame
         # subject_elsewhere messages on no line of the stack (with the regex of the pattern that
         # matched, a status fallback's before its status's owner takes the occurrence) ...
@@ -538,6 +574,19 @@ class _Accumulator:
                 :MAX_LINE_NUMBERS
             ]
         return True
+
+    def forget_inside(self, numbers: set[int], kept: set[str]) -> None:
+        """Drop what was read only on these lines (a run of wrapped lines) by a pattern not in
+        ``kept`` (those that read the run joined)."""
+        gone = {
+            key
+            for key, o in self._by_key.items()
+            if o.pattern.id not in kept and o.line_numbers and set(o.line_numbers) <= numbers
+        }
+        for key in gone:
+            occurrence = self._by_key.pop(key)
+            self._by_groups = {k: v for k, v in self._by_groups.items() if v is not occurrence}
+            self.unframed.discard(key)
 
     def forget_fallbacks_on(self, numbers: set[int]) -> None:
         """Drop what fallbacks read only on these lines (the halves of a cut message that another

@@ -225,8 +225,8 @@ def test_a_word_wrap_that_starts_a_line_with_an_upper_case_word_is_a_run():
         b"NVIDIA-SMI has failed because it couldn't communicate with the",
         b"NVIDIA driver. Make sure that the latest",
     ]
-    ((where, length, texts),) = wrapped_runs(lines)
-    assert where == [0] and length == 2 and texts[0] == b" ".join(lines)
+    ((where, length, texts, trusted),) = wrapped_runs(lines)
+    assert where == [0] and length == 2 and texts[0] == b" ".join(lines) and trusted
 
 
 # --- look-alikes ----------------------------------------------------------------------------------
@@ -259,12 +259,12 @@ def test_a_real_two_line_message_is_not_one_cut_line():
     )
     assert join_terminal_cuts(text.encode()) == text.encode()
     lines = text.encode().split(b"\n")
-    assert all(where != [2] for where, _, _ in wrapped_runs(lines))  # a frame and its code stay two
+    assert all(where != [2] for where, _, _, _ in wrapped_runs(lines))  # a frame and its code stay two
 
 
 def test_a_prompt_after_a_long_line_is_a_new_line():
     lines = [b"x" * 70 + b" Could not load dynamic", b"$ nvidia-smi", b"y" * 70]
-    assert all(0 not in where for where, _, _ in wrapped_runs(lines))
+    assert all(0 not in where for where, _, _, _ in wrapped_runs(lines))
 
 
 @pytest.mark.parametrize(
@@ -331,3 +331,26 @@ def test_a_one_line_json_record_reads_as_its_message():
     assert [e.id for e in explain(CATALOGUE.scan_text(record))] == [
         e.id for e in explain(CATALOGUE.scan_text("Killed"))
     ]
+
+
+def test_a_word_wrapped_message_is_not_also_read_as_its_tail():
+    # the dlerror's tail on lines 2-3 is part of the loader's message on line 1, not a message of its own
+    wrapped = (
+        "Could not load library libcudnn_ops_infer.so.8. Error:\n"
+        "libcudnn_ops_infer.so.8: cannot open shared object file: No such file or\n"
+        "directory"
+    )
+    assert [e.id for e in explain(CATALOGUE.scan_text(wrapped))] == [
+        e.id for e in explain(CATALOGUE.scan_text(wrapped.replace("\n", " ")))
+    ]
+
+
+def test_two_messages_after_a_sentence_end_stay_two():
+    notice = (
+        "I tensorflow/stream_executor/cuda/cudart_stub.cc:29] Ignore above cudart dlerror if you do not have a GPU"
+        " set up on your machine."
+    )
+    ids = [o.pattern.id for o in CATALOGUE.scan_text(notice + "\nAborted (core dumped)").occurrences]
+    assert sorted(ids) == ["cudart-stub-ignore-hint", "process-crash-status"]
+    two = "nvcc fatal   : Unsupported gpu architecture 'compute_61'\ncudaCheckError() failed : invalid device function"
+    assert len(explain(CATALOGUE.scan_text(two))) == 2
