@@ -15,7 +15,13 @@ What changes nothing but defeats a literal match, and what is done about it:
   ``kubectl --prefix`` pod, docker compose's ``service | ``, Airflow's ``[time] {file.py:12} INFO -``,
   the kernel's ``[ 12.345678]`` and syslog's ``host kernel:``, a Markdown quote ``> ``;
 - a line hard-wrapped in the middle of a message (an e-mail, a forum, a narrow terminal, a
-  container runtime's partial lines) is joined to the line it was cut from.
+  container runtime's partial lines) is joined to the line it was cut from;
+- what a wrapping program does is read from the block's own shape: a terminal's cuts at exactly
+  its width are joined outright without a blank (``join_terminal_cuts``), a word-wrapper's breaks
+  where the next word would not fit are read joined in runs (``wrapped_runs``), a relaying
+  program's prefix on every line is learned from the first lines and taken off (``learn_wrapper``,
+  ``strip_wrappers``), colour escapes go (``strip_colour``), and a JSON log record or a Python
+  repr holding the output is read as the lines it holds (``decode_envelopes``).
 
 Two levels, so that a 100 MB log stays fast: ``search_key`` folds a whole block of bytes with
 byte-level passes (the scanner's needle search runs on it, so a needle is found whatever the
