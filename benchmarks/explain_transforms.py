@@ -3,7 +3,8 @@
 Takes every message of the training corpus (tests/fixtures/real_messages/, error and harmless
 families alike; never a held-out folder), applies each transform below, and prints per transform
 the share of messages whose explanations are unchanged: the same explanation ids, the same first
-cause of each, the same harmless verdict. Only messages that are explained at all untransformed
+cause of each, the same harmless verdict; and how many of ordinary.yaml's lines (none reported
+untransformed) the transform makes reported as something to act on. Only messages that are explained at all untransformed
 are counted (a transform cannot keep what was never read). The transforms are what the programs
 between a message and a user do to it, deterministic (seeded):
 
@@ -104,6 +105,17 @@ def messages() -> list[dict]:
     return out
 
 
+def ordinary_lines() -> list[str]:
+    return [item["line"] for item in yaml.safe_load((CORPUS / "ordinary.yaml").read_text(encoding="utf-8"))["lines"]]
+
+
+def acted_on(catalogue, text: str) -> bool:
+    """Whether an ordinary line is reported as something to act on."""
+    from envcheck.explain import explain  # the catalogue is loaded first, in main
+
+    return any(not e.harmless for e in explain(catalogue.scan_text(text)))
+
+
 def verdict(catalogue, text: str) -> tuple:
     """What a user relies on: each explanation's id, its first cause, whether it is harmless."""
     from envcheck.explain import explain  # the catalogue is loaded first, in main
@@ -129,8 +141,11 @@ def main() -> int:
         entries = random.Random(args.seed).sample(entries, min(args.sample, len(entries)))
     plain = [(e["id"], e["message"], verdict(catalogue, e["message"])) for e in entries]
     plain = [(i, m, v) for i, m, v in plain if v]
-    print(f"{len(plain)} corpus messages explained untransformed (of {len(entries)})")
-    print(f"{'transform':<22} {'unchanged':>9} {'share':>7}")
+    ordinary = [line for line in ordinary_lines() if not acted_on(catalogue, line)]
+    if args.sample:
+        ordinary = random.Random(args.seed).sample(ordinary, min(args.sample, len(ordinary)))
+    print(f"{len(plain)} corpus messages explained untransformed (of {len(entries)}); {len(ordinary)} ordinary lines")
+    print(f"{'transform':<22} {'unchanged':>9} {'share':>7} {'ordinary acted on':>18}")
     shares = []
     for name, transform in transforms().items():
         if args.only and args.only not in name:
@@ -140,7 +155,8 @@ def main() -> int:
         lost = [row for row in lost if row[2] != row[3]]
         share = 1 - len(lost) / len(plain)
         shares.append(share)
-        print(f"{name:<22} {len(plain) - len(lost):>9} {share:>7.1%}")
+        acted = sum(acted_on(catalogue, transform(line)) for line in ordinary)
+        print(f"{name:<22} {len(plain) - len(lost):>9} {share:>7.1%} {acted:>18}")
         for message_id, text, wanted, got in lost[: args.show]:
             print(f"    {message_id}: wanted {wanted}\n      got {got}\n      {text[:300]!r}")
     if shares:

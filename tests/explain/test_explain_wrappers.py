@@ -354,3 +354,13 @@ def test_two_messages_after_a_sentence_end_stay_two():
     assert sorted(ids) == ["cudart-stub-ignore-hint", "process-crash-status"]
     two = "nvcc fatal   : Unsupported gpu architecture 'compute_61'\ncudaCheckError() failed : invalid device function"
     assert len(explain(CATALOGUE.scan_text(two))) == 2
+
+
+@pytest.mark.parametrize("width", [40, 57, 80])
+def test_another_programs_line_cut_by_a_terminal_stays_its_own(width):
+    # FFmpeg's encoder reports its own CUDA call (ordinary.yaml); cut, no part of it is the stack's
+    line = (
+        "[h264_nvenc @ 0x55d020323ac0] dl_fn->cuda_dl->cuCtxCreate(&ctx->cu_context_internal, 0, cu_device) "
+        "failed -> CUDA_ERROR_OUT_OF_MEMORY: out of memory"
+    )
+    assert not any(not e.harmless for e in explain(CATALOGUE.scan_text(hard_wrap(line, width))))
