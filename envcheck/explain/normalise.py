@@ -357,7 +357,7 @@ _WRAPPERS = tuple(
         rb"\((?:[\w.:-]{1,80} )?pid=\d{1,10}(?:, ip=[\da-fA-F.:]{3,45})?\) ",  # Ray: (pid=1234) , (Worker pid=1, ip=10.0.0.1)
         rb" {0,5}\d{1,6}: ",  # srun --label: the task's number
         rb"\[\d{4}-\d\d-\d\d[^\]]{0,40}\] \{[\w.-]{1,80}:\d{1,6}\} [A-Z]{3,8} - ",  # Airflow's task log
-        rb">(?:(?= )(?! >>>) |$)",  # a Markdown or e-mail quote (not Python's prompt: ">>>")
+        rb">(?: |$)",  # a Markdown or e-mail quote (not Python's prompt, ">>>", which no blank follows)
     )
 )
 SAMPLE_LINES = 12  # the first non-blank lines a block's wrapper is learned from

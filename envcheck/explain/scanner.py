@@ -271,12 +271,9 @@ class Catalogue:
                     mine |= self._match_line(text[:max_line], [1], 1, tuple(every), whole)
                     # and the statuses it names, each read apart (the run may hold two messages)
                     self._match_line(text[:max_line], [1], 1, tuple(i for i in every if i in fallbacks), whole)
-                if another_programs_line(normalise_line(texts[0][:max_line].decode("utf-8", "replace"))):
-                    kept = set()  # FFmpeg's own line, cut: no part of it is the stack's message
-                elif not mine - fallbacks:
+                if not mine - fallbacks:
                     continue  # the whole reads no message of its own: not a run to trust over its parts
-                else:
-                    kept = {key[0] for key in whole._by_key}
+                kept = {key[0] for key in whole._by_key}
                 for first in where[:MAX_LINE_NUMBERS]:
                     inside = set(range(lines_before + first + 1, lines_before + first + 1 + length))
                     found.forget_inside(inside, kept)

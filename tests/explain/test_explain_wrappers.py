@@ -316,6 +316,12 @@ def test_a_wrappers_prefix_is_learned_from_most_first_lines_only():
     assert learn_wrapper(b"trainer-1  | a\ntrainer-1  | b\nunprefixed c\n") is not None
     assert learn_wrapper(b"0: a\nplain b\nplain c\n") is None  # one line of three is no wrapper's
     assert learn_wrapper(b">>> import tensorflow as tf\n>>> tf.config.list_physical_devices('GPU')\n") is None
+    quoted = b"> >>> import tensorflow as tf\n> >>> tf.config.list_physical_devices('GPU')\n> []\n"
+    assert strip_wrappers(quoted, learn_wrapper(quoted), small=True).split(b"\n")[:3] == [
+        b">>> import tensorflow as tf",
+        b">>> tf.config.list_physical_devices('GPU')",
+        b"[]",
+    ]
     block = b"[1,0]<stderr>:a\n[1,0]<stderr>:b\n" * 40_000  # a large log: one replace of the literal
     assert strip_wrappers(block, learn_wrapper(block), small=False) == b"a\nb\n" * 40_000
 
@@ -354,13 +360,3 @@ def test_two_messages_after_a_sentence_end_stay_two():
     assert sorted(ids) == ["cudart-stub-ignore-hint", "process-crash-status"]
     two = "nvcc fatal   : Unsupported gpu architecture 'compute_61'\ncudaCheckError() failed : invalid device function"
     assert len(explain(CATALOGUE.scan_text(two))) == 2
-
-
-@pytest.mark.parametrize("width", [40, 57, 80])
-def test_another_programs_line_cut_by_a_terminal_stays_its_own(width):
-    # FFmpeg's encoder reports its own CUDA call (ordinary.yaml); cut, no part of it is the stack's
-    line = (
-        "[h264_nvenc @ 0x55d020323ac0] dl_fn->cuda_dl->cuCtxCreate(&ctx->cu_context_internal, 0, cu_device) "
-        "failed -> CUDA_ERROR_OUT_OF_MEMORY: out of memory"
-    )
-    assert not any(not e.harmless for e in explain(CATALOGUE.scan_text(hard_wrap(line, width))))
