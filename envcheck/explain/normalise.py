@@ -15,7 +15,13 @@ What changes nothing but defeats a literal match, and what is done about it:
   ``kubectl --prefix`` pod, docker compose's ``service | ``, Airflow's ``[time] {file.py:12} INFO -``,
   the kernel's ``[ 12.345678]`` and syslog's ``host kernel:``, a Markdown quote ``> ``;
 - a line hard-wrapped in the middle of a message (an e-mail, a forum, a narrow terminal, a
-  container runtime's partial lines) is joined to the line it was cut from.
+  container runtime's partial lines) is joined to the line it was cut from;
+- what a wrapping program does is read from the block's own shape: a terminal's cuts at exactly
+  its width are joined outright without a blank (``join_terminal_cuts``), a word-wrapper's breaks
+  where the next word would not fit are read joined in runs (``wrapped_runs``), a relaying
+  program's prefix on every line is learned from the first lines and taken off (``learn_wrapper``,
+  ``strip_wrappers``), colour escapes go (``strip_colour``), and a JSON log record or a Python
+  repr holding the output is read as the lines it holds (``decode_envelopes``).
 
 Two levels, so that a 100 MB log stays fast: ``search_key`` folds a whole block of bytes with
 byte-level passes (the scanner's needle search runs on it, so a needle is found whatever the
@@ -105,6 +111,12 @@ _PREFIXES = re.compile(
             r"[A-Z][a-z]{2} {1,2}\d{1,2} \d{2}:\d{2}:\d{2} [\w.-]{1,64} [\w./-]{1,40}(?:\[\d{1,10}\])?: ",
             # docker compose: service-1  | message
             r"[\w.-]{1,60} {0,20}\| (?=\S)",
+            # the launchers' per-process prefixes: mpirun --tag-output, horovodrun over Gloo,
+            # torchrun's ranks, Ray's workers; Jupyter's server log
+            r"\[\d{1,6}(?:,\d{1,6})?\]<(?:stdout|stderr|stddiag)>: ?",
+            r"\[(?:rank|default)\d{1,6}\]: ?",
+            r"\((?:[\w.:-]{1,80} )?pid=\d{1,10}(?:, ip=[\da-fA-F.:]{3,45})?\) ",
+            r"\[[DIWEC] (?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:\.\d{1,6})? [\w.]{1,40}\] ",
             # Python logging's default format and TensorFlow's own: WARNING:tensorflow:
             r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL):[\w.]{1,80}:",
             r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) {1,3}[-:|] ",
@@ -112,6 +124,12 @@ _PREFIXES = re.compile(
     )
 )
 MAX_PREFIXES = 4  # a prefix inside a prefix (time, then glog); more is a message, not a prefix
+# The prefixes of the programs that relay a program's lines (not of the record itself: its time,
+# severity and source file stay for the patterns that read them, ``keep_prefixes``)
+_RELAYS = re.compile(
+    r"> {0,3}|\[pod/[^\]\s]{1,200}\] |[\w.-]{1,60} {0,20}\| (?=\S)|\[\d{1,6}(?:,\d{1,6})?\]<(?:stdout|stderr|stddiag)>: ?"
+    r"|\[(?:rank|default)\d{1,6}\]: ?|\((?:[\w.:-]{1,80} )?pid=\d{1,10}(?:, ip=[\da-fA-F.:]{3,45})?\) "
+)
 
 
 def normalise_line(text: str, keep_prefixes: bool = False) -> str:
@@ -138,7 +156,14 @@ def normalise_line(text: str, keep_prefixes: bool = False) -> str:
         text = _SPACE_BEFORE_INDEX.sub("[", text)
     if "Could not " in text:
         text = _UNQUOTED_LIBRARY.sub(r"\1 '\2'", text)
-    return text if keep_prefixes else strip_prefixes(text)
+    if keep_prefixes:
+        for _ in range(MAX_PREFIXES):
+            found = _RELAYS.match(text)
+            if found is None or found.end() == 0:
+                break
+            text = text[found.end() :].lstrip()
+        return text
+    return strip_prefixes(text)
 
 
 def strip_prefixes(text: str) -> str:
@@ -229,6 +254,336 @@ def wrapped_lines(lines: list[bytes], around: Optional[Iterable[int]] = None) ->
         if where is not None:
             where.append(index)
     return [(where, pair[0].rstrip(b"\r") + b" " + pair[1].strip()) for pair, where in found.items() if where]
+
+
+# What a wrapping program does, read from the block's own shape (``wrapped_runs``):
+# - a terminal cuts a line at exactly its width, mid-word if it falls there: every cut line is as
+#   long as the longest line of the block, and the rest goes on in the next line as it was (no blank
+#   added or lost);
+# - a word-wrapper (a forum, an e-mail, a logger's formatter) breaks at a blank, where the next word
+#   would not fit: a cut line plus a blank plus the first word of the next line is wider than any
+#   line it wrote, and the next line may carry an indent of its own.
+# A line that is neither a terminal's nor a word-wrapper's cut ends where its program ended it.
+MIN_WIDTH = 40  # narrower blocks are lists, not wrapped paragraphs
+MAX_RUN = 16  # lines read joined as one run
+MAX_RUNS = 64  # runs read per chunk
+MAX_AROUND = 512  # needle lines of a large chunk looked around for runs; more are a log's own
+_FRAME_LINE = re.compile(rb"\s{0,16}File \"")  # a traceback's frame: its code follows, indented
+_ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]{0,24}[ -/]{0,3}[@-~]|\x1b[@-Z\\-_]")
+
+
+def strip_colour(block: bytes) -> bytes:
+    """``block`` without its terminal escapes (colour, cursor moves): they take no column and hold
+    no word. One pass that looks only at ESC bytes, done only where the block holds one."""
+    return _ANSI_BYTES.sub(b"", block) if b"\x1b" in block else block
+
+
+def columns(line: bytes) -> int:
+    """How many columns ``line`` takes on a terminal (characters, colour escapes excluded)."""
+    if b"\x1b" in line:
+        line = _ANSI_BYTES.sub(b"", line)
+    return len(line) if line.isascii() else len(line.decode("utf-8", "replace"))
+
+
+# A program's output inside a record of another's: a JSON log record (a logging library's, docker's
+# json-file driver, journald's export, a cloud logger's) whose message holds it with \n escapes, or
+# a Python repr (a list of lines, a str, a bytes) of it. Such a line is read as the lines it holds.
+_ENVELOPE_KEYS = ("message", "msg", "log", "MESSAGE", "textPayload", "text", "stderr", "stdout", "output")
+_REPR_STARTS = (b"[", b"(", b"'", b'"', b"b'", b'b"')
+
+
+def decode_envelopes(block: bytes) -> bytes:
+    """``block`` with each line that is a JSON record with a message, or a Python repr holding
+    escaped newlines (``\n``), replaced by the text it holds (the lines after it are numbered as decoded). For a
+    pasted block: the scanner asks it of small ones only."""
+    if b"\\n" not in block and b'{"' not in block:
+        return block
+    lines = block.split(b"\n")
+    changed = False
+    for i, line in enumerate(lines):
+        body = line.strip()
+        if b"\\n" in body or (body[:2] == b'{"' and body[-1:] == b"}"):  # a JSON record: its message, escaped
+            text = _envelope_text(body)
+            if text is not None:
+                lines[i], changed = text, True
+    return b"\n".join(lines) if changed else block
+
+
+def _envelope_text(body: bytes) -> Optional[bytes]:
+    # Imported here: only a block with an escaped newline in it needs a decoder.
+    import ast
+    import json
+
+    if body[:1] == b"{" and body[-1:] == b"}":
+        try:
+            record = json.loads(body)
+        except ValueError:
+            return None
+        if not isinstance(record, dict):
+            return None
+        value = next((record[k] for k in _ENVELOPE_KEYS if isinstance(record.get(k), str) and record[k].strip()), None)
+        return None if value is None else value.rstrip("\n").encode("utf-8", "surrogateescape")
+    if not body.startswith(_REPR_STARTS):
+        return None
+    try:
+        value = ast.literal_eval(body.decode("utf-8"))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, UnicodeDecodeError):
+        return None
+    parts = list(value) if isinstance(value, (list, tuple)) else [value]
+    texts = [part.decode("utf-8", "replace") if isinstance(part, bytes) else part for part in parts]
+    if not texts or not all(isinstance(text, str) for text in texts):
+        return None
+    joined = "".join(text if text.endswith("\n") else text + "\n" for text in texts)
+    return joined.rstrip("\n").encode("utf-8", "surrogateescape")
+
+
+# The prefix a wrapper puts on every line of what it relays, each anchored at the line's start.
+# A block whose first lines carry one of these has it taken off every line (``strip_wrappers``).
+_WRAPPERS = tuple(
+    re.compile(p)
+    for p in (
+        rb"[\w.-]{1,60} {0,20}\|(?: (?=\S)| ?$)",  # docker compose: service-1  | message
+        rb"\[pod/[^\]\s]{1,200}\] ",  # kubectl logs --prefix
+        # GitHub Actions' raw log (the container runtime's own time, stream and F/P stay: its
+        # partial records are joined first)
+        rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z (?!std(?:out|err) [FP] )",
+        # journald and syslog: May 01 10:00:00 host python3[1234]:
+        rb"[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d [\w.-]{1,64} [\w./-]{1,40}(?:\[\d{1,10}\])?: ",
+        # Jupyter's server and notebook: [I 2024-05-01 10:00:00.000 ServerApp] , [W 10:00:00.000 NotebookApp]
+        rb"\[[DIWEC] (?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:\.\d{1,6})? [\w.]{1,40}\] ",
+        rb"\[\d{1,6},\d{1,6}\]<(?:stdout|stderr|stddiag)>: ?",  # mpirun --tag-output (horovodrun over MPI)
+        rb"\[\d{1,6}\]<(?:stdout|stderr)>: ?",  # horovodrun over Gloo
+        rb"\[(?:rank|default)\d{1,6}\]: ?",  # torchrun, torch.distributed's per-rank output
+        rb"\((?:[\w.:-]{1,80} )?pid=\d{1,10}(?:, ip=[\da-fA-F.:]{3,45})?\) ",  # Ray: (pid=1234) , (Worker pid=1, ip=10.0.0.1)
+        rb" {0,5}\d{1,6}: ",  # srun --label: the task's number
+        rb"\[\d{4}-\d\d-\d\d[^\]]{0,40}\] \{[\w.-]{1,80}:\d{1,6}\} [A-Z]{3,8} - ",  # Airflow's task log
+        rb">(?: |$)",  # a Markdown or e-mail quote (not Python's prompt, ">>>", which no blank follows)
+    )
+)
+SAMPLE_LINES = 12  # the first non-blank lines a block's wrapper is learned from
+
+
+def learn_wrapper(block: bytes) -> Optional[re.Pattern[bytes]]:
+    """The wrapper prefix most of the block's first non-blank lines (two at least) start with."""
+    sample: list[bytes] = []
+    start = 0
+    while len(sample) < SAMPLE_LINES and start < len(block):
+        end = block.find(b"\n", start)
+        end = len(block) if end < 0 else end
+        if block[start:end].strip():
+            sample.append(block[start:end])
+        start = end + 1
+    if len(sample) < 2:
+        return None
+    for wrapper in _WRAPPERS:
+        if 2 * sum(1 for line in sample if wrapper.match(line)) > len(sample):
+            return wrapper
+    return None
+
+
+def strip_wrappers(block: bytes, wrapper: Optional[re.Pattern[bytes]], small: bool) -> bytes:
+    """``block`` with ``wrapper``'s prefix taken off every line that has it, every line kept. A
+    small block (a paste) is read line by line; a large one (a log) only when the prefix is the
+    same bytes on its first lines (docker compose's, kubectl's, a rank's): one replace over the
+    block. A large log's other prefixes are taken off the lines the scanner reads (``normalise_line``)."""
+    if wrapper is None:
+        return block
+    if small:
+        lines = block.split(b"\n")
+        for i, line in enumerate(lines):
+            found = wrapper.match(line)
+            if found:
+                lines[i] = line[found.end() :]
+        return b"\n".join(lines)
+    first = wrapper.match(block)
+    if first is None or not first.group(0).strip():
+        return block
+    literal = first.group(0)
+    if block.count(b"\n" + literal, 0, 1 << 16) * 2 < block.count(b"\n", 0, 1 << 16):
+        return block  # the prefix changes from line to line (a time, a pid): not one literal
+    return block[len(literal) :].replace(b"\n" + literal, b"\n")
+
+
+def join_terminal_cuts(block: bytes, wrapper: Optional[re.Pattern[bytes]] = None) -> bytes:
+    """``block`` with the lines a terminal cut at its width joined outright (see above): where two
+    distinct lines or more are exactly as wide as the widest line and each goes on in the next
+    (not a new log record, traceback or prompt), the width is the terminal's, and every line of
+    that width is joined to the next as it was, without a blank. A joined line leaves its newlines
+    behind it, so every line keeps its number. For a pasted block (the scanner asks it of small
+    ones only): one pass over its lines."""
+    lines = block.split(b"\n")
+    if len(lines) < 3:
+        return block
+    if block.isascii() and b"\x1b" not in block and b"\r" not in block:
+        widths = [len(line) for line in lines]
+    else:
+        widths = [columns(line.rstrip(b"\r")) for line in lines]
+    widest = max(widths)
+    if widest < MIN_WIDTH:
+        return block
+    cuts = {
+        i
+        for i in range(len(lines) - 1)
+        if widths[i] == widest
+        and _goes_on_after_a_cut(lines[i + 1], lines[i][:_SAME_START])
+        and not (wrapper is not None and wrapper.match(lines[i + 1]))  # a wrapper's next line
+    }
+    # A run must end in its tail (narrower): lines of one template repeated (each as wide as the
+    # next) are records, not a cut. And the width must be a terminal's, not a word-wrapper's, whose
+    # widest lines may be two of the same width too: three distinct lines cut at it, or two with a
+    # blank at the cut (a word-wrapper drops the blank it breaks at).
+    if not any(i + 1 not in cuts and widths[i + 1] < widest for i in cuts) or not _terminal_width(lines, cuts):
+        return block
+    out: list[bytes] = []
+    i = 0
+    while i < len(lines):
+        if i not in cuts:
+            out.append(lines[i])
+            i += 1
+            continue
+        text, j = lines[i].rstrip(b"\r"), i
+        while j in cuts and j - i < MAX_RUN:
+            j += 1
+            text += lines[j].rstrip(b"\r")
+        out.append(text)
+        out.extend([b""] * (j - i))
+        i = j + 1
+    return b"\n".join(out)
+
+
+def _terminal_width(lines: list[bytes], cuts: Iterable[int]) -> bool:
+    """Whether the lines ``cuts`` indexes (each as wide as the widest line, each going on in the
+    next) show a terminal's width rather than a word-wrapper's (see ``join_terminal_cuts``)."""
+    distinct = {lines[i] for i in cuts}
+    if len(distinct) >= 3:
+        return True
+    blank_at_cut = any(lines[i].rstrip(b"\r").endswith(b" ") or lines[i + 1][:1] == b" " for i in cuts)
+    return len(distinct) == 2 and blank_at_cut
+
+
+_SAME_START = 16  # a line that starts as the one before did is the next record, not its rest
+
+
+def _goes_on_after_a_cut(following: bytes, start: bytes) -> bool:
+    body = following.rstrip(b"\r").lstrip(b" ")
+    if not body or following.startswith(start):
+        return False
+    return not (_NEW_RECORD.match(body) or _LOG_RECORD.match(body) or _PROMPT_START.match(body))
+
+
+def wrapped_runs(
+    lines: list[bytes], around: Optional[Iterable[int]] = None
+) -> list[tuple[list[int], int, tuple[bytes, ...], bool]]:
+    """Runs of lines that a terminal or a word-wrapper cut from one line (see above) and that the
+    pairs of ``wrapped_lines`` do not already read: more than two lines, or a cut that only the
+    block's width shows. Each as (the indexes of its first line wherever the same run repeats, its
+    number of lines, the run joined: a terminal's cut without a blank, a word-wrapper's with one;
+    where one line alone is as wide as the widest, so the cut may be either, both readings; and
+    whether the run may be trusted over its lines: not where that line ends a sentence, and may
+    end there)).
+    ``around``: only the runs that hold one of those lines (a large log, read near its needles)."""
+    count = len(lines)
+    if count < 2:
+        return []
+    if around is None:
+        indexes: Iterable[int] = range(count)
+        width_of: Optional[list[int]] = [columns(line.rstrip(b"\r")) for line in lines]
+        widths = width_of
+    else:
+        around = list(around)
+        if len(around) > MAX_AROUND:
+            return []  # a log's own lines, most of them holding a needle: not a paste
+        indexes = sorted({i for j in around for i in range(j - MAX_RUN + 1, j + 1) if 0 <= i < count - 1})
+        if not indexes:
+            return []
+        width_of = None
+        widths = list(map(len, lines))  # bytes for columns: a large log is read near its needles only
+    widest = max(widths)
+    if widest < MIN_WIDTH:
+        return []
+    # lines cut at the same column, as only a terminal cuts them (``join_terminal_cuts``)
+    at_widest: list[int] = []
+    at = widths.index(widest)
+    while len(at_widest) < SAMPLE_LINES:
+        if at < count - 1 and lines[at + 1].strip():
+            at_widest.append(at)
+        try:
+            at = widths.index(widest, at + 1)
+        except ValueError:
+            break
+    terminal = len(at_widest) >= 2 and _terminal_width(lines, at_widest)
+
+    def width(i: int) -> int:
+        return width_of[i] if width_of is not None else columns(lines[i].rstrip(b"\r"))
+
+    def junction(i: int) -> str:
+        """How line i goes on in line i + 1: "" (it does not), "hard", "soft", "either", "pair"."""
+        line, following = lines[i].rstrip(b"\r"), lines[i + 1].rstrip(b"\r")
+        body = following.lstrip(b" ")
+        if not body or not line.strip():
+            return ""
+        at = width(i)
+        if at == widest and not _NEW_RECORD.match(body):
+            if terminal:
+                return "hard"
+            # the widest line alone: its width says nothing; where it ends a sentence, it may end
+            return "either" if line.rstrip()[-1:] not in _SENTENCE_END else "either-end"
+        if continues(line, following):
+            return "pair"
+        if at < MIN_WRAPPED or _FRAME_LINE.match(line) or _NEW_RECORD.match(body) or _PROMPT_START.match(body):
+            return ""
+        word = body.split(b" ", 1)[0]
+        return "soft" if at + 1 + columns(word) > widest else ""
+
+    memo: dict[int, str] = {}
+
+    def joins(i: int) -> str:
+        if i not in memo:
+            memo[i] = junction(i)
+        return memo[i]
+
+    found: dict[tuple[bytes, ...], list[int]] = {}
+    lengths: dict[tuple[bytes, ...], int] = {}
+    trusted: dict[tuple[bytes, ...], bool] = {}
+    covered = -1
+    for start in indexes:
+        if start <= covered or (start > 0 and joins(start - 1)):
+            continue  # inside a run, or it goes on from the line before: read from where it starts
+        kinds = []
+        end = start
+        while end < count - 1 and len(kinds) < MAX_RUN - 1:
+            kind = joins(end)
+            if not kind:
+                break
+            kinds.append(kind)
+            end += 1
+        covered = end
+        if not kinds or (len(kinds) == 1 and kinds[0] == "pair"):
+            continue  # one line, or a pair ``wrapped_lines`` reads
+        texts = [_join(lines, start, kinds, hard_either=False)]
+        if "either" in kinds or "either-end" in kinds:
+            texts.append(_join(lines, start, kinds, hard_either=True))
+        key = tuple(texts)
+        if key not in found and len(found) >= MAX_RUNS:
+            break
+        found.setdefault(key, []).append(start)
+        lengths[key] = len(kinds) + 1
+        trusted[key] = "either-end" not in kinds
+    return [(where, lengths[key], key, trusted[key]) for key, where in found.items()]
+
+
+def _join(lines: list[bytes], start: int, kinds: list[str], hard_either: bool) -> bytes:
+    text = lines[start].rstrip(b"\r")
+    for offset, kind in enumerate(kinds, start + 1):
+        following = lines[offset].rstrip(b"\r")
+        if kind == "hard" or (kind.startswith("either") and hard_either):
+            text += following
+        else:
+            text = text.rstrip() + b" " + following.strip()
+    return text
+
+
+_PROMPT_START = re.compile(rb"(?:>>>|\.\.\.|\$|#|PS [A-Z]:|In \[\d{1,6}\]:|[A-Za-z]:\\[^>\n]{0,200}>)(?: |$)")
 
 
 # Python's interactive prompt (sys.ps1, ">>> ") and IPython's ("In [3]: ") echo an expression;

@@ -42,13 +42,19 @@ from envcheck.explain.normalise import (
     at_prompt,
     collapse_blanks,
     decode_entities,
+    decode_envelopes,
     is_partial_record,
     join_partial_records,
+    join_terminal_cuts,
+    learn_wrapper,
     may_be_cut,
     normalise_line,
     prompt_answers,
     search_key,
+    strip_colour,
+    strip_wrappers,
     wrapped_lines,
+    wrapped_runs,
 )
 from envcheck.explain.parts import another_programs_line, in_stack_frame, read_parts, shows_stack_frame
 from envcheck.explain.regexes import Regex
@@ -72,6 +78,7 @@ MAX_CARRIED_LINES = 8  # the last lines of a chunk kept for the next (a cut line
 CONTEXT_BYTES = 64 * 1024  # the head and the tail of the input that its context is read from
 MAX_LINE_BYTES = 8192  # every known message fits in far less; longer lines are cut here
 CHUNK_BYTES = 1 << 20
+MAX_JOINED = 64  # wrapped messages read joined that the log's context is read in too
 MAX_GROUPS = 500  # distinct explanations kept from one input; the rest are only counted
 MAX_LINE_NUMBERS = 5  # line numbers remembered per explanation
 EXCERPT_CHARS = 300
@@ -146,6 +153,16 @@ class Catalogue:
         # the last lines read so far, the number of lines before them, and whether any before them held text
         ending, ending_starts, earlier = b"", 0, False
         for block in _blocks(_as_utf8(stream), chunk_bytes, max_line_bytes):
+            size = len(block)
+            block = strip_colour(block)
+            if size <= WRAPS_EVERYWHERE_BYTES:
+                block = decode_envelopes(block)  # a JSON record or a Python repr holding the output
+            # A wrapper's prefix on every line (learned from the first lines), and a pasted block a
+            # terminal cut at its width (the columns are the prefixed line's)
+            wrapper = learn_wrapper(block)
+            if size <= WRAPS_EVERYWHERE_BYTES:
+                block = join_terminal_cuts(block, wrapper)
+            block = strip_wrappers(block, wrapper, size <= WRAPS_EVERYWHERE_BYTES)
             pieces = (ending + block).rsplit(b"\n", END_LINES + 1)
             if len(pieces) > END_LINES + 1:
                 earlier = earlier or bool(pieces[0].strip())
@@ -156,7 +173,7 @@ class Catalogue:
                 first += block[: CONTEXT_BYTES - len(first)]
             else:
                 last = (last + block[-CONTEXT_BYTES:])[-CONTEXT_BYTES:]
-            total += len(block)
+            total += size
             # Joining keeps every line's number; the count of lines is the original block's.
             self._scan_block(decode_entities(block), lines_before, max_line_bytes, found)
             lines_before += block.count(b"\n")
@@ -164,7 +181,8 @@ class Catalogue:
         lines = lines_before + (0 if last_block_ended_line else 1)
         self._scan_ending(ending, ending_starts, earlier, max_line_bytes, found)
         head, tail = first.decode("utf-8", "replace"), last.decode("utf-8", "replace")
-        context = read_context(head, tail)
+        # What a wrapped message says is read as its program printed it: joined.
+        context = read_context(_with_runs_joined(head, found.joined), tail)
         # A loader's generic message on a line that names no part of the stack is kept only when
         # the input does (a traceback through site-packages/tensorflow, a CUDA library line).
         found.subjects_elsewhere(head, tail)
@@ -216,21 +234,56 @@ class Catalogue:
         around = None if len(block) <= WRAPS_EVERYWHERE_BYTES else _around(candidates, groups, joined, len(lines))
         fallbacks = self._fallbacks  # type: ignore[attr-defined]
         fragments: set[int] = set()
-        for where, text in wrapped_lines(lines, around):
-            # A message cut over two lines: read them joined for what neither holds.
-            pair = (lines[where[0]], lines[where[0] + 1])
-            known = hits.get(pair[0], set()) | hits.get(pair[1], set())
+        pair_hits: dict[int, set[int]] = {}  # each pair's first line -> what the pair read joined
+        pairs = [(where, 2, (text,), False) for where, text in wrapped_lines(lines, around)]
+        for number, (where, length, texts, trusted) in enumerate(pairs + wrapped_runs(lines, around)):
+            # A message cut over two lines (or a run of them): read them joined for what none holds.
+            start = where[0]
+            run = [lines[i] for i in range(start, start + length)]
+            known = set().union(*(hits.get(line, set()) for line in run))
+            # a run of lines: what the pairs inside it read joined is read
+            known.update(*(pair_hits.get(i, set()) for i in range(start, start + length - 1)))
             # A line one pattern explains is explained: a fallback is not tried on it joined either.
-            skip = known | fallbacks if known else known
-            wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in skip)
-            if wanted:
+            # A run a width shows (a terminal cut words in two) is read whole, fallbacks included,
+            # unless one of its lines holds a message a pattern of its own explains.
+            is_run = number >= len(pairs)
+            skip = known | fallbacks if known and (not is_run or known - fallbacks) else known
+            read: set[int] = set()
+            for text in texts:
+                wanted = tuple(i for i in self._patterns_in(search_key(text[:max_line])) if i not in skip | read)
+                if not wanted:
+                    continue
                 numbers = [lines_before + index + 1 for index in where[:MAX_LINE_NUMBERS]]
-                if self._match_line(text[:max_line], numbers, len(where), wanted, found) - fallbacks:
-                    # the message read joined: what a fallback read in one of its halves alone (a
+                matched = self._match_line(text[:max_line], numbers, len(where), wanted, found)
+                read |= matched
+                if matched and len(found.joined) < MAX_JOINED:
+                    joined_text = text[:max_line].decode("utf-8", "replace")
+                    found.joined.extend((n, length, joined_text) for n in numbers)
+                if matched - fallbacks or (is_run and matched):
+                    # the message read joined: what a fallback read in one of its lines alone (a
                     # status the cut message names) is part of it
-                    for offset, half in enumerate(pair):
-                        if hits.get(half) and hits[half] <= fallbacks:
+                    for offset, part in enumerate(run):
+                        if hits.get(part) and hits[part] <= fallbacks and (offset or matched - fallbacks):
                             fragments.update(n + offset for n in numbers)
+            if number < len(pairs):
+                for index in where:
+                    pair_hits.setdefault(index, set()).update(read)
+            elif trusted:
+                # The run is the line its program printed: what a part of it read alone, and the
+                # whole does not, is a fragment (a dlerror's tail read apart from its loader line).
+                whole = _Accumulator(self.status_owner)
+                mine = set()
+                for text in texts:
+                    every = self._patterns_in(search_key(text[:max_line]))
+                    mine |= self._match_line(text[:max_line], [1], 1, tuple(every), whole)
+                    # and the statuses it names, each read apart (the run may hold two messages)
+                    self._match_line(text[:max_line], [1], 1, tuple(i for i in every if i in fallbacks), whole)
+                if not mine - fallbacks:
+                    continue  # the whole reads no message of its own: not a run to trust over its parts
+                kept = {key[0] for key in whole._by_key}
+                for first in where[:MAX_LINE_NUMBERS]:
+                    inside = set(range(lines_before + first + 1, lines_before + first + 1 + length))
+                    found.forget_inside(inside, kept)
         if fragments:
             found.forget_fallbacks_on(fragments)
         if statements:
@@ -349,6 +402,19 @@ class Catalogue:
                     hits.add(index)
                     break
         return hits
+
+
+def _with_runs_joined(text: str, runs: list[tuple[int, int, str]]) -> str:
+    """``text`` (the input's first lines) with each run of wrapped lines that a pattern read joined
+    replaced by the joined line, its other lines left blank (so every line keeps its number)."""
+    if not runs:
+        return text
+    lines = text.split("\n")
+    for number, length, joined in runs:
+        start = number - 1
+        if start + length <= len(lines) and all(lines[i].strip() for i in range(start, start + length)):
+            lines[start : start + length] = [joined] + [""] * (length - 1)
+    return "\n".join(lines)
 
 
 def _split(block: bytes) -> tuple[list[bytes], list[bytes], list[bytes]]:
@@ -478,6 +544,8 @@ class _Accumulator:
         self._by_key: dict[tuple[str, str], Occurrence] = {}
         self._by_groups: dict[tuple[Any, ...], Occurrence] = {}  # the same capture seen before
         self.dropped = 0
+        # the runs of wrapped lines a pattern read joined: (first line's number, lines, text)
+        self.joined: list[tuple[int, int, str]] = []
         self.unframed: set[tuple[str, str]] = set()  # stack_only messages seen only outside the stack's frame
         # subject_elsewhere messages on no line of the stack (with the regex of the pattern that
         # matched, a status fallback's before its status's owner takes the occurrence) ...
@@ -514,8 +582,12 @@ class _Accumulator:
                 self._by_key[key] = occurrence
                 if pattern.stack_only and not in_stack_frame(text):
                     self.unframed.add(key)  # another program's loader error, unless the input shows the stack
-            elif key in self.unframed and in_stack_frame(text):
-                self.unframed.discard(key)
+            else:
+                if key in self.unframed and in_stack_frame(text):
+                    self.unframed.discard(key)
+                # the owner's own pattern read the message a fallback read first (a cut message
+                # read joined): it stands on its own
+                occurrence.from_fallback = occurrence.from_fallback and from_fallback
             subject = subject or pattern.subject_elsewhere
             if subject is not None:
                 if in_stack_frame(text):
@@ -531,6 +603,19 @@ class _Accumulator:
                 :MAX_LINE_NUMBERS
             ]
         return True
+
+    def forget_inside(self, numbers: set[int], kept: set[str]) -> None:
+        """Drop what was read only on these lines (a run of wrapped lines) by a pattern not in
+        ``kept`` (those that read the run joined)."""
+        gone = {
+            key
+            for key, o in self._by_key.items()
+            if o.pattern.id not in kept and o.line_numbers and set(o.line_numbers) <= numbers
+        }
+        for key in gone:
+            occurrence = self._by_key.pop(key)
+            self._by_groups = {k: v for k, v in self._by_groups.items() if v is not occurrence}
+            self.unframed.discard(key)
 
     def forget_fallbacks_on(self, numbers: set[int]) -> None:
         """Drop what fallbacks read only on these lines (the halves of a cut message that another
@@ -608,15 +693,18 @@ def _blocks(stream: IO[bytes], chunk_bytes: int, max_line: int) -> Iterator[byte
     next block, so that every pair of lines a wrap joins is in one block whatever the chunk size;
     each line is still in exactly one block."""
     carry = b""
+    pending: Optional[bytes] = None  # a block is split only when another follows it
     for block in _whole_blocks(stream, chunk_bytes, max_line):
-        data = carry + block if carry else block
-        carry = b""
-        if data.endswith(b"\n"):
-            data, carry = _last_lines_that_go_on(data, max_line)
-        if data:
-            yield data
-    if carry:
-        yield carry
+        if pending is not None:
+            data = carry + pending if carry else pending
+            carry = b""
+            if data.endswith(b"\n"):
+                data, carry = _last_lines_that_go_on(data, max_line)
+            if data:
+                yield data
+        pending = block
+    if pending is not None or carry:
+        yield carry + (pending or b"")
 
 
 def _last_lines_that_go_on(data: bytes, max_line: int) -> tuple[bytes, bytes]:
