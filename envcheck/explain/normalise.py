@@ -523,6 +523,8 @@ def wrapped_runs(
         if not body or not line.strip():
             return ""
         at = width(i)
+        if _LOG_RECORD.match(body):
+            return ""  # a logger's record (glog's "I tensorflow/...cc:N]", a timestamp) starts a line of its own
         if at == widest and not _NEW_RECORD.match(body):
             if terminal:
                 return "hard"
