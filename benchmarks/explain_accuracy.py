@@ -10,8 +10,10 @@ Two corpora, reported separately and side by side (the default):
 - the second held-out set (tests/fixtures/held_out_v2/), RETIRED after round 10 (measured ten
   times): read by whoever writes patterns like the first, reported as "held-out v2 (retired)" in
   the default run and with ``--live``;
-- the third (tests/fixtures/held_out_v3/),
-  the fourth (tests/fixtures/held_out_v4/), the fifth (tests/fixtures/held_out_v5/), the sixth
+- the third held-out set (tests/fixtures/held_out_v3/), RETIRED after round 12 (measured ten
+  times): read by whoever writes patterns like the first two, reported as "held-out v3 (retired)"
+  with ``--live`` (and with ``--held-out-v3 DIR``);
+- the fourth (tests/fixtures/held_out_v4/), the fifth (tests/fixtures/held_out_v5/), the sixth
   (tests/fixtures/held_out_v6/), the seventh (tests/fixtures/held_out_v7/), the eighth
   (tests/fixtures/held_out_v8/), the ninth (tests/fixtures/held_out_v9/) and the tenth
   (tests/fixtures/held_out_v10/, frozen last, measured on the catalogue of its freezing before the
@@ -105,6 +107,7 @@ DEFAULT_HELD_OUT_V10 = ROOT / "tests" / "fixtures" / "held_out_v10"
 # held-out figures; so is the second, retired after round 10 (measured ten times).
 RETIRED_LABEL = "held-out v1 (retired)"
 RETIRED_V2_LABEL = "held-out v2 (retired)"
+RETIRED_V3_LABEL = "held-out v3 (retired)"  # after round 12, measured ten times
 ORDINARY_FILE = "ordinary.yaml"
 ALIASES_FILE = "aliases.yaml"
 KINDS = ("error", "harmless", "near_miss")
@@ -487,7 +490,7 @@ def _ratio(f: dict[str, Any], part: str, whole: str) -> str:
 
 
 def is_retired(folder: Path) -> bool:
-    """Whether this folder is a retired set (the first, or the second)."""
+    """Whether this folder is a retired set (the first, the second or the third)."""
     return bool(retired_label(folder))
 
 
@@ -498,6 +501,8 @@ def retired_label(folder: Path) -> str:
         return RETIRED_LABEL
     if where == DEFAULT_HELD_OUT_V2.resolve():
         return RETIRED_V2_LABEL
+    if where == DEFAULT_HELD_OUT_V3.resolve():
+        return RETIRED_V3_LABEL
     return ""
 
 
@@ -749,7 +754,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         "--live",
         action="store_true",
         help=(
-            "also measure the live held-out sets (v3 to v10) in their own columns; a measurement, "
+            "also measure the live held-out sets (v4 to v10, and the retired v3) in their own columns; a measurement, "
             "taken once before and once after a change, never while writing patterns"
         ),
     )
