@@ -10,7 +10,7 @@ Two corpora, reported separately and side by side (the default):
 - the second held-out set (tests/fixtures/held_out_v2/), RETIRED after round 10 (measured ten
   times): read by whoever writes patterns like the first, reported as "held-out v2 (retired)" in
   the default run and with ``--live``;
-- the third held-out set (tests/fixtures/held_out_v3/), RETIRED after round 12 (measured ten
+- the third held-out set (tests/fixtures/held_out_v3/), RETIRED after round 12 (measured eleven
   times): read by whoever writes patterns like the first two, reported as "held-out v3 (retired)"
   with ``--live`` (and with ``--held-out-v3 DIR``);
 - the fourth (tests/fixtures/held_out_v4/), the fifth (tests/fixtures/held_out_v5/), the sixth
@@ -107,7 +107,7 @@ DEFAULT_HELD_OUT_V10 = ROOT / "tests" / "fixtures" / "held_out_v10"
 # held-out figures; so is the second, retired after round 10 (measured ten times).
 RETIRED_LABEL = "held-out v1 (retired)"
 RETIRED_V2_LABEL = "held-out v2 (retired)"
-RETIRED_V3_LABEL = "held-out v3 (retired)"  # after round 12, measured ten times
+RETIRED_V3_LABEL = "held-out v3 (retired)"  # after round 12, measured eleven times
 ORDINARY_FILE = "ordinary.yaml"
 ALIASES_FILE = "aliases.yaml"
 KINDS = ("error", "harmless", "near_miss")

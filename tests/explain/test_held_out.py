@@ -4,7 +4,7 @@ one of its threads. The first set (tests/fixtures/held_out/) is retired: measure
 now read by whoever writes patterns, and its entries move to the training corpus as patterns are
 written from them (its README.md); it keeps its format and shares no thread with a live set. The
 second set (tests/fixtures/held_out_v2/) is retired the same way since round 10 (measured ten
-times), the third (tests/fixtures/held_out_v3/) since round 12 (measured ten times). The
+times), the third (tests/fixtures/held_out_v3/) since round 12 (measured eleven times). The
 accuracy figures are measured by benchmarks/explain_accuracy.py and never asserted here."""
 
 from __future__ import annotations
