@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+import shutil
 import string
+import subprocess
 
 import pytest
 
 from envcheck.explain import MAX_LINE_BYTES, Catalogue, PatternsError, load_patterns, repeat_problem
+from envcheck.explain.catalogue import fill
 
 CATALOGUE = load_patterns()
 PATTERNS = CATALOGUE.patterns
@@ -253,3 +256,35 @@ def test_required_literals(source, clauses):
     from envcheck.explain.regexes import _required_literals, _sre_parse
 
     assert set(_required_literals(_sre_parse().parse(source))) == set(clauses)
+
+
+def _catalogue_commands() -> set[tuple[str, str]]:
+    found = set()
+    for pattern in PATTERNS:
+        fixes = list(pattern.fixes) if isinstance(pattern.fixes, (list, tuple)) else [pattern.fixes]
+        fixes += [part for cause in pattern.causes for part in (cause.tell, getattr(cause, "fix", None))]
+        found |= {(c.shell, c.line) for fix in fixes if fix is not None for c in fix.commands}
+    return found
+
+
+COMMANDS = sorted(_catalogue_commands())
+
+
+def test_no_command_needs_editing_before_it_is_pasted():
+    # a command with a <placeholder> runs as nobody wants it to: what the user must fill in is
+    # said in the text instead ("With the placeholder filled in: ...")
+    held = [line for _, line in COMMANDS if re.search(r"<[a-z][a-z_. ]*>", fill(line, {}))]
+    assert held == []
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
+def test_every_bash_command_of_the_catalogue_parses():
+    # a line of Python (a call to make in the program) is no shell command: it goes in the text
+    bad = []
+    for shell, line in COMMANDS:
+        if shell in ("bash", "any"):
+            text = re.sub(r"\{[a-z_]+\}", "X", line)  # a template's field, filled from the message
+            done = subprocess.run(["bash", "-n", "-c", text], capture_output=True, text=True, timeout=30)
+            if done.returncode:
+                bad.append((line, done.stderr.strip()))
+    assert bad == []
