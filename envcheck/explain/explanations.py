@@ -143,7 +143,7 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
     if result.context.get("log_device_assert"):
         # a kernel's own assert failed on the device (an index or a label out of range): what the
         # CUDA stack reports after it in that process is that assert, not the setup
-        occurrences = tuple(o for o in occurrences if not left_by_device_assert(o.variables))
+        occurrences = tuple(o for o in occurrences if not cuda_library_status(o.variables))
     if result.context.get("log_zluda"):
         # ZLUDA's stand-ins for the CUDA libraries report HIP's and ROCm's failures in NVIDIA's
         # status names: NVIDIA's meanings (drivers, architectures, CUDA releases) are not theirs
@@ -169,18 +169,10 @@ def explain(result: ScanResult, ctx: Any = None, assess: Optional[Assess] = None
 # error or its own word for it ("CUBLAS_STATUS_EXECUTION_FAILED", "an illegal memory access",
 # "unspecified launch failure"). Running out of memory is not among them: an allocation the
 # sticky error refuses fails with the assert, never with out-of-memory.
-_CUDA_LIBRARY_ENUMS = frozenset(
-    {
-        "CUresult",
-        "cudaError_t",
-        "cudnnStatus_t",
-        "cudnnStatus_t (cuDNN 7 and 8)",
-        "cublasStatus_t",
-        "cufftResult",
-        "cusolverStatus_t",
-        "cusparseStatus_t",
-    }
-)
+# the CUDA runtime's, the driver's and the libraries' on them: the stack's tables
+# (``_STACK_STATUS_ENUMS``) but NCCL's, NVML's and nvJitLink's
+_CUDA_LIBRARY_ENUMS = frozenset({"CUresult", "cudaError_t", "cudnnStatus_t", "cublasStatus_t", "cufftResult",
+                                 "cusolverStatus_t", "cusparseStatus_t"})  # fmt: skip
 _OUT_OF_MEMORY = frozenset({"CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation"})
 
 
@@ -188,16 +180,9 @@ def cuda_library_status(variables: dict[str, str]) -> bool:
     """Whether a message is a status of the CUDA runtime, the driver or a library on them
     (``_CUDA_LIBRARY_ENUMS``) other than running out of memory."""
     return (
-        variables.get("status_enum", "") in _CUDA_LIBRARY_ENUMS
+        variables.get("status_enum", "").split(" ")[0] in _CUDA_LIBRARY_ENUMS
         and variables.get("status_name", "") not in _OUT_OF_MEMORY
     )
-
-
-def left_by_device_assert(variables: dict[str, str]) -> bool:
-    """Whether a message is a status of the CUDA stack that a failed device-side assert earlier in
-    the process would leave (``cuda_library_status``): in a log that shows the assert
-    (``log_device_assert``), it is the program's own data, not the GPU setup."""
-    return cuda_library_status(variables)
 
 
 def _failed_unexplained(context: dict[str, str]) -> bool:
@@ -405,10 +390,7 @@ def status_causes(
 
 # the status tables of the CUDA stack's libraries (cuda_status.yaml), whose statuses mean the same
 # wherever they are printed
-_STACK_STATUS_ENUMS = frozenset(
-    {"CUresult", "cudaError_t", "cudnnStatus_t", "cublasStatus_t", "cufftResult", "cusolverStatus_t",
-     "cusparseStatus_t", "ncclResult_t", "nvmlReturn_t", "nvJitLinkResult"}
-)  # fmt: skip
+_STACK_STATUS_ENUMS = _CUDA_LIBRARY_ENUMS | {"ncclResult_t", "nvmlReturn_t", "nvJitLinkResult"}
 
 
 def status_causes_beside(

@@ -88,17 +88,29 @@ _UNQUOTED_LIBRARY = re.compile(
     r"([\w+-]+(?:\.[\w+-]+)*\.(?:so(?:\.\d+){0,3}|dll|dylib))(?=[;.,:]?(?: |$))"
 )
 
+# The prefixes of programs that relay or file another's lines, each written once: the line-level
+# reading (``_PREFIXES``, ``_RELAYS``) and the block-level one (``_WRAPPERS``) use the same text.
+_KUBECTL = r"\[pod/[^\]\s]{1,200}\] "  # kubectl logs --prefix
+_COMPOSE = r"[\w.-]{1,60} {0,20}\| (?=\S)"  # docker compose: service-1  | message
+_LAUNCHER = r"\[\d{1,6}(?:,\d{1,6})?\]<(?:stdout|stderr|stddiag)>: ?"  # mpirun --tag-output, horovodrun over Gloo
+_TORCHRUN = r"\[(?:rank|default)\d{1,6}\]: ?"  # torchrun, torch.distributed's per-rank output
+_RAY = (
+    r"\((?:[\w.:-]{1,80} )?pid=\d{1,10}(?:, ip=[\da-fA-F.:]{3,45})?\) "  # Ray: (pid=1234) , (Worker pid=1, ip=10.0.0.1)
+)
+_JUPYTER = r"\[[DIWEC] (?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:\.\d{1,6})? [\w.]{1,40}\] "  # Jupyter's server log
+_AIRFLOW = r"\[\d{4}-\d{2}-\d{2}[^\]]{0,40}\] \{[\w.-]{1,80}:\d{1,6}\} [A-Z]{3,8} - "  # [2023-01-01, 12:00:00 UTC] {subprocess.py:92} INFO -
+_SYSLOG = r"[A-Z][a-z]{2} {1,2}\d{1,2} \d{2}:\d{2}:\d{2} [\w.-]{1,64} [\w./-]{1,40}(?:\[\d{1,10}\])?: "  # Jan  2 03:04:05 host kernel:
+
 # Log prefixes, each anchored at the start of the line and bounded, tried in a loop (a timestamp
 # often stands before a glog prefix). Comments name the system that writes each.
 _PREFIXES = re.compile(
     "|".join(
         (
             r"> {0,3}",  # a Markdown or e-mail quote
-            r"\[pod/[^\]\s]{1,200}\] ",  # kubectl logs --prefix
+            _KUBECTL,
             # the container runtime's log file (CRI): time, stream, F(ull) or P(artial) line
             r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}) (?:stdout|stderr) [FP] ",
-            # Airflow: [2023-01-01, 12:00:00 UTC] {subprocess.py:92} INFO -
-            r"\[\d{4}-\d{2}-\d{2}[^\]]{0,40}\] \{[\w.-]{1,80}:\d{1,6}\} [A-Z]{3,8} - ",
+            _AIRFLOW,
             # glog / absl (TensorFlow 2.12+, XLA): E0000 00:00:1796056754.682237 7566 cuda_platform.cc:52]
             r"[IWEF]\d{4} [\d:.]{8,24} {1,12}\d{1,10} [\w./+-]{1,200}:\d{1,6}\] ",
             # TensorFlow 1.x-2.11 after the time: W tensorflow/stream_executor/.../dso_loader.cc:64]
@@ -107,16 +119,13 @@ _PREFIXES = re.compile(
             r"\[?\d{4}[-/]\d{2}[-/]\d{2}[ T,]{1,2}\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?: ?(?:Z|UTC|[+-]\d{2}:?\d{2}))?\]?:? ",
             r"\[?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?\]? ",  # a time alone
             r"\[ {0,8}\d{1,9}\.\d{3,9}\] ",  # the kernel's ring buffer (dmesg)
-            # syslog / journald: Jan  2 03:04:05 host kernel:
-            r"[A-Z][a-z]{2} {1,2}\d{1,2} \d{2}:\d{2}:\d{2} [\w.-]{1,64} [\w./-]{1,40}(?:\[\d{1,10}\])?: ",
-            # docker compose: service-1  | message
-            r"[\w.-]{1,60} {0,20}\| (?=\S)",
-            # the launchers' per-process prefixes: mpirun --tag-output, horovodrun over Gloo,
-            # torchrun's ranks, Ray's workers; Jupyter's server log
-            r"\[\d{1,6}(?:,\d{1,6})?\]<(?:stdout|stderr|stddiag)>: ?",
-            r"\[(?:rank|default)\d{1,6}\]: ?",
-            r"\((?:[\w.:-]{1,80} )?pid=\d{1,10}(?:, ip=[\da-fA-F.:]{3,45})?\) ",
-            r"\[[DIWEC] (?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:\.\d{1,6})? [\w.]{1,40}\] ",
+            _SYSLOG,  # syslog / journald
+            _COMPOSE,
+            # the launchers' per-process prefixes, Ray's workers, Jupyter's server log
+            _LAUNCHER,
+            _TORCHRUN,
+            _RAY,
+            _JUPYTER,
             # Python logging's default format and TensorFlow's own: WARNING:tensorflow:
             r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL):[\w.]{1,80}:",
             r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) {1,3}[-:|] ",
@@ -126,10 +135,7 @@ _PREFIXES = re.compile(
 MAX_PREFIXES = 4  # a prefix inside a prefix (time, then glog); more is a message, not a prefix
 # The prefixes of the programs that relay a program's lines (not of the record itself: its time,
 # severity and source file stay for the patterns that read them, ``keep_prefixes``)
-_RELAYS = re.compile(
-    r"> {0,3}|\[pod/[^\]\s]{1,200}\] |[\w.-]{1,60} {0,20}\| (?=\S)|\[\d{1,6}(?:,\d{1,6})?\]<(?:stdout|stderr|stddiag)>: ?"
-    r"|\[(?:rank|default)\d{1,6}\]: ?|\((?:[\w.:-]{1,80} )?pid=\d{1,10}(?:, ip=[\da-fA-F.:]{3,45})?\) "
-)
+_RELAYS = re.compile("|".join((r"> {0,3}", _KUBECTL, _COMPOSE, _LAUNCHER, _TORCHRUN, _RAY)))
 
 
 def normalise_line(text: str, keep_prefixes: bool = False) -> str:
@@ -269,7 +275,7 @@ MAX_RUN = 16  # lines read joined as one run
 MAX_RUNS = 64  # runs read per chunk
 MAX_AROUND = 512  # needle lines of a large chunk looked around for runs; more are a log's own
 _FRAME_LINE = re.compile(rb"\s{0,16}File \"")  # a traceback's frame: its code follows, indented
-_ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]{0,24}[ -/]{0,3}[@-~]|\x1b[@-Z\\-_]")
+_ANSI_BYTES = re.compile(_ANSI.pattern.encode())  # the line level's colour escapes, over bytes
 
 
 def strip_colour(block: bytes) -> bytes:
@@ -343,20 +349,18 @@ _WRAPPERS = tuple(
     re.compile(p)
     for p in (
         rb"[\w.-]{1,60} {0,20}\|(?: (?=\S)| ?$)",  # docker compose: service-1  | message
-        rb"\[pod/[^\]\s]{1,200}\] ",  # kubectl logs --prefix
+        _KUBECTL.encode(),
         # GitHub Actions' raw log (the container runtime's own time, stream and F/P stay: its
         # partial records are joined first)
         rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z (?!std(?:out|err) [FP] )",
-        # journald and syslog: May 01 10:00:00 host python3[1234]:
-        rb"[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d [\w.-]{1,64} [\w./-]{1,40}(?:\[\d{1,10}\])?: ",
-        # Jupyter's server and notebook: [I 2024-05-01 10:00:00.000 ServerApp] , [W 10:00:00.000 NotebookApp]
-        rb"\[[DIWEC] (?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:\.\d{1,6})? [\w.]{1,40}\] ",
+        _SYSLOG.encode(),  # journald and syslog: May 01 10:00:00 host python3[1234]:
+        _JUPYTER.encode(),  # [I 2024-05-01 10:00:00.000 ServerApp] , [W 10:00:00.000 NotebookApp]
         rb"\[\d{1,6},\d{1,6}\]<(?:stdout|stderr|stddiag)>: ?",  # mpirun --tag-output (horovodrun over MPI)
         rb"\[\d{1,6}\]<(?:stdout|stderr)>: ?",  # horovodrun over Gloo
-        rb"\[(?:rank|default)\d{1,6}\]: ?",  # torchrun, torch.distributed's per-rank output
-        rb"\((?:[\w.:-]{1,80} )?pid=\d{1,10}(?:, ip=[\da-fA-F.:]{3,45})?\) ",  # Ray: (pid=1234) , (Worker pid=1, ip=10.0.0.1)
+        _TORCHRUN.encode(),
+        _RAY.encode(),
         rb" {0,5}\d{1,6}: ",  # srun --label: the task's number
-        rb"\[\d{4}-\d\d-\d\d[^\]]{0,40}\] \{[\w.-]{1,80}:\d{1,6}\} [A-Z]{3,8} - ",  # Airflow's task log
+        _AIRFLOW.encode(),  # Airflow's task log
         rb">(?: |$)",  # a Markdown or e-mail quote (not Python's prompt, ">>>", which no blank follows)
     )
 )

@@ -16,7 +16,7 @@ import pytest
 
 from envcheck.explain import explain, load_patterns
 from envcheck.explain.context import read_context
-from envcheck.explain.explanations import left_by_device_assert
+from envcheck.explain.explanations import cuda_library_status
 
 CATALOGUE = load_patterns()
 
@@ -85,12 +85,12 @@ def test_look_alikes_are_no_device_assert(lookalike):
 
 
 def test_only_the_cuda_stacks_statuses_are_left_by_an_assert():
-    assert left_by_device_assert({"status_enum": "cublasStatus_t", "status_name": "CUBLAS_STATUS_EXECUTION_FAILED"})
-    assert left_by_device_assert({"status_enum": "cudaError_t", "status_name": "cudaErrorIllegalAddress"})
-    assert not left_by_device_assert({"status_enum": "cudaError_t", "status_name": "cudaErrorMemoryAllocation"})
-    assert not left_by_device_assert({"status_enum": "CUresult", "status_name": "CUDA_ERROR_OUT_OF_MEMORY"})
-    assert not left_by_device_assert({"status_enum": "POSIX signals", "status_name": "SIGSEGV"})
-    assert not left_by_device_assert({})
+    assert cuda_library_status({"status_enum": "cublasStatus_t", "status_name": "CUBLAS_STATUS_EXECUTION_FAILED"})
+    assert cuda_library_status({"status_enum": "cudaError_t", "status_name": "cudaErrorIllegalAddress"})
+    assert not cuda_library_status({"status_enum": "cudaError_t", "status_name": "cudaErrorMemoryAllocation"})
+    assert not cuda_library_status({"status_enum": "CUresult", "status_name": "CUDA_ERROR_OUT_OF_MEMORY"})
+    assert not cuda_library_status({"status_enum": "POSIX signals", "status_name": "SIGSEGV"})
+    assert not cuda_library_status({})
 
 
 def test_a_setup_error_in_the_same_log_is_still_explained():
