@@ -162,19 +162,14 @@ def normalise_line(text: str, keep_prefixes: bool = False) -> str:
         text = _SPACE_BEFORE_INDEX.sub("[", text)
     if "Could not " in text:
         text = _UNQUOTED_LIBRARY.sub(r"\1 '\2'", text)
-    if keep_prefixes:
-        for _ in range(MAX_PREFIXES):
-            found = _RELAYS.match(text)
-            if found is None or found.end() == 0:
-                break
-            text = text[found.end() :].lstrip()
-        return text
-    return strip_prefixes(text)
+    # a record's own prefix (time, severity, source file) stays for the patterns that read it;
+    # a relaying program's goes either way
+    return strip_prefixes(text, _RELAYS if keep_prefixes else _PREFIXES)
 
 
-def strip_prefixes(text: str) -> str:
+def strip_prefixes(text: str, prefixes: re.Pattern[str] = _PREFIXES) -> str:
     for _ in range(MAX_PREFIXES):
-        found = _PREFIXES.match(text)
+        found = prefixes.match(text)
         if found is None or found.end() == 0:
             break
         text = text[found.end() :].lstrip()
